@@ -1,0 +1,117 @@
+"""The decoded Copilot session event: the one type every source produces and the assembler reads.
+
+A Copilot event is an envelope `{type, data, id, timestamp, parentId, agentId?, ephemeral?}`
+(see ../shared/copilot/EVENTS.md). Sources turn raw JSON objects into `Event` values here, so the
+assembler never sees a malformed envelope: what cannot become an `Event` is an `EventDecodeError`,
+which the source logs, counts and skips.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._exceptions import EventDecodeError
+
+__all__ = ["Event", "event_from_json", "parse_timestamp_ns"]
+
+_EMPTY: Mapping[str, Any] = {}
+
+# ISO-8601 as the CLI writes it ("2026-11-30T04:20:51.463Z"), tolerant of other fraction lengths
+# and numeric offsets. Hand-parsed because datetime.fromisoformat on Python 3.10 rejects "Z" and
+# fractions that are not 3 or 6 digits, and because nanoseconds must survive exactly.
+_TIMESTAMP = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9})\d*)?"
+    r"\s*(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$"
+)
+
+
+def parse_timestamp_ns(text: str) -> int:
+    """Convert an ISO-8601 timestamp to integer nanoseconds since the Unix epoch.
+
+    A timestamp without an offset is taken as UTC, as the CLI always writes UTC.
+
+    Raises:
+        ValueError: the text is not an ISO-8601 date-time.
+    """
+    match = _TIMESTAMP.match(text.strip())
+    if match is None:
+        raise ValueError(f"not an ISO-8601 timestamp: {text[:64]!r}")
+    year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour <= 23 and minute <= 59 and second <= 60):
+        raise ValueError(f"timestamp out of range: {text[:64]!r}")
+    fraction = match.group(7) or ""
+    nanos = int(fraction.ljust(9, "0")) if fraction else 0
+    seconds = calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
+    if match.group(9):
+        offset = int(match.group(10)) * 3600 + int(match.group(11)) * 60
+        seconds -= offset if match.group(9) == "+" else -offset
+    return seconds * 1_000_000_000 + nanos
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One Copilot session event.
+
+    Attributes:
+        type: the event type, e.g. "assistant.turn_start"; unknown types are kept as they are.
+        id: the event's UUID; "" when the log had none (ids then fall back to type and time).
+        timestamp_ns: when the CLI wrote the event, in ns since the epoch.
+        data: the event's payload; always a mapping, empty when the log had none.
+        agent_id: the sub-agent instance that emitted it; None for the main agent.
+        parent_id: the previous persisted event's id, as the log says.
+        ephemeral: True for live-only events.
+    """
+
+    type: str
+    id: str
+    timestamp_ns: int
+    data: Mapping[str, Any] = field(default_factory=dict)
+    agent_id: str | None = None
+    parent_id: str | None = None
+    ephemeral: bool = False
+
+    @property
+    def key(self) -> str:
+        """A stable identity for id derivation: the event id, or type and time when absent."""
+        return self.id or f"{self.type}@{self.timestamp_ns}"
+
+
+def event_from_json(obj: Any) -> Event:
+    """Build an `Event` from one decoded JSON value, checking the envelope.
+
+    Only `type` and `timestamp` are required: everything else degrades (no id, no data) rather
+    than losing the event, because a sparse event still tells the assembler when something
+    happened.
+
+    Raises:
+        EventDecodeError: not an object, or `type`/`timestamp` missing or malformed.
+    """
+    if not isinstance(obj, dict):
+        raise EventDecodeError(f"expected a JSON object, got {type(obj).__name__}")
+    event_type = obj.get("type")
+    if not isinstance(event_type, str) or not event_type:
+        raise EventDecodeError("event has no string 'type'")
+    timestamp = obj.get("timestamp")
+    if not isinstance(timestamp, str):
+        raise EventDecodeError(f"{event_type} event has no string 'timestamp'")
+    try:
+        timestamp_ns = parse_timestamp_ns(timestamp)
+    except ValueError as exc:
+        raise EventDecodeError(f"{event_type} event: {exc}") from exc
+    data = obj.get("data")
+    event_id = obj.get("id")
+    agent_id = obj.get("agentId")
+    parent_id = obj.get("parentId")
+    return Event(
+        type=event_type,
+        id=event_id if isinstance(event_id, str) else "",
+        timestamp_ns=timestamp_ns,
+        data=data if isinstance(data, dict) else _EMPTY,
+        agent_id=agent_id if isinstance(agent_id, str) and agent_id else None,
+        parent_id=parent_id if isinstance(parent_id, str) else None,
+        ephemeral=obj.get("ephemeral") is True,
+    )

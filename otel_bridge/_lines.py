@@ -1,0 +1,237 @@
+"""A tolerant, incremental JSON Lines decoder for Copilot session logs.
+
+Why a decoder of our own rather than `for line in file`:
+- Lines end at b"\\n" only. Python's str.splitlines() also splits on U+2028/U+2029, which are
+  ordinary characters inside JSON strings (prompts and tool output contain them).
+- A log is read while it grows: the last line may be half written. The decoder keeps the partial
+  line and reports `offset`, the end of the last complete line, which is what a checkpoint may
+  safely store.
+- Bad input must never stop a file: a malformed line is logged with its place, counted, skipped;
+  bytes that are not UTF-8 are replaced; a line over the size cap is dropped without buffering it;
+  a torn line (a truncated event that runs into a complete one, seen after `copilot --resume`)
+  still yields the complete event.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ._event_types import KNOWN_EVENT_TYPES
+from ._events import Event, event_from_json
+from ._exceptions import EventDecodeError
+
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "JsonLinesDecoder", "ReadStats"]
+
+logger = logging.getLogger(__name__)
+
+#: Lines longer than this are skipped (the CLI trims tool results on disk; 16 MiB is far above
+#: anything seen, and bounds memory per followed file).
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+
+#: Per file, this many bad lines are logged at WARNING; the rest are only counted.
+_LOGGED_PROBLEMS_PER_FILE = 20
+
+#: How many candidate object starts a torn line is searched at, to bound work on hostile input.
+_MAX_TORN_CANDIDATES = 64
+
+_decoder = json.JSONDecoder()
+
+
+@dataclass
+class ReadStats:
+    """What reading saw; the bridge's own health numbers come from these."""
+
+    lines: int = 0
+    events: int = 0
+    malformed: int = 0
+    torn: int = 0
+    oversized: int = 0
+    invalid_utf8: int = 0
+    unknown_types: Counter[str] = field(default_factory=Counter)
+
+    def merge(self, other: ReadStats) -> None:
+        """Add another file's counts to these."""
+        self.lines += other.lines
+        self.events += other.events
+        self.malformed += other.malformed
+        self.torn += other.torn
+        self.oversized += other.oversized
+        self.invalid_utf8 += other.invalid_utf8
+        self.unknown_types.update(other.unknown_types)
+
+    @property
+    def skipped(self) -> int:
+        """Lines that gave no event."""
+        return self.malformed + self.oversized
+
+
+class JsonLinesDecoder:
+    """Turns the bytes of one growing log into events, a chunk at a time.
+
+    Not thread-safe: one decoder belongs to one reader of one file.
+
+    Args:
+        label: how log lines name the file (usually its path).
+        start_offset: the byte offset in the file where the first fed byte sits.
+        max_line_bytes: lines longer than this are skipped and counted as oversized.
+        stats: counters to add to; a new `ReadStats` when omitted.
+    """
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        start_offset: int = 0,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        stats: ReadStats | None = None,
+    ) -> None:
+        if max_line_bytes < 1:
+            raise ValueError("max_line_bytes must be positive")
+        self.label = label
+        self.stats = stats if stats is not None else ReadStats()
+        self._max = max_line_bytes
+        self._buffer = bytearray()
+        self._skipping = False  # inside an oversized line, dropping bytes until its newline
+        self._dropped = 0  # bytes of that oversized line dropped so far
+        self._offset = start_offset  # end of the last complete line consumed
+        self._line_no = 0 if start_offset == 0 else None
+        self._problems_logged = 0
+
+    @property
+    def offset(self) -> int:
+        """Byte offset just past the last complete line: where a restart may resume."""
+        return self._offset
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of a partial last line held back until its newline arrives."""
+        return len(self._buffer)
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        """Decode every complete line in `chunk` (plus what was held back before it)."""
+        events: list[Event] = []
+        start = 0
+        while True:
+            newline = chunk.find(b"\n", start)
+            if newline < 0:
+                self._hold(chunk[start:])
+                return events
+            part = chunk[start:newline]
+            line_len = len(self._buffer) + len(part) + 1
+            if self._skipping:
+                self._skipping = False
+                self._offset += self._dropped + line_len
+                self._dropped = 0
+            elif len(self._buffer) + len(part) > self._max:
+                self._oversized(self._offset)
+                self._offset += line_len
+                self._buffer.clear()
+            else:
+                if self._buffer:
+                    self._buffer += part
+                    line = bytes(self._buffer)
+                    self._buffer.clear()
+                else:
+                    line = part
+                event = self._decode_line(line, self._offset)
+                self._offset += line_len
+                if event is not None:
+                    events.append(event)
+            if self._line_no is not None:
+                self._line_no += 1
+            start = newline + 1
+
+    def finish(self) -> list[Event]:
+        """End of input: decode a last line that has no newline, if it is a complete event.
+
+        A log that ends without a newline was either cut (the CLI crashed mid-write) or is still
+        being written; replay calls this, a follower does not.
+        """
+        if self._skipping or not self._buffer:
+            self._offset += self._dropped
+            self._dropped = 0
+            self._skipping = False
+            return []
+        line = bytes(self._buffer)
+        self._buffer.clear()
+        event = self._decode_line(line, self._offset)
+        self._offset += len(line)
+        return [event] if event is not None else []
+
+    def _hold(self, rest: bytes) -> None:
+        if self._skipping:
+            self._dropped += len(rest)
+            return
+        if len(self._buffer) + len(rest) > self._max:
+            self._oversized(self._offset)
+            self._dropped = len(self._buffer) + len(rest)
+            self._buffer.clear()
+            self._skipping = True
+            return
+        self._buffer += rest
+
+    def _oversized(self, offset: int) -> None:
+        self.stats.lines += 1
+        self.stats.oversized += 1
+        self._problem("line over %d bytes skipped", self._max, offset=offset)
+
+    def _decode_line(self, line: bytes, offset: int) -> Event | None:
+        if not line.strip():
+            return None
+        self.stats.lines += 1
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            # Keep the event: a broken byte inside a tool result must not lose the turn.
+            self.stats.invalid_utf8 += 1
+            text = line.decode("utf-8", errors="replace")
+        try:
+            event = event_from_json(json.loads(text))
+        except (ValueError, EventDecodeError) as exc:
+            event = self._recover_torn(text)
+            if event is None:
+                self.stats.malformed += 1
+                self._problem("malformed line skipped: %s", _short(exc), offset=offset)
+                return None
+            self.stats.torn += 1
+            self._problem("torn line: a truncated event was dropped, the event after it kept",
+                          offset=offset)
+        self.stats.events += 1
+        if event.type not in KNOWN_EVENT_TYPES:
+            self.stats.unknown_types[event.type] += 1
+        return event
+
+    def _recover_torn(self, text: str) -> Event | None:
+        """Find a complete event that ends the line after a truncated one."""
+        position = text.find('{"', 1)
+        tries = 0
+        while position > 0 and tries < _MAX_TORN_CANDIDATES:
+            tries += 1
+            try:
+                obj, end = _decoder.raw_decode(text, position)
+            except ValueError:
+                obj, end = None, -1
+            if end >= 0 and not text[end:].strip():
+                try:
+                    return event_from_json(obj)
+                except EventDecodeError:
+                    return None
+            position = text.find('{"', position + 1)
+        return None
+
+    def _problem(self, message: str, *args: object, offset: int) -> None:
+        self._problems_logged += 1
+        if self._problems_logged > _LOGGED_PROBLEMS_PER_FILE:
+            return
+        where = f"{self.label}:{self._line_no + 1}" if self._line_no is not None else self.label
+        logger.warning("%s (byte %d): " + message, where, offset, *args)
+        if self._problems_logged == _LOGGED_PROBLEMS_PER_FILE:
+            logger.warning("%s: further bad lines are counted, not logged", self.label)
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -1,0 +1,19 @@
+"""Sinks: span records out through the OpenTelemetry SDK exporters."""
+
+from ._otel import (
+    DEFAULT_SERVICE_NAME,
+    ExportStats,
+    SpanSink,
+    build_resource,
+    build_span_exporters,
+    to_readable_span,
+)
+
+__all__ = [
+    "DEFAULT_SERVICE_NAME",
+    "ExportStats",
+    "SpanSink",
+    "build_resource",
+    "build_span_exporters",
+    "to_readable_span",
+]

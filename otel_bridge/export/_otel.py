@@ -1,0 +1,266 @@
+"""The one adapter between the bridge's span records and the OpenTelemetry SDK.
+
+Records become SDK `ReadableSpan`s with their own (historical) timestamps and deterministic ids,
+then go straight to `SpanExporter`s. No `TracerProvider` is involved: a provider would stamp
+spans with the current time and random ids, which is exactly what the bridge must not do.
+
+Exporters are chosen the standard way (https://opentelemetry.io/docs/specs/otel/configuration/
+sdk-environment-variables/): `OTEL_TRACES_EXPORTER` (otlp, console, none), and for OTLP
+`OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL` (grpc or http/protobuf, the spec's default). Endpoint,
+headers, TLS, compression and timeout are read by the SDK exporters themselves from their
+`OTEL_EXPORTER_OTLP_*` variables; we do not parse them again.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event as SdkEvent
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, TraceFlags
+from opentelemetry.trace import SpanKind as SdkSpanKind
+from opentelemetry.trace.status import Status
+from opentelemetry.trace.status import StatusCode as SdkStatusCode
+
+from .. import semconv
+from .._exceptions import ConfigError
+from .._records import SpanKind, SpanRecord, StatusCode
+from .._version import __version__
+
+__all__ = [
+    "DEFAULT_SERVICE_NAME",
+    "ExportStats",
+    "SpanSink",
+    "build_resource",
+    "build_span_exporters",
+    "to_readable_span",
+]
+
+logger = logging.getLogger(__name__)
+
+#: service.name when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES names one. The CLI's
+#: own telemetry uses the same name, so both land under one service in a backend.
+DEFAULT_SERVICE_NAME = "github-copilot"
+
+_SCOPE = InstrumentationScope("otel_bridge", __version__, semconv.SCHEMA_URL)
+_KINDS = {SpanKind.INTERNAL: SdkSpanKind.INTERNAL, SpanKind.CLIENT: SdkSpanKind.CLIENT}
+_STATUS = {StatusCode.UNSET: SdkStatusCode.UNSET, StatusCode.OK: SdkStatusCode.OK,
+           StatusCode.ERROR: SdkStatusCode.ERROR}
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)  # without it exporters and processors drop the span
+
+
+def build_resource(environ: Mapping[str, str]) -> Resource:
+    """The resource of every span: the SDK's (it reads OTEL_SERVICE_NAME and
+    OTEL_RESOURCE_ATTRIBUTES), with our default service name when the user gave none."""
+    attributes: dict[str, str] = {"otel_bridge.version": __version__}
+    named = environ.get("OTEL_SERVICE_NAME") or "service.name=" in environ.get(
+        "OTEL_RESOURCE_ATTRIBUTES", "")
+    if not named:
+        attributes["service.name"] = DEFAULT_SERVICE_NAME
+    return Resource.create(attributes)
+
+
+def to_readable_span(record: SpanRecord, resource: Resource) -> ReadableSpan:
+    """Map one record to an SDK span, keeping its ids and timestamps."""
+    context = SpanContext(record.trace_id, record.span_id, is_remote=False, trace_flags=_SAMPLED)
+    parent = None
+    if record.parent_span_id is not None:
+        parent = SpanContext(record.trace_id, record.parent_span_id, is_remote=False,
+                             trace_flags=_SAMPLED)
+    return ReadableSpan(
+        name=record.name,
+        context=context,
+        parent=parent,
+        resource=resource,
+        attributes=dict(record.attributes),
+        events=[SdkEvent(e.name, dict(e.attributes), e.timestamp_ns) for e in record.events],
+        links=[Link(SpanContext(link.trace_id, link.span_id, is_remote=True,
+                                trace_flags=_SAMPLED), dict(link.attributes))
+               for link in record.links],
+        kind=_KINDS[record.kind],
+        status=Status(_STATUS[record.status], record.status_message
+                      if record.status is StatusCode.ERROR else None),
+        start_time=record.start_ns,
+        end_time=record.end_ns,
+        instrumentation_scope=_SCOPE,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Choice:
+    names: tuple[str, ...]
+    protocol: str
+
+
+def _choose(environ: Mapping[str, str], traces_file: bool) -> _Choice:
+    raw = environ.get("OTEL_TRACES_EXPORTER", "").strip()
+    if raw:
+        names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())
+    elif traces_file:
+        names = ()  # --traces-file alone means: only the file
+    elif environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        names = ("otlp",)
+    else:
+        names = ("console",)  # nothing configured: show the spans rather than fail to send
+    protocol = (environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+                or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip().lower()
+    return _Choice(names, protocol)
+
+
+def build_span_exporters(
+    environ: Mapping[str, str],
+    *,
+    traces_file: Path | None = None,
+    file_mode: str = "w",
+    console_stream: IO[str] | None = None,
+) -> list[SpanExporter]:
+    """The exporters the configuration asks for.
+
+    Args:
+        environ: the environment to read OTEL_* choices from.
+        traces_file: also write OTLP JSON Lines here (the OpenTelemetry file-exporter format).
+        file_mode: "w" to start the file afresh (replay), "a" to append (run).
+        console_stream: where the console exporter writes; stdout by default.
+
+    Raises:
+        ConfigError: an exporter name or protocol we do not know, or a file we cannot open.
+    """
+    choice = _choose(environ, traces_file is not None)
+    exporters: list[SpanExporter] = []
+    for name in choice.names:
+        if name == "none":
+            continue
+        if name == "console":
+            exporters.append(ConsoleSpanExporter(
+                out=console_stream or sys.stdout,
+                formatter=lambda span: span.to_json(indent=None) + "\n"))
+        elif name == "otlp":
+            exporters.append(_otlp_exporter(choice.protocol))
+        else:
+            raise ConfigError(f"OTEL_TRACES_EXPORTER={name!r} is not supported: "
+                              "use otlp, console or none (comma-separated)")
+    if traces_file is not None:
+        exporters.append(_file_exporter(traces_file, file_mode))
+    return exporters
+
+
+def _otlp_exporter(protocol: str) -> SpanExporter:
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        return OTLPSpanExporter()
+    if protocol == "http/protobuf":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter as HttpSpanExporter,
+        )
+        return HttpSpanExporter()
+    raise ConfigError(f"OTLP protocol {protocol!r} is not supported: set "
+                      "OTEL_EXPORTER_OTLP_PROTOCOL to grpc or http/protobuf")
+
+
+def _file_exporter(path: Path, mode: str) -> SpanExporter:
+    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stream = path.open(mode, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write traces to {path}: {exc.strerror or exc}") from exc
+    return _OwnedStreamExporter(FileSpanExporter(stream=stream), stream)
+
+
+class _OwnedStreamExporter(SpanExporter):
+    """A FileSpanExporter on a stream we opened (to choose truncate or append), closed with it."""
+
+    def __init__(self, inner: SpanExporter, stream: IO[str]) -> None:
+        self._inner = inner
+        self._stream = stream
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return self._inner.export(spans)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+        self._stream.close()
+
+
+@dataclass
+class ExportStats:
+    """Spans handed to exporters, and those an exporter reported as failed."""
+
+    exported: int = 0
+    failed: int = 0
+
+
+class SpanSink:
+    """Buffers span records and exports them in batches, synchronously, to every exporter.
+
+    Synchronous on purpose: a replay of a large log must not outrun the exporter and drop spans
+    the way a full BatchSpanProcessor queue does; the OTLP exporters retry transient failures
+    with back-off within their timeout. Not thread-safe; one thread owns a sink.
+
+    Args:
+        exporters: where spans go; none is allowed (a dry run).
+        resource: the resource of every span.
+        max_batch: spans per export call.
+    """
+
+    def __init__(self, exporters: Sequence[SpanExporter], resource: Resource,
+                 max_batch: int = 512) -> None:
+        if max_batch < 1:
+            raise ValueError("max_batch must be positive")
+        self._exporters = list(exporters)
+        self._resource = resource
+        self._max_batch = max_batch
+        self._buffer: list[ReadableSpan] = []
+        self._closed = False
+        self.stats = ExportStats()
+
+    def export(self, records: Iterable[SpanRecord]) -> None:
+        """Queue records; export a batch whenever one is full."""
+        for record in records:
+            self._buffer.append(to_readable_span(record, self._resource))
+            if len(self._buffer) >= self._max_batch:
+                self.flush()
+
+    def flush(self) -> bool:
+        """Export what is buffered. Returns False if any exporter failed (already logged)."""
+        if not self._buffer:
+            return True
+        batch, self._buffer = self._buffer, []
+        ok = True
+        for exporter in self._exporters:
+            try:
+                result = exporter.export(batch)
+            except Exception:  # an exporter bug must not stop the bridge
+                logger.exception("exporter %s raised", type(exporter).__name__)
+                result = SpanExportResult.FAILURE
+            if result is not SpanExportResult.SUCCESS:
+                ok = False
+                self.stats.failed += len(batch)
+                logger.warning("%s failed to export %d spans", type(exporter).__name__,
+                               len(batch))
+        self.stats.exported += len(batch)
+        return ok
+
+    def shutdown(self) -> None:
+        """Flush and shut every exporter down. Idempotent."""
+        if self._closed:
+            return
+        self.flush()
+        self._closed = True
+        for exporter in self._exporters:
+            try:
+                exporter.shutdown()
+            except Exception:
+                logger.exception("exporter %s failed to shut down", type(exporter).__name__)

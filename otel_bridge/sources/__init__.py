@@ -1,0 +1,17 @@
+"""Sources: session logs (replayed once or followed as they grow) in, decoded events out."""
+
+from ._discovery import EVENTS_FILE, LogFile, default_session_state, find_logs, scan_session_state
+from ._replay import ReplaySummary, replay_logs
+from ._tail import Tailer, TailOptions
+
+__all__ = [
+    "EVENTS_FILE",
+    "LogFile",
+    "ReplaySummary",
+    "TailOptions",
+    "Tailer",
+    "default_session_state",
+    "find_logs",
+    "replay_logs",
+    "scan_session_state",
+]

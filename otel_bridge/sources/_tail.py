@@ -1,0 +1,291 @@
+"""Tail: follow every session log under one or more session-state directories as it grows.
+
+Watchdog (inotify on Linux) only gives hints: its handler records which paths changed and wakes
+the loop. `poll_once()` does all the work (stat, read, decode, assemble, emit) on the caller's
+thread, so tests can drive it step by step, and a periodic full rescan recovers whatever the
+kernel's event queue dropped or a missing watch never saw.
+See https://python-watchdog.readthedocs.io/ (Observer, FileSystemEventHandler).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+
+from .._assembler import Assembler
+from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
+from .._records import SpanRecord
+from ._discovery import EVENTS_FILE, LogFile, scan_session_state
+
+__all__ = ["TailOptions", "Tailer"]
+
+logger = logging.getLogger(__name__)
+
+_READ_LIMIT = 8 << 20  # bytes read from one file per poll, so one huge log cannot stall the rest
+
+
+@dataclass(frozen=True, slots=True)
+class TailOptions:
+    """How `run` follows logs.
+
+    Attributes:
+        backfill: read logs that were already there at start from their beginning, however old.
+        catch_up_seconds: without backfill, logs modified this recently are read from their
+            beginning at start; older ones are followed from their current end.
+        idle_timeout_seconds: an interaction whose log has been quiet this long is closed
+            (marked incomplete unless its loop had ended).
+        rescan_seconds: how often every directory and file is looked at even without a hint.
+        max_line_bytes: lines longer than this are skipped and counted.
+    """
+
+    backfill: bool = False
+    catch_up_seconds: float = 3600.0
+    idle_timeout_seconds: float = 900.0
+    rescan_seconds: float = 5.0
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+
+    def __post_init__(self) -> None:
+        for name in ("catch_up_seconds", "idle_timeout_seconds", "rescan_seconds"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+
+
+class _Follower:
+    """One followed log: where reading goes on, and which file (device, inode) it is."""
+
+    def __init__(self, log: LogFile, offset: int, identity: tuple[int, int], mtime: float,
+                 options: TailOptions, stats: ReadStats) -> None:
+        self.log = log
+        self.stream = str(log.path)
+        self.identity = identity
+        self.last_activity = mtime  # wall-clock seconds of the last growth seen
+        self._options = options
+        self._stats = stats
+        self.decoder = JsonLinesDecoder(self.stream, start_offset=offset,
+                                        max_line_bytes=options.max_line_bytes, stats=stats)
+        self.read_pos = offset  # next byte to read (the decoder may hold a partial line)
+
+    def restart(self, identity: tuple[int, int]) -> None:
+        """The file was truncated or replaced: read the new content from its start."""
+        self.identity = identity
+        self.read_pos = 0
+        self.decoder = JsonLinesDecoder(self.stream, max_line_bytes=self._options.max_line_bytes,
+                                        stats=self._stats)
+
+
+class _Hints(FileSystemEventHandler):
+    """Collects changed paths from watchdog's thread; never reads files itself."""
+
+    def __init__(self, wake: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self._paths: set[str] = set()
+        self._wake = wake
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        paths = [event.src_path, getattr(event, "dest_path", "")]
+        with self._lock:
+            for path in paths:
+                if path:
+                    self._paths.add(os.fsdecode(path))
+        self._wake.set()
+
+    def take(self) -> set[str]:
+        with self._lock:
+            paths, self._paths = self._paths, set()
+        return paths
+
+
+class Tailer:
+    """Follows the session logs under `roots` and feeds them through `assembler` to `emit`.
+
+    Call `start()`, then `poll_once()` repeatedly (or `run()`), then `close()`. All reading
+    happens on the thread that calls `poll_once`; watchdog's thread only records hints.
+
+    Args:
+        roots: session-state directories; one that does not exist yet is watched for.
+        assembler: turns events into span records.
+        emit: receives finished records.
+        options: how to follow.
+        clock: wall-clock seconds (tests pass their own).
+    """
+
+    def __init__(self, roots: Sequence[Path], assembler: Assembler,
+                 emit: Callable[[list[SpanRecord]], None], options: TailOptions | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.roots = [Path(r) for r in roots]
+        self.options = options or TailOptions()
+        self.stats = ReadStats()
+        self._assembler = assembler
+        self._emit = emit
+        self._clock = clock
+        self._followers: dict[str, _Follower] = {}
+        self.wake = threading.Event()
+        self._hints = _Hints(self.wake)
+        self._observers: dict[Path, BaseObserver] = {}
+        self._last_rescan = float("-inf")
+        self._started = False
+
+    @property
+    def followed(self) -> list[str]:
+        """Paths of the logs being followed."""
+        return sorted(self._followers)
+
+    def start(self) -> None:
+        """Find the logs already there and start watching. Logs are read by `poll_once`."""
+        if self._started:
+            return
+        self._started = True
+        now = self._clock()
+        for root in self.roots:
+            if not root.is_dir():
+                logger.warning("%s does not exist yet; watching for it to appear", root)
+            for log in scan_session_state(root):
+                self._follow(log, at_start=True, now=now)
+        self._watch()
+        logger.info("following %d session logs under %s", len(self._followers),
+                    ", ".join(map(str, self.roots)))
+
+    def poll_once(self) -> int:
+        """Read what has been appended, pick up new logs, close quiet interactions.
+
+        Returns:
+            the number of events read.
+        """
+        now = self._clock()
+        hinted = self._hints.take()
+        rescan = time.monotonic() - self._last_rescan >= self.options.rescan_seconds
+        if rescan or any(not p.endswith(EVENTS_FILE) for p in hinted):
+            self._last_rescan = time.monotonic()
+            self._watch()
+            for root in self.roots:
+                for log in scan_session_state(root):
+                    if str(log.path) not in self._followers:
+                        self._follow(log, at_start=False, now=now)
+        events = 0
+        for stream, follower in list(self._followers.items()):
+            if rescan or stream in hinted or follower.decoder.pending_bytes:
+                events += self._read(follower, now)
+        self._close_quiet(now)
+        return events
+
+    def run(self, stop: threading.Event, poll_interval: float = 0.5,
+            after_poll: Callable[[], None] | None = None) -> None:
+        """Poll until `stop` is set; a watchdog hint cuts the wait short."""
+        self.start()
+        while not stop.is_set():
+            self.poll_once()
+            if after_poll is not None:
+                after_poll()
+            self.wake.wait(poll_interval)
+            self.wake.clear()
+
+    def close(self) -> None:
+        """Stop watching. Open interactions are not exported: a restart rebuilds them from
+        the log, and exporting them now as incomplete would give the same span twice with
+        different content."""
+        for observer in self._observers.values():
+            observer.stop()
+        for observer in self._observers.values():
+            observer.join(timeout=5)
+        self._observers.clear()
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        for root in self.roots:
+            if root in self._observers or not root.is_dir():
+                continue
+            observer = Observer()
+            try:
+                observer.schedule(self._hints, str(root), recursive=True)
+                observer.start()
+            except OSError as exc:  # e.g. inotify watch limit reached
+                logger.warning("cannot watch %s (%s); falling back to polling every %.0fs",
+                               root, exc, self.options.rescan_seconds)
+                continue
+            self._observers[root] = observer
+
+    def _follow(self, log: LogFile, *, at_start: bool, now: float) -> None:
+        try:
+            st = log.path.stat()
+        except OSError:
+            return
+        offset = 0
+        recent = now - st.st_mtime <= self.options.catch_up_seconds
+        if at_start and not self.options.backfill and not recent:
+            offset = _end_of_last_line(log.path, st.st_size)
+        logger.info("following %s from byte %d", log.path, offset)
+        self._followers[str(log.path)] = _Follower(log, offset, (st.st_dev, st.st_ino),
+                                                   st.st_mtime, self.options, self.stats)
+
+    def _read(self, follower: _Follower, now: float) -> int:
+        path = follower.log.path
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            logger.info("%s was removed; its open spans are closed", path)
+            self._emit(self._assembler.end_stream(follower.stream))
+            del self._followers[follower.stream]
+            return 0
+        except OSError as exc:
+            logger.warning("cannot stat %s: %s", path, exc)
+            return 0
+        identity = (st.st_dev, st.st_ino)
+        if identity != follower.identity or st.st_size < follower.read_pos:
+            logger.info("%s was %s; reading it from the start", path,
+                        "replaced" if identity != follower.identity else "truncated")
+            self._emit(self._assembler.end_stream(follower.stream))
+            follower.restart(identity)
+        if st.st_size <= follower.read_pos:
+            return 0
+        try:
+            with path.open("rb") as handle:
+                handle.seek(follower.read_pos)
+                chunk = handle.read(min(st.st_size - follower.read_pos, _READ_LIMIT))
+        except OSError as exc:
+            logger.warning("cannot read %s: %s", path, exc)
+            return 0
+        follower.read_pos += len(chunk)
+        follower.last_activity = now
+        events = follower.decoder.feed(chunk)
+        if events:
+            self._emit(self._assembler.feed(follower.stream, events, follower.log.session_hint))
+        return len(events)
+
+    def _close_quiet(self, now: float) -> None:
+        timeout = self.options.idle_timeout_seconds
+        for follower in self._followers.values():
+            if now - follower.last_activity >= timeout and \
+                    self._assembler.has_open_interaction(follower.stream):
+                logger.info("%s quiet for %.0fs; closing its open interaction",
+                            follower.log.path, timeout)
+                self._emit(self._assembler.close_stream(follower.stream))
+
+
+def _end_of_last_line(path: Path, size: int) -> int:
+    """Where to start following a file from its end: after its last complete line."""
+    if size == 0:
+        return 0
+    try:
+        with path.open("rb") as handle:
+            position = size
+            while position > 0:
+                step = min(65536, position)
+                handle.seek(position - step)
+                block = handle.read(step)
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    return position - step + newline + 1
+                position -= step
+    except OSError:
+        return size
+    return 0

@@ -1,0 +1,27 @@
+"""Shared fixtures: a clean environment for every test, the OTLP receiver, span-tree helpers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.otlp_receiver import otlp_receiver  # noqa: F401  (a fixture, used by name)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Strip OTEL_* and COPILOT_* so that the developer's shell never changes a result."""
+    for name in list(os.environ):
+        if name.startswith(("OTEL_", "COPILOT_")):
+            monkeypatch.delenv(name)
+    yield
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES

@@ -1,0 +1,61 @@
+"""Helpers to look at assembled spans as a tree."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from otel_bridge import Assembler, JsonLinesDecoder, SpanRecord
+
+
+def assemble(events: Iterable, session: str = "sess-1") -> list[SpanRecord]:
+    """Feed events to a fresh assembler as one stream, then end it (replay semantics)."""
+    assembler = Assembler()
+    return assembler.feed(session, list(events)) + assembler.end_stream(session)
+
+
+def assemble_file(path: Path) -> list[SpanRecord]:
+    decoder = JsonLinesDecoder(str(path))
+    events = decoder.feed(path.read_bytes()) + decoder.finish()
+    assembler = Assembler()
+    return assembler.feed(str(path), events, path.parent.name) + assembler.end_stream(str(path))
+
+
+def by_name(spans: Sequence[SpanRecord], prefix: str) -> list[SpanRecord]:
+    return [s for s in spans if s.name.startswith(prefix)]
+
+
+def children(spans: Sequence[SpanRecord], parent: SpanRecord) -> list[SpanRecord]:
+    return sorted((s for s in spans if s.parent_span_id == parent.span_id
+                   and s.trace_id == parent.trace_id), key=lambda s: (s.start_ns, s.name))
+
+
+def outline(spans: Sequence[SpanRecord]) -> list[str]:
+    """The tree as indented names, children in start order: easy to compare with a hand-drawn
+    expectation."""
+    kids: dict[int | None, list[SpanRecord]] = defaultdict(list)
+    ids = {s.span_id for s in spans}
+    for span in spans:
+        kids[span.parent_span_id if span.parent_span_id in ids else None].append(span)
+    lines: list[str] = []
+
+    def walk(span: SpanRecord, depth: int) -> None:
+        lines.append("  " * depth + span.name)
+        for child in sorted(kids[span.span_id], key=lambda s: (s.start_ns, s.name)):
+            walk(child, depth + 1)
+
+    for root in sorted(kids[None], key=lambda s: s.start_ns):
+        walk(root, 0)
+    return lines
+
+
+def check_invariants(spans: Sequence[SpanRecord]) -> None:
+    """What must hold for every assembly: unique ids, ended spans, parents in the same trace."""
+    ids = [s.span_id for s in spans]
+    assert len(ids) == len(set(ids)), "duplicate span ids"
+    by_id = {s.span_id: s for s in spans}
+    for span in spans:
+        assert span.end_ns >= span.start_ns, span.name
+        if span.parent_span_id is not None and span.parent_span_id in by_id:
+            assert by_id[span.parent_span_id].trace_id == span.trace_id, span.name
