@@ -372,7 +372,10 @@ class SessionAssembler:
             interaction.awaiting_continuation = True  # the CLI may nudge the model on
             return
         if any(not agent.done for agent in interaction.subagents.values()):
-            return  # background sub-agents still run; the last one to end closes it
+            # Background sub-agents still run; when they report, the CLI resumes the main
+            # agent (a read_agent call and another turn), so the loop is not over yet.
+            interaction.awaiting_continuation = True
+            return
         self._close(end_ns, reason)
 
     def _close(self, end_ns: int, reason: str, *, incomplete: bool = False,
@@ -472,6 +475,10 @@ class SessionAssembler:
         model = _str(event.data, "model")
         if model:
             agent.span.attributes[sc.GEN_AI_REQUEST_MODEL] = model
+        if event.agent_id is not None:  # subagent.* events carry the sub-agent's own id
+            agent.agent_id = event.agent_id
+            agent.span.attributes[sc.GEN_AI_AGENT_ID] = event.agent_id
+            interaction.agents_by_id[event.agent_id] = agent
 
     def _on_subagent_ended(self, event: Event) -> None:
         interaction = self._interaction
@@ -481,18 +488,15 @@ class SessionAssembler:
             self.stats.unplaced[event.type] += 1
             return
         assert interaction is not None
-        error = None
+        error: tuple[str, str | None] | None = None
         if event.type == "subagent.failed":
             message = _str(event.data, "error") if self.config.capture_content else None
             error = (sc.ERROR_SUBAGENT_FAILED, message)
-        for tool_call_id, (_, owner) in list(interaction.tools.items()):
-            if owner is agent:
-                self._end_tool(interaction, tool_call_id, event.timestamp_ns, incomplete=True)
+        elif event.data.get("cancelled") is True:  # torn down by an abort of it or its parent
+            error = (sc.ERROR_ABORTED, None)
+        self._end_tools_of(interaction, agent, event.timestamp_ns)
         self._end_turn(agent, event.timestamp_ns, incomplete=True)
         self._end_agent(agent, event.timestamp_ns, error=error)
-        if interaction.main.done and not interaction.awaiting_continuation and all(
-                other.done for other in interaction.subagents.values()):
-            self._close(event.timestamp_ns, "loop_end")
 
     def _end_agent(self, agent: _Agent, end_ns: int, *,
                    error: tuple[str, str | None] | None = None, incomplete: bool = False) -> None:
@@ -533,6 +537,7 @@ class SessionAssembler:
         if turn is None:
             self.stats.unplaced[event.type] += 1
             return
+        self._end_tools_of(interaction, agent, event.timestamp_ns)  # after an abort, say
         self._end_turn(agent, event.timestamp_ns)
         if agent is not interaction.main:
             return
@@ -694,6 +699,12 @@ class SessionAssembler:
             span.fail(code or sc.ERROR_TOOL_FAILED,
                       message if self.config.capture_content else None)
         self._end_tool(interaction, tool_call_id, event.timestamp_ns)
+
+    def _end_tools_of(self, interaction: _Interaction, agent: _Agent, end_ns: int) -> None:
+        """Close, as incomplete, the tools of `agent` that never reported completion."""
+        for tool_call_id, (_, owner) in list(interaction.tools.items()):
+            if owner is agent:
+                self._end_tool(interaction, tool_call_id, end_ns, incomplete=True)
 
     def _end_tool(self, interaction: _Interaction, tool_call_id: str, end_ns: int, *,
                   error: tuple[str, str | None] | None = None, incomplete: bool = False) -> None:

@@ -105,7 +105,8 @@ def test_before_resume_file_gives_the_same_spans_as_the_first_part_of_the_full_l
 
 
 @pytest.mark.parametrize("path", ALL_LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_counts_match_the_raw_log(path: Path) -> None:
+def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
+    """The checks the issue names, computed from the raw log independently of the assembler."""
     events = raw_events(path)
     spans = assemble_file(path)
     check_invariants(spans)
@@ -116,16 +117,37 @@ def test_counts_match_the_raw_log(path: Path) -> None:
     top_level = [e for e in events if e["type"] == "user.message" and "agentId" not in e
                  and not e["data"].get("isAutopilotContinuation")]
     assert len({s.trace_id for s in spans}) == len(top_level)
+    assert len(by_name(spans, "invoke_agent copilot")) == len(top_level)
+    by_id = {s.span_id: s for s in spans}
     tools = {s.attributes["gen_ai.tool.call.id"]: s for s in by_name(spans, "execute_tool ")}
-    turns_by_request: dict[str, int] = {}
-    turn_spans = sorted(by_name(spans, "turn "), key=lambda s: s.start_ns)
-    for event in events:
-        if event["type"] == "assistant.message":
-            owner = [t for t in turn_spans if t.start_ns <= _ns(event["timestamp"])][-1]
-            for request in event["data"].get("toolRequests", []):
-                turns_by_request[request["toolCallId"]] = owner.span_id
-    for call_id, span in tools.items():
-        assert span.parent_span_id == turns_by_request[call_id]
+    # a tool's parent is the turn of the agent whose assistant.message requested it
+    requested_in_turn = {
+        r["toolCallId"]: ("turnId" in e["data"], e.get("agentId"))
+        for e in events if e["type"] == "assistant.message"
+        for r in e["data"].get("toolRequests", [])}
+    for call_id, tool in tools.items():
+        parent = by_id[tool.parent_span_id]
+        in_turn, agent_id = requested_in_turn[call_id]
+        assert parent.name.startswith("turn " if in_turn else "invoke_agent"), call_id
+        owner = by_id[parent.parent_span_id] if in_turn else parent
+        assert owner.attributes.get("gen_ai.agent.id") == agent_id
+    # each sub-agent hangs under the `task` call that spawned it
+    started = [e for e in events if e["type"] == "subagent.started"]
+    subagents = [s for s in by_name(spans, "invoke_agent ") if s.name != "invoke_agent copilot"]
+    assert len(subagents) == len(started)
+    for event in started:
+        (span,) = [s for s in subagents
+                   if s.attributes["gen_ai.tool.call.id"] == event["data"]["toolCallId"]]
+        assert span.name == f"invoke_agent {event['data']['agentName']}"
+        assert span.attributes["gen_ai.agent.id"] == event["agentId"]
+        assert span.parent_span_id == tools[event["data"]["toolCallId"]].span_id
+        assert tools[event["data"]["toolCallId"]].name == "execute_tool task"
+    # every chat span carries the tokens of its usage record
+    usage = {e["data"]["usage"]["accounting"]["usageId"]: e["data"]["usage"]
+             for e in events if e["type"] == "session.usage_record"}
+    chats = by_name(spans, "chat ")
+    assert sum(c.attributes["gen_ai.usage.input_tokens"] for c in chats) == sum(
+        u["inputTokens"] for u in usage.values())
 
 
 @pytest.mark.parametrize("path", ALL_LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -133,7 +155,104 @@ def test_two_replays_give_identical_spans(path: Path) -> None:
     assert assemble_file(path) == assemble_file(path)
 
 
-def _ns(stamp: str) -> int:
-    from otel_bridge import parse_timestamp_ns
 
-    return parse_timestamp_ns(stamp)
+
+def test_nested_subagents_form_a_chain_under_task_calls() -> None:
+    spans = assemble_file(FIXTURES / "subagent_nested" / "events.jsonl")
+    assert outline(spans) == [
+        "invoke_agent copilot",
+        "  turn 1",
+        "    chat gpt-4.1",
+        "    execute_tool task",
+        "      invoke_agent general-purpose",
+        "        turn 1",
+        "          chat gpt-4.1",
+        "          execute_tool task",
+        "            invoke_agent general-purpose",
+        "              turn 1",
+        "                chat gpt-4.1",
+        "                execute_tool bash",
+        "              turn 2",
+        "                chat gpt-4.1",
+        "        turn 2",
+        "          chat gpt-4.1",
+        "  turn 2",
+        "    chat gpt-4.1",
+    ]
+    assert all(s.status is StatusCode.UNSET for s in spans)
+
+
+def test_parallel_subagents_are_siblings_under_one_turn() -> None:
+    spans = assemble_file(FIXTURES / "subagent_parallel" / "events.jsonl")
+    turn1 = by_name(spans, "turn 1")
+    main_turn = [t for t in turn1 if t.parent_span_id == by_name(spans, "invoke_agent copilot")[0]
+                 .span_id][0]
+    tasks = [c for c in children(spans, main_turn) if c.name == "execute_tool task"]
+    assert len(tasks) == 2
+    for task in tasks:
+        (sub,) = children(spans, task)
+        assert sub.name == "invoke_agent general-purpose"
+        assert [c.name for c in children(spans, sub)] == ["turn 1", "turn 2"]
+
+
+def test_failed_subagent_and_its_task_call_are_errors_the_interaction_is_not() -> None:
+    spans = assemble_file(FIXTURES / "subagent_failed" / "events.jsonl")
+    sub = by_name(spans, "invoke_agent general-purpose")[0]
+    assert sub.status is StatusCode.ERROR
+    assert sub.attributes["error.type"] == "subagent_failed"
+    assert [e.name for e in sub.events] == ["copilot.session.error"]  # the sub-agent's own
+    assert by_name(spans, "execute_tool task")[0].status is StatusCode.ERROR
+    root = by_name(spans, "invoke_agent copilot")[0]
+    assert root.status is StatusCode.UNSET
+    assert root.attributes["copilot.task.outcome"] == "no_signal"
+
+
+def test_background_subagent_keeps_the_interaction_open_until_the_main_agent_resumes() -> None:
+    spans = assemble_file(FIXTURES / "subagent_background" / "events.jsonl")
+    (root,) = by_name(spans, "invoke_agent copilot")
+    assert [c.name for c in children(spans, root)] == [
+        "turn 1", "turn 2", "execute_tool read_agent", "turn 3"]
+    assert root.attributes["copilot.turns"] == 3
+    assert "copilot.incomplete" not in root.attributes
+    assert root.end_ns == max(s.end_ns for s in spans)
+
+
+@pytest.mark.parametrize("case", ["abort", "abort_try1", "abort_subagent", "sdk_abort"])
+def test_abort_ends_the_interaction_as_aborted(case: str) -> None:
+    spans = assemble_file(FIXTURES / case / "events.jsonl")
+    root = sorted(by_name(spans, "invoke_agent copilot"), key=lambda s: s.start_ns)[0]
+    assert root.status is StatusCode.ERROR
+    assert root.attributes["error.type"] == "aborted"
+    assert root.attributes["copilot.task.outcome"] == "aborted"
+    slow = [s for s in by_name(spans, "execute_tool bash")]
+    assert slow and all(s.end_ns <= root.end_ns for s in slow)
+
+
+def test_provider_error_ends_the_interaction_in_error() -> None:
+    spans = assemble_file(FIXTURES / "provider_error" / "events.jsonl")
+    assert outline(spans) == ["invoke_agent copilot", "  turn 1"]
+    root = by_name(spans, "invoke_agent copilot")[0]
+    assert root.status is StatusCode.ERROR
+    assert root.attributes["error.type"] == "query"
+    assert root.attributes["copilot.task.outcome"] == "error"
+    assert root.events[0].attributes["copilot.error.status_code"] == 500
+
+
+def test_autopilot_nudge_is_one_task_in_one_trace() -> None:
+    spans = assemble_file(FIXTURES / "autopilot_nudge" / "events.jsonl")
+    (root,) = by_name(spans, "invoke_agent copilot")
+    assert root.attributes["copilot.autopilot.continuations"] == 1
+    assert root.attributes["copilot.task.outcome"] == "completed"
+    assert [c.name for c in children(spans, root)] == ["turn 1", "turn 2"]
+
+
+def test_parallel_tools_with_a_failing_view_and_a_nonzero_exit() -> None:
+    spans = assemble_file(FIXTURES / "parallel_tools" / "events.jsonl")
+    turn1 = by_name(spans, "turn 1")[0]
+    assert sorted(c.name for c in children(spans, turn1)) == [
+        "chat gpt-4.1", "execute_tool bash", "execute_tool view", "execute_tool view"]
+    errors = [s for s in spans if s.status is StatusCode.ERROR]
+    assert [s.name for s in errors] == ["execute_tool view"]
+    exit_codes = sorted(s.attributes["copilot.tool.exit_code"]
+                        for s in by_name(spans, "execute_tool bash"))
+    assert exit_codes == [0, 3]
