@@ -184,9 +184,8 @@ def test_nested_subagents_form_a_chain_under_task_calls() -> None:
 
 def test_parallel_subagents_are_siblings_under_one_turn() -> None:
     spans = assemble_file(FIXTURES / "subagent_parallel" / "events.jsonl")
-    turn1 = by_name(spans, "turn 1")
-    main_turn = [t for t in turn1 if t.parent_span_id == by_name(spans, "invoke_agent copilot")[0]
-                 .span_id][0]
+    (root,) = by_name(spans, "invoke_agent copilot")
+    (main_turn,) = [t for t in by_name(spans, "turn 1") if t.parent_span_id == root.span_id]
     tasks = [c for c in children(spans, main_turn) if c.name == "execute_tool task"]
     assert len(tasks) == 2
     for task in tasks:

@@ -1,0 +1,143 @@
+"""The tolerant JSON Lines decoder: bad input is counted and skipped, good data never lost."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from otel_bridge import JsonLinesDecoder, parse_timestamp_ns
+from tests.builder import Log
+
+
+def line(type_: str = "user.message", **data) -> bytes:
+    return json.dumps({"type": type_, "data": data, "id": f"id-{type_}",
+                       "timestamp": "2026-11-30T04:20:51.463Z", "parentId": None}).encode()
+
+
+def test_splits_on_newline_bytes_only() -> None:
+    text = "a\u2028b\u2029c\x85d\x0ce\rf"  # all of these are str.splitlines() separators
+    decoder = JsonLinesDecoder("f")
+    data = line(content=text) + b"\n" + line("assistant.turn_end", turnId="0") + b"\n"
+    events = decoder.feed(data)
+    assert [e.type for e in events] == ["user.message", "assistant.turn_end"]
+    assert events[0].data["content"] == text
+    assert decoder.stats.malformed == 0
+
+
+def test_partial_last_line_waits_for_its_newline() -> None:
+    decoder = JsonLinesDecoder("f")
+    whole = line() + b"\n"
+    assert decoder.feed(whole[:10]) == []
+    assert decoder.offset == 0 and decoder.pending_bytes == 10
+    events = decoder.feed(whole[10:])
+    assert len(events) == 1
+    assert decoder.offset == len(whole) and decoder.pending_bytes == 0
+
+
+def test_any_split_of_the_input_gives_the_same_events() -> None:
+    log = Log()
+    log.start()
+    log.user()
+    log.simple_turn("0", "u1", [("c", "bash")])
+    data = log.jsonl()
+    whole = JsonLinesDecoder("f").feed(data)
+    for cut in range(0, len(data), 97):
+        decoder = JsonLinesDecoder("f")
+        assert decoder.feed(data[:cut]) + decoder.feed(data[cut:]) == whole
+
+
+def test_malformed_line_is_logged_with_place_counted_and_skipped(caplog) -> None:
+    decoder = JsonLinesDecoder("events.jsonl")
+    data = line() + b"\n" + b"{not json\n" + line("assistant.turn_start", turnId="0") + b"\n"
+    with caplog.at_level(logging.WARNING):
+        events = decoder.feed(data)
+    assert [e.type for e in events] == ["user.message", "assistant.turn_start"]
+    assert decoder.stats.malformed == 1
+    assert "events.jsonl:2" in caplog.text
+
+
+@pytest.mark.parametrize("bad", [
+    b"[1, 2]", b'"text"', b"null", b'{"data": {}}', b'{"type": "x"}',
+    b'{"type": "x", "timestamp": "yesterday"}', b'{"type": 5, "timestamp": "2026-01-01T00:00:00Z"}',
+])
+def test_envelopes_without_type_or_timestamp_are_skipped(bad: bytes) -> None:
+    decoder = JsonLinesDecoder("f")
+    assert decoder.feed(bad + b"\n" + line() + b"\n")[0].type == "user.message"
+    assert decoder.stats.malformed == 1
+
+
+def test_torn_line_keeps_the_complete_event_after_the_truncated_one() -> None:
+    truncated = line("tool.execution_complete", toolCallId="c1")[:-25]
+    decoder = JsonLinesDecoder("f")
+    events = decoder.feed(truncated + line("session.resume") + b"\n" + line() + b"\n")
+    assert [e.type for e in events] == ["session.resume", "user.message"]
+    assert decoder.stats.torn == 1 and decoder.stats.malformed == 0
+
+
+def test_unknown_types_pass_through_and_are_counted() -> None:
+    decoder = JsonLinesDecoder("f")
+    events = decoder.feed(line("future.thing") + b"\n" + line() + b"\n")
+    assert [e.type for e in events] == ["future.thing", "user.message"]
+    assert decoder.stats.unknown_types == {"future.thing": 1}
+
+
+def test_invalid_utf8_does_not_lose_the_event() -> None:
+    decoder = JsonLinesDecoder("f")
+    raw = line(content="ok").replace(b"ok", b"o\xff\xfek")
+    events = decoder.feed(raw + b"\n")
+    assert len(events) == 1 and events[0].data["content"].startswith("o")
+    assert decoder.stats.invalid_utf8 == 1
+
+
+def test_oversized_line_is_skipped_without_buffering_it() -> None:
+    decoder = JsonLinesDecoder("f", max_line_bytes=1000)
+    big = line(content="x" * 5000)
+    for i in range(0, len(big), 100):  # arrives in pieces, as from a growing file
+        assert decoder.feed(big[i:i + 100]) == []
+        assert decoder.pending_bytes <= 1000
+    events = decoder.feed(b"\n" + line() + b"\n")
+    assert [e.type for e in events] == ["user.message"]
+    assert decoder.stats.oversized == 1
+    assert decoder.offset == len(big) + 1 + len(line()) + 1
+
+
+def test_finish_decodes_a_last_line_without_newline() -> None:
+    decoder = JsonLinesDecoder("f")
+    assert decoder.feed(line()) == []
+    assert [e.type for e in decoder.finish()] == ["user.message"]
+
+
+def test_blank_lines_and_crlf_are_fine() -> None:
+    decoder = JsonLinesDecoder("f")
+    events = decoder.feed(b"\n\n" + line() + b"\r\n   \n")
+    assert len(events) == 1 and decoder.stats.malformed == 0
+
+
+@given(st.binary(max_size=2000))
+def test_arbitrary_bytes_never_raise_and_offsets_stay_consistent(data: bytes) -> None:
+    decoder = JsonLinesDecoder("fuzz", max_line_bytes=300)
+    decoder.feed(data)
+    assert decoder.offset + decoder.pending_bytes <= len(data)
+    assert decoder.offset == (data.rfind(b"\n") + 1)
+    decoder.finish()
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2026-11-30T04:20:51.463Z", 1796012451_463_000_000),
+    ("2026-11-30T04:20:51Z", 1796012451_000_000_000),
+    ("2026-11-30T04:20:51.123456789Z", 1796012451_123_456_789),
+    ("2026-11-30T05:20:51.463+01:00", 1796012451_463_000_000),
+    ("2026-11-30T04:20:51.4", 1796012451_400_000_000),
+])
+def test_timestamps(text: str, expected: int) -> None:
+    assert parse_timestamp_ns(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "yesterday", "2026-13-01T00:00:00Z", "2026-11-30"])
+def test_bad_timestamps_raise_value_error(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_timestamp_ns(text)

@@ -1,0 +1,149 @@
+"""`otel-bridge run` end to end: a real process follows growing session logs and sends spans to a
+real OTLP receiver (tests/otlp_receiver.py decodes the protobuf), over gRPC and HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.spantree import assemble_file
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SESSIONS = {  # directory name -> capture: a plain session and one with parallel sub-agents
+    "d3ebfa08-de8a-4b43-93da-591db8061cb6": FIXTURES / "run1_cli_prompt_basic" / "events.jsonl",
+    "b7d1a5a2-0000-4000-8000-000000000002": FIXTURES / "subagent_parallel" / "events.jsonl",
+}
+
+
+def append_line_by_line(source: Path, target: Path, pause: float) -> None:
+    """Write a real log the way the CLI does: one event at a time, sometimes in two pieces."""
+    target.parent.mkdir(parents=True)
+    with target.open("ab") as handle:
+        for number, line in enumerate(source.read_bytes().splitlines(keepends=True)):
+            if number % 3 == 0:  # a half-written line must wait for its newline
+                handle.write(line[: len(line) // 2])
+                handle.flush()
+                time.sleep(pause)
+                handle.write(line[len(line) // 2:])
+            else:
+                handle.write(line)
+            handle.flush()
+            time.sleep(pause)
+
+
+def start_bridge(state: Path, env_extra: dict[str, str]) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
+    env.update(env_extra)
+    return subprocess.Popen(
+        [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
+         "--poll-interval", "0.1", "--rescan-interval", "0.3"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def stop_bridge(process: subprocess.Popen) -> tuple[int, str, str]:
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=20)
+    return process.returncode, stdout, stderr
+
+
+def expected_spans() -> dict[str, dict]:
+    """What a replay of the same logs gives, keyed by span id (hex)."""
+    out = {}
+    for source in SESSIONS.values():
+        for span in assemble_file(source):
+            out[f"{span.span_id:016x}"] = {
+                "trace_id": f"{span.trace_id:032x}", "name": span.name,
+                "parent_span_id": f"{span.parent_span_id:016x}" if span.parent_span_id else "",
+                "start": span.start_ns, "end": span.end_ns}
+    return out
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_run_follows_growing_logs_and_exports_over_otlp(protocol, otlp_receiver,
+                                                        tmp_path) -> None:
+    state = tmp_path / "session-state"
+    state.mkdir()
+    (state / ".session-operation-locks").mkdir()  # the CLI keeps this beside the sessions
+    endpoint = otlp_receiver.grpc_endpoint if protocol == "grpc" else otlp_receiver.http_endpoint
+    bridge = start_bridge(state, {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+                                  "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+                                  "OTEL_SERVICE_NAME": "itest"})
+    try:
+        time.sleep(1.0)  # let it start watching before the sessions appear
+        writers = [threading.Thread(target=append_line_by_line,
+                                    args=(source, state / name / "events.jsonl", 0.01))
+                   for name, source in SESSIONS.items()]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join()
+        expected = expected_spans()
+        received = otlp_receiver.wait_for_spans(len(expected), timeout=30)
+    finally:
+        code, _, stderr = stop_bridge(bridge)
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
+    got = {s["span_id"]: s for s in received}
+    assert len(received) == len(got) == len(expected)  # nothing lost, nothing doubled
+    for span_id, want in expected.items():
+        span = got[span_id]
+        assert span["name"] == want["name"]
+        assert span["trace_id"] == want["trace_id"]
+        assert span["parent_span_id"] == want["parent_span_id"]
+        assert (span["start_time_unix_nano"], span["end_time_unix_nano"]) == (want["start"],
+                                                                              want["end"])
+        assert span["resource"]["service.name"] == "itest"
+        assert span["protocol"] == ("grpc" if protocol == "grpc" else "http")
+    names = sorted(s["name"] for s in received)
+    # independent of the assembler: what the two raw logs hold
+    raw = [json.loads(line) for source in SESSIONS.values()
+           for line in source.read_text().splitlines()]
+    assert names.count("execute_tool task") == 2
+    assert sum(n.startswith("turn ") for n in names) == sum(
+        e["type"] == "assistant.turn_start" for e in raw)
+    assert sum(n.startswith("chat ") for n in names) == sum(
+        e["type"] == "session.usage_record" for e in raw)
+    assert names.count("invoke_agent copilot") == 2
+
+
+def test_run_with_nothing_configured_prints_spans_and_stops_cleanly(tmp_path) -> None:
+    state = tmp_path / "session-state"
+    session = state / "s1"
+    session.mkdir(parents=True)
+    (session / "events.jsonl").write_bytes(
+        (FIXTURES / "run1_cli_prompt_basic" / "events.jsonl").read_bytes())
+    bridge = start_bridge(state, {})
+    time.sleep(1.5)  # the log is older than nothing: caught up at start, then idle
+    code, stdout, stderr = stop_bridge(bridge)
+    assert code == 0, stderr
+    spans = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    assert sorted(s["name"] for s in spans) == sorted(
+        ["invoke_agent copilot", "turn 1", "turn 2", "chat gpt-4.1", "chat gpt-4.1",
+         "execute_tool bash"])
+    assert "received SIGTERM" in stderr
+
+
+def test_run_reports_a_missing_state_directory_and_picks_it_up_later(tmp_path,
+                                                                     otlp_receiver) -> None:
+    state = tmp_path / "not-yet"
+    bridge = start_bridge(state, {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint})
+    try:
+        time.sleep(0.8)
+        session = state / "later"
+        session.mkdir(parents=True)
+        (session / "events.jsonl").write_bytes(
+            (FIXTURES / "run1_cli_prompt_basic" / "events.jsonl").read_bytes())
+        received = otlp_receiver.wait_for_spans(6, timeout=20)
+    finally:
+        code, _, stderr = stop_bridge(bridge)
+    assert code == 0
+    assert "does not exist yet" in stderr
+    assert len(received) == 6

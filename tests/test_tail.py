@@ -1,0 +1,134 @@
+"""The log follower, driven step by step with poll_once (no sleeping on timers)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from otel_bridge import Assembler
+from otel_bridge.sources import Tailer, TailOptions
+from tests.builder import Log
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_tailer(root: Path, clock: Clock, **options) -> tuple[Tailer, list]:
+    out: list = []
+    tailer = Tailer([root], Assembler(), out.extend, TailOptions(rescan_seconds=0, **options),
+                    clock=clock)
+    return tailer, out
+
+
+def two_messages() -> bytes:
+    log = Log()
+    log.start()
+    log.user(interaction="i1")
+    log.simple_turn("0", "u1", [("c1", "bash")])
+    log.simple_turn("1", "u2")
+    log.user(interaction="i2")
+    log.simple_turn("0", "u3", interaction="i2")
+    return log.jsonl()
+
+
+def test_follows_appends_and_waits_for_partial_lines(tmp_path) -> None:
+    log = tmp_path / "s1" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(b"")
+    tailer, out = make_tailer(tmp_path, Clock(os.path.getmtime(log)))
+    tailer.start()
+    data = two_messages()
+    half = len(data) // 2 + 7  # somewhere inside a line
+    with log.open("ab") as handle:
+        handle.write(data[:half])
+    tailer.poll_once()
+    first = len(out)
+    with log.open("ab") as handle:
+        handle.write(data[half:])
+    tailer.poll_once()
+    names = [s.name for s in out]
+    assert names.count("invoke_agent copilot") == 2
+    assert first < len(out)
+    tailer.close()
+
+
+def test_old_logs_are_followed_from_their_end_unless_backfill(tmp_path) -> None:
+    log = tmp_path / "old" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(two_messages())
+    later = os.path.getmtime(log) + 7200
+    tailer, out = make_tailer(tmp_path, Clock(later), catch_up_seconds=3600)
+    tailer.start()
+    tailer.poll_once()
+    assert out == []
+    tailer.close()
+    tailer, out = make_tailer(tmp_path, Clock(later), catch_up_seconds=3600, backfill=True)
+    tailer.start()
+    tailer.poll_once()
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 2
+    tailer.close()
+
+
+def test_new_session_directories_are_picked_up(tmp_path) -> None:
+    clock = Clock(0)
+    tailer, out = make_tailer(tmp_path, clock)
+    tailer.start()
+    log = tmp_path / "new" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(two_messages())
+    clock.now = os.path.getmtime(log)
+    tailer.poll_once()
+    assert tailer.followed == [str(log)]
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 2
+    tailer.close()
+
+
+def test_quiet_open_interaction_is_closed_after_the_idle_timeout(tmp_path) -> None:
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(log.jsonl())
+    clock = Clock(os.path.getmtime(path))
+    tailer, out = make_tailer(tmp_path, clock, idle_timeout_seconds=60)
+    tailer.start()
+    tailer.poll_once()
+    assert out == []
+    clock.now += 61
+    tailer.poll_once()
+    root = next(s for s in out if s.name == "invoke_agent copilot")
+    assert root.attributes["copilot.incomplete"] is True
+    tailer.close()
+
+
+def test_truncated_and_deleted_logs(tmp_path) -> None:
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    data = two_messages()
+    path.write_bytes(data)
+    clock = Clock(os.path.getmtime(path))
+    tailer, out = make_tailer(tmp_path, clock)
+    tailer.start()
+    tailer.poll_once()
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 2
+    out.clear()
+    path.write_bytes(data[: data.index(b"\n") + 1])  # truncated in place to its first line
+    tailer.poll_once()
+    with path.open("ab") as handle:
+        handle.write(data[data.index(b"\n") + 1:])
+    tailer.poll_once()
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 2  # re-read after truncation
+    path.unlink()
+    path.parent.rmdir()
+    tailer.poll_once()
+    assert tailer.followed == []
+    tailer.close()
