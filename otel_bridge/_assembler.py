@@ -43,6 +43,9 @@ from ._records import (
 __all__ = ["Assembler", "AssemblerConfig", "AssemblerStats", "SessionAssembler"]
 
 _MAIN = ""  # agent key of the main agent
+#: How many recent event ids and span ids a session remembers to drop redelivered events and
+#: to keep a reused tool call id from giving two different spans one id.
+_MEMORY = 50_000
 #: String fields of compaction/truncation events safe to copy onto span events (short labels).
 _LABEL_FIELDS = frozenset({"trigger", "performedBy", "outcome", "model"})
 
@@ -61,9 +64,10 @@ class AssemblerConfig:
 
 @dataclass
 class AssemblerStats:
-    """Events the assembler could not place, by type (the bridge's own health)."""
+    """Events the assembler could not place, by type, and other health counts."""
 
     unplaced: Counter[str] = field(default_factory=Counter)
+    duplicates: int = 0
     interactions: int = 0
     spans: int = 0
 
@@ -187,6 +191,8 @@ class SessionAssembler:
         self._named = False  # session id confirmed by a session.start
         self._previous_in_segment = False  # _previous belongs to the current segment
         self._out: list[SpanRecord] = []
+        self._seen_events: dict[str, None] = {}  # insertion-ordered: the oldest go first
+        self._used_span_ids: dict[int, None] = {}
         self._handlers: dict[str, Callable[[Event], None]] = {
             "session.start": self._on_segment_start,
             "session.resume": self._on_segment_start,
@@ -220,6 +226,9 @@ class SessionAssembler:
     def feed(self, event: Event) -> list[SpanRecord]:
         """Take one event; return the spans it finished."""
         self._out = []
+        if _remember(self._seen_events, event.key):
+            self.stats.duplicates += 1  # redelivered (an SDK resume replays history)
+            return []
         if self.last_event_ns is None or event.timestamp_ns > self.last_event_ns:
             self.last_event_ns = event.timestamp_ns
         interaction = self._interaction
@@ -335,7 +344,7 @@ class SessionAssembler:
         if self._previous is not None:
             links = (LinkRecord(self._previous[0], self._previous[1],
                                 {"copilot.link.type": "previous_interaction"}),)
-        root = _Span(trace_id, _ids.span_id("interaction", self.session_id, key), None,
+        root = _Span(trace_id, self._span_id("interaction", key, key), None,
                      f"{sc.OP_INVOKE_AGENT} {sc.MAIN_AGENT_NAME}", event.timestamp_ns,
                      attributes=attributes, links=links)
         interaction = _Interaction(trace_id, root, _Agent(_MAIN, root),
@@ -444,8 +453,9 @@ class SessionAssembler:
             parent_id = parent.span_id
         else:  # the execute_tool span of the spawning call, by its deterministic id
             parent_id = _ids.span_id("tool", self.session_id, tool_call_id)
-        span = _Span(interaction.trace_id, _ids.span_id("subagent", self.session_id, tool_call_id),
-                     parent_id, f"{sc.OP_INVOKE_AGENT} {name or 'subagent'}", start_ns,
+        span_id = self._span_id("subagent", tool_call_id, f"{tool_call_id}@{start_ns}")
+        span = _Span(interaction.trace_id, span_id, parent_id,
+                     f"{sc.OP_INVOKE_AGENT} {name or 'subagent'}", start_ns,
                      attributes={
                          sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
                          sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
@@ -514,7 +524,7 @@ class SessionAssembler:
             self._end_turn(agent, event.timestamp_ns, incomplete=True)
         agent.turns += 1
         turn_id = _str(event.data, "turnId") or str(agent.turns - 1)
-        span = _Span(interaction.trace_id, _ids.span_id("turn", self.session_id, event.key),
+        span = _Span(interaction.trace_id, self._span_id("turn", event.key, event.key),
                      agent.span.span_id, f"turn {agent.turns}", event.timestamp_ns,
                      attributes=_compact({
                          sc.COPILOT_TURN_ID: turn_id,
@@ -573,7 +583,7 @@ class SessionAssembler:
                 continue
             seen.add(call)
             model = message.model or self.model
-            span = _Span(turn.span.trace_id, _ids.span_id("chat", self.session_id, call),
+            span = _Span(turn.span.trace_id, self._span_id("chat", call, message.key),
                          turn.span.span_id, f"{sc.OP_CHAT} {model or 'unknown'}", start,
                          kind=SpanKind.CLIENT,
                          attributes=_compact({
@@ -629,7 +639,7 @@ class SessionAssembler:
         start_ns = max(start_ns, parent.start_ns)
         ttft = _num(usage, "timeToFirstTokenMs")
         finish = _str(usage, "finishReason")
-        span = _Span(interaction.trace_id, _ids.span_id("chat", self.session_id, call_key),
+        span = _Span(interaction.trace_id, self._span_id("chat", call_key, event.key),
                      parent.span_id, f"{sc.OP_CHAT} {model or 'unknown'}", start_ns,
                      kind=SpanKind.CLIENT,
                      attributes=_compact({
@@ -667,7 +677,7 @@ class SessionAssembler:
         if parent_id is None:
             parent_id = agent.turn.span.span_id if agent.turn is not None else agent.span.span_id
         name = _str(event.data, "toolName") or "unknown"
-        span = _Span(interaction.trace_id, _ids.span_id("tool", self.session_id, tool_call_id),
+        span = _Span(interaction.trace_id, self._span_id("tool", tool_call_id, event.key),
                      parent_id, f"{sc.OP_EXECUTE_TOOL} {name}", event.timestamp_ns,
                      attributes=_compact({
                          sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
@@ -787,6 +797,17 @@ class SessionAssembler:
 
     # --- output ----------------------------------------------------------------------------
 
+    def _span_id(self, kind: str, key: str, fallback: str) -> int:
+        """The deterministic id for `key`; if the session already used it (a tool call id
+        reused by a broken log, say), one derived from the event instead, so that no two
+        different spans ever share an id."""
+        span_id = _ids.span_id(kind, self.session_id, key)
+        attempt = 0
+        while _remember(self._used_span_ids, span_id):
+            attempt += 1
+            span_id = _ids.span_id(kind, self.session_id, f"{key}\x00{fallback}\x00{attempt}")
+        return span_id
+
     def _emit(self, record: SpanRecord) -> None:
         self.stats.spans += 1
         self._out.append(record)
@@ -874,6 +895,16 @@ def _num(mapping: Any, key: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def _remember(memory: dict[Any, None], key: Any) -> bool:
+    """Add `key` to a bounded memory; True if it was already there."""
+    if key in memory:
+        return True
+    memory[key] = None
+    if len(memory) > _MEMORY:
+        del memory[next(iter(memory))]
+    return False
 
 
 def _compact(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
