@@ -511,11 +511,7 @@ class SessionAssembler:
     def _end_agent(self, agent: _Agent, end_ns: int, *,
                    error: tuple[str, str | None] | None = None, incomplete: bool = False) -> None:
         agent.done = True
-        if error is not None:
-            agent.span.fail(*error)
-        elif incomplete:
-            agent.span.attributes[sc.COPILOT_INCOMPLETE] = True
-        self._emit(agent.span.finish(end_ns))
+        self._finish(agent.span, end_ns, error, incomplete)
 
     def _on_turn_start(self, event: Event) -> None:
         interaction = self._ensure_interaction(event)
@@ -566,11 +562,7 @@ class SessionAssembler:
         agent.turn = None
         if turn.llm_calls == 0:
             self._emit_message_chats(turn)
-        if error is not None:
-            turn.span.fail(*error)
-        elif incomplete:
-            turn.span.attributes[sc.COPILOT_INCOMPLETE] = True
-        self._emit(turn.span.finish(end_ns))
+        self._finish(turn.span, end_ns, error, incomplete)
 
     def _emit_message_chats(self, turn: _Turn) -> None:
         """Logs without usage records (CLI < 1.0.102): one chat span per model call, told
@@ -719,11 +711,7 @@ class SessionAssembler:
     def _end_tool(self, interaction: _Interaction, tool_call_id: str, end_ns: int, *,
                   error: tuple[str, str | None] | None = None, incomplete: bool = False) -> None:
         span, _ = interaction.tools.pop(tool_call_id)
-        if error is not None:
-            span.fail(*error)
-        elif incomplete:
-            span.attributes[sc.COPILOT_INCOMPLETE] = True
-        self._emit(span.finish(end_ns))
+        self._finish(span, end_ns, error, incomplete)
 
     # --- outcomes --------------------------------------------------------------------------
 
@@ -807,6 +795,15 @@ class SessionAssembler:
             attempt += 1
             span_id = _ids.span_id(kind, self.session_id, f"{key}\x00{fallback}\x00{attempt}")
         return span_id
+
+    def _finish(self, span: _Span, end_ns: int, error: tuple[str, str | None] | None,
+                incomplete: bool) -> None:
+        """End a span: failed with `error`, or marked incomplete when its end was not seen."""
+        if error is not None:
+            span.fail(*error)
+        elif incomplete:
+            span.attributes[sc.COPILOT_INCOMPLETE] = True
+        self._emit(span.finish(end_ns))
 
     def _emit(self, record: SpanRecord) -> None:
         self.stats.spans += 1

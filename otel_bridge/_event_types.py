@@ -1,4 +1,4 @@
-"""Event types the Copilot CLI 1.0.102 schema declares (generated from session-events.schema.json).
+"""Event types the Copilot CLI schema declares (from session-events.schema.json).
 
 Why: an event type outside this set is schema drift (a newer or older CLI). It still passes through
 the pipeline, but the reader counts it so that an operator can see when the bridge falls behind.
