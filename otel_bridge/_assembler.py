@@ -45,7 +45,7 @@ __all__ = ["Assembler", "AssemblerConfig", "AssemblerStats", "SessionAssembler"]
 _MAIN = ""  # agent key of the main agent
 #: How many recent event ids and span ids a session remembers to drop redelivered events and
 #: to keep a reused tool call id from giving two different spans one id.
-_MEMORY = 50_000
+_MEMORY = 10_000
 #: String fields of compaction/truncation events safe to copy onto span events (short labels).
 _LABEL_FIELDS = frozenset({"trigger", "performedBy", "outcome", "model"})
 
@@ -274,12 +274,16 @@ class SessionAssembler:
 
     def _on_shutdown(self, event: Event) -> None:
         interaction = self._interaction
-        if interaction is None:
-            return
-        if interaction.awaiting_continuation:
-            self._close(interaction.last_ns, "loop_end")
-        else:
-            self._close(event.timestamp_ns, "shutdown", incomplete=True)
+        if interaction is not None:
+            if interaction.awaiting_continuation:
+                self._close(interaction.last_ns, "loop_end")
+            else:
+                self._close(event.timestamp_ns, "shutdown", incomplete=True)
+        # The segment is over: what it used need not be remembered (a finished session
+        # leaves nothing behind but its identity and the link to its last interaction).
+        self._seen_events.clear()
+        self._used_span_ids.clear()
+        self._seen_events[event.key] = None
 
     def _on_mode_changed(self, event: Event) -> None:
         mode = event.data.get("newMode")

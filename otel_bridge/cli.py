@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 from ._assembler import Assembler, AssemblerConfig
+from ._doctor import diagnose
 from ._exceptions import BridgeError
 from ._lines import DEFAULT_MAX_LINE_BYTES, ReadStats
 from ._progress import ProgressBar
@@ -48,6 +49,7 @@ examples:
   OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 otel-bridge run
   otel-bridge replay ~/.copilot/session-state --traces-file traces.jsonl
   otel-bridge replay ~/.copilot/session-state/<session-id>
+  otel-bridge doctor                           check directories and the collector
 """
 
 
@@ -111,6 +113,15 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--rescan-interval", type=_positive_float, default=5.0, metavar="S",
                      help="look at every directory and file at least this often, in case a "
                           "notification was lost (default: 5)")
+
+    doctor = commands.add_parser(
+        "doctor", help="check what run would watch and whether the exporters are reachable",
+        description="Say which session-state directories run would watch and what is in them, "
+                    "which exporters the environment selects, and whether an OTLP endpoint "
+                    "accepts connections. Exit status 0 when all is well, 1 otherwise.")
+    doctor.add_argument("--session-state", action="append", type=Path, metavar="DIR",
+                        help="as for run (default: $COPILOT_HOME/session-state)")
+    doctor.add_argument("--traces-file", type=Path, metavar="FILE", help="as for run")
     return parser
 
 
@@ -183,6 +194,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    roots = args.session_state or [default_session_state(os.environ)]
+    checks = diagnose(roots, os.environ, args.traces_file)
+    print(f"otel-bridge {__version__}")
+    for check in checks:
+        print(f"  [{'ok' if check.ok else '!!'}] {check.message}")
+    return 0 if all(check.ok for check in checks) else 1
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     roots = args.session_state or [default_session_state(os.environ)]
     exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="a")
@@ -232,6 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "replay":
             return _cmd_replay(args)
+        if args.command == "doctor":
+            return _cmd_doctor(args)
         return _cmd_run(args)
     except BridgeError as exc:
         logger.error("%s", exc)

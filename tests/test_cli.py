@@ -137,3 +137,26 @@ def test_bad_arguments_exit_2(argv) -> None:
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
+
+
+def test_doctor_sees_sessions_and_a_reachable_collector(otlp_receiver, monkeypatch,
+                                                        capsys) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp_receiver.grpc_endpoint)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    assert main(["doctor", "--session-state", str(FIXTURES)]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(list(FIXTURES.glob('*/events.jsonl')))} session logs" in out
+    assert "reachable" in out and "NOT" not in out
+
+
+def test_doctor_reports_what_is_wrong(tmp_path, monkeypatch, capsys) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+    assert main(["doctor", "--session-state", str(tmp_path / "missing")]) == 1
+    out = capsys.readouterr().out
+    assert "does not exist" in out
+    assert "NOT reachable" in out

@@ -38,9 +38,11 @@ from .._version import __version__
 __all__ = [
     "DEFAULT_SERVICE_NAME",
     "ExportStats",
+    "ExporterChoice",
     "SpanSink",
     "build_resource",
     "build_span_exporters",
+    "exporter_choice",
     "to_readable_span",
 ]
 
@@ -95,12 +97,15 @@ def to_readable_span(record: SpanRecord, resource: Resource) -> ReadableSpan:
 
 
 @dataclass(frozen=True, slots=True)
-class _Choice:
+class ExporterChoice:
+    """Which exporters the environment selects, and the OTLP protocol."""
+
     names: tuple[str, ...]
     protocol: str
 
 
-def _choose(environ: Mapping[str, str], traces_file: bool) -> _Choice:
+def exporter_choice(environ: Mapping[str, str], traces_file: bool) -> ExporterChoice:
+    """Read OTEL_TRACES_EXPORTER and the OTLP protocol, with the bridge's defaults."""
     raw = environ.get("OTEL_TRACES_EXPORTER", "").strip()
     if raw:
         names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())
@@ -113,7 +118,7 @@ def _choose(environ: Mapping[str, str], traces_file: bool) -> _Choice:
         names = ("console",)  # nothing configured: show the spans rather than fail to send
     protocol = (environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
                 or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip().lower()
-    return _Choice(names, protocol)
+    return ExporterChoice(names, protocol)
 
 
 def build_span_exporters(
@@ -134,7 +139,7 @@ def build_span_exporters(
     Raises:
         ConfigError: an exporter name or protocol we do not know, or a file we cannot open.
     """
-    choice = _choose(environ, traces_file is not None)
+    choice = exporter_choice(environ, traces_file is not None)
     exporters: list[SpanExporter] = []
     for name in choice.names:
         if name == "none":
