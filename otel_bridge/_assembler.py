@@ -44,7 +44,8 @@ __all__ = ["Assembler", "AssemblerConfig", "AssemblerStats", "SessionAssembler"]
 
 _MAIN = ""  # agent key of the main agent
 #: How many recent event ids and span ids a session remembers to drop redelivered events and
-#: to keep a reused tool call id from giving two different spans one id.
+#: to keep a reused tool call id from giving two different spans one id. Kept across segments
+#: (a resumed session may be redelivered); about 1 MB per session at most.
 _MEMORY = 10_000
 #: String fields of compaction/truncation events safe to copy onto span events (short labels).
 _LABEL_FIELDS = frozenset({"trigger", "performedBy", "outcome", "model"})
@@ -279,11 +280,6 @@ class SessionAssembler:
                 self._close(interaction.last_ns, "loop_end")
             else:
                 self._close(event.timestamp_ns, "shutdown", incomplete=True)
-        # The segment is over: what it used need not be remembered (a finished session
-        # leaves nothing behind but its identity and the link to its last interaction).
-        self._seen_events.clear()
-        self._used_span_ids.clear()
-        self._seen_events[event.key] = None
 
     def _on_mode_changed(self, event: Event) -> None:
         mode = event.data.get("newMode")
