@@ -1,0 +1,169 @@
+"""The bridge's metrics: one catalogue, and the protocol through which they are observed.
+
+Why a catalogue: the export adapter creates its instruments from it, `stats` aggregates by it,
+docs/metrics.md defines each entry (a test checks that none is missing), and dashboards and
+alert rules query the Prometheus names derived from it. One list, so that these cannot drift.
+
+The assembler observes through `MetricsRecorder`; it never imports the SDK. Attributes are
+bounded values only (modes, outcomes, tool and model names, error types): never a session id,
+prompt or path. The session id travels beside the attributes, for `stats`, and the OpenTelemetry
+adapter drops it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ._records import AttributeValue
+
+__all__ = [
+    "CATALOGUE",
+    "Instrument",
+    "MetricSpec",
+    "MetricsRecorder",
+    "NullRecorder",
+    "prometheus_name",
+]
+
+
+class Instrument(enum.Enum):
+    """The OpenTelemetry instrument kind of a metric."""
+
+    COUNTER = "counter"
+    HISTOGRAM = "histogram"
+    GAUGE = "gauge"  # observed: read from the bridge's state when collected
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One metric: its OpenTelemetry name, kind, unit, meaning and attribute keys."""
+
+    name: str
+    instrument: Instrument
+    unit: str
+    description: str
+    attributes: tuple[str, ...] = ()
+
+
+# Histogram boundaries (explicit, documented in docs/metrics.md).
+TURN_BUCKETS = (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144)
+SECONDS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
+TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
+COUNT_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+_GENAI = ("gen_ai.operation.name", "gen_ai.provider.name")
+
+CATALOGUE: tuple[MetricSpec, ...] = (
+    # --- mission metrics -------------------------------------------------------------------
+    MetricSpec("copilot.turns_per_message", Instrument.HISTOGRAM, "{turn}",
+               "Main-agent turns per top-level user message (a task); autopilot continuation "
+               "turns count into the task they continue", ("copilot.mode",)),
+    MetricSpec("copilot.tasks", Instrument.COUNTER, "{task}",
+               "Tasks (top-level user messages) by how they ended",
+               ("copilot.task.outcome", "copilot.mode")),
+    MetricSpec("copilot.turns", Instrument.COUNTER, "{turn}",
+               "Agent turns started (assistant.turn_start)", ("copilot.agent.type",)),
+    MetricSpec("copilot.user_messages", Instrument.COUNTER, "{message}",
+               "User messages to the main agent, autopilot continuations apart",
+               ("copilot.continuation",)),
+    MetricSpec("copilot.tool.calls", Instrument.COUNTER, "{call}",
+               "Tool executions by tool and outcome",
+               ("gen_ai.tool.name", "copilot.tool.outcome", "copilot.agent.type")),
+    MetricSpec("copilot.session.errors", Instrument.COUNTER, "{error}",
+               "session.error events by error type", ("error.type", "copilot.agent.type")),
+    MetricSpec("copilot.aborts", Instrument.COUNTER, "{abort}",
+               "Interactions aborted (abort events)", ("copilot.abort.reason",)),
+    MetricSpec("copilot.compactions", Instrument.COUNTER, "{compaction}",
+               "Context compactions finished", ("copilot.compaction.outcome",)),
+    MetricSpec("copilot.autopilot.continuations", Instrument.COUNTER, "{message}",
+               "Autopilot continuation nudges (the model stopped without task_complete)"),
+    MetricSpec("copilot.permission.wait.duration", Instrument.HISTOGRAM, "s",
+               "Time from a permission request to its answer", ("copilot.permission.result",)),
+    MetricSpec("copilot.sessions.active", Instrument.GAUGE, "{session}",
+               "Sessions whose agent is working now (an interaction is open)"),
+    # --- GenAI semantic conventions ---------------------------------------------------------
+    MetricSpec("gen_ai.client.token.usage", Instrument.HISTOGRAM, "{token}",
+               "Tokens per LLM call, by token type (input, output) and model",
+               (*_GENAI, "gen_ai.token.type", "gen_ai.request.model", "gen_ai.response.model")),
+    MetricSpec("gen_ai.client.operation.duration", Instrument.HISTOGRAM, "s",
+               "LLM call duration as the CLI measured it",
+               (*_GENAI, "gen_ai.request.model", "gen_ai.response.model")),
+    MetricSpec("gen_ai.invoke_agent.duration", Instrument.HISTOGRAM, "s",
+               "Duration of an agent invocation: a task, or a sub-agent run",
+               (*_GENAI, "gen_ai.agent.name", "error.type")),
+    MetricSpec("gen_ai.invoke_agent.tool_calls", Instrument.HISTOGRAM, "{call}",
+               "Tool calls per task, sub-agents' included", (*_GENAI, "gen_ai.agent.name")),
+    MetricSpec("gen_ai.execute_tool.duration", Instrument.HISTOGRAM, "s",
+               "Tool execution duration", (*_GENAI, "gen_ai.tool.name", "error.type")),
+    # --- the bridge's own health ------------------------------------------------------------
+    MetricSpec("otel_bridge.events.read", Instrument.COUNTER, "{event}",
+               "Events decoded from logs or the live stream"),
+    MetricSpec("otel_bridge.events.unknown", Instrument.COUNTER, "{event}",
+               "Events of a type the bridge's schema does not know (CLI schema drift)",
+               ("copilot.version", "copilot.event.type")),
+    MetricSpec("otel_bridge.lines.skipped", Instrument.COUNTER, "{line}",
+               "Log lines that gave no event", ("otel_bridge.reason",)),
+    MetricSpec("otel_bridge.event.lag", Instrument.HISTOGRAM, "s",
+               "From an event's timestamp to its processing, for events read live"),
+    MetricSpec("otel_bridge.spans.exported", Instrument.COUNTER, "{span}",
+               "Spans handed to the trace exporters"),
+    MetricSpec("otel_bridge.spans.dropped", Instrument.COUNTER, "{span}",
+               "Spans an exporter failed to deliver"),
+    MetricSpec("otel_bridge.export.failures", Instrument.COUNTER, "{failure}",
+               "Failed export calls, by exporter", ("otel_bridge.exporter",)),
+    MetricSpec("otel_bridge.files.followed", Instrument.GAUGE, "{file}",
+               "Session logs `run` is following"),
+)
+
+BUCKETS: Mapping[str, tuple[float, ...]] = {
+    "copilot.turns_per_message": TURN_BUCKETS,
+    "copilot.permission.wait.duration": SECONDS_BUCKETS,
+    "gen_ai.client.token.usage": TOKEN_BUCKETS,
+    "gen_ai.client.operation.duration": SECONDS_BUCKETS,
+    "gen_ai.invoke_agent.duration": SECONDS_BUCKETS,
+    "gen_ai.invoke_agent.tool_calls": COUNT_BUCKETS,
+    "gen_ai.execute_tool.duration": SECONDS_BUCKETS,
+    "otel_bridge.event.lag": SECONDS_BUCKETS,
+}
+
+_UNIT_SUFFIX = {"s": "seconds", "By": "bytes"}
+
+
+def prometheus_name(spec: MetricSpec) -> str:
+    """The name Prometheus shows, as the OpenTelemetry Prometheus exporter derives it: dots to
+    underscores, a unit suffix for real units (annotations like {turn} are dropped), and
+    `_total` on counters."""
+    name = spec.name.replace(".", "_")
+    suffix = _UNIT_SUFFIX.get(spec.unit)
+    if suffix and not name.endswith(f"_{suffix}"):
+        name += f"_{suffix}"
+    if spec.instrument is Instrument.COUNTER:
+        name += "_total"
+    return name
+
+
+class MetricsRecorder(Protocol):
+    """Where observations go. Called on the assembler's thread; must not block."""
+
+    def add(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
+            session_id: str) -> None:
+        """Add `value` to the counter `name`."""
+
+    def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
+               session_id: str) -> None:
+        """Record one value in the histogram `name`."""
+
+
+class NullRecorder:
+    """Discards observations (the default: spans only)."""
+
+    def add(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
+            session_id: str) -> None:
+        return None
+
+    def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
+               session_id: str) -> None:
+        return None
