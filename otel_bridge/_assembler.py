@@ -30,7 +30,9 @@ from typing import Any
 
 from . import _ids
 from . import semconv as sc
+from ._event_types import KNOWN_EVENT_TYPES
 from ._events import Event
+from ._metrics import MetricsRecorder, NullRecorder
 from ._records import (
     AttributeValue,
     LinkRecord,
@@ -43,6 +45,15 @@ from ._records import (
 __all__ = ["Assembler", "AssemblerConfig", "AssemblerStats", "SessionAssembler"]
 
 _MAIN = ""  # agent key of the main agent
+#: At most this many distinct unknown event types are named in a metric label; the rest are
+#: "other", so that a hostile log cannot blow up the metric's cardinality.
+_MAX_UNKNOWN_TYPES = 50
+#: Permission requests waiting for an answer that a session remembers.
+_MAX_OPEN_PERMISSIONS = 1_000
+_GENAI_AGENT: Mapping[str, AttributeValue] = {
+    sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+    sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
+}
 #: How many recent event ids and span ids a session remembers to drop redelivered events and
 #: to keep a reused tool call id from giving two different spans one id. Kept across segments
 #: (a resumed session may be redelivered); about 1 MB per session at most.
@@ -68,6 +79,7 @@ class AssemblerStats:
     """Events the assembler could not place, by type, and other health counts."""
 
     unplaced: Counter[str] = field(default_factory=Counter)
+    unknown_types: Counter[str] = field(default_factory=Counter)
     duplicates: int = 0
     interactions: int = 0
     spans: int = 0
@@ -159,6 +171,7 @@ class _Interaction:
     awaiting_continuation: bool = False  # autopilot loop stopped without task_complete
     user_messages: int = 1
     continuations: int = 0
+    tool_calls: int = 0
     last_ns: int = 0
 
 
@@ -172,6 +185,7 @@ class SessionAssembler:
             session directory name, which the CLI makes equal to the session id).
         config: what the spans carry.
         stats: counters to add to.
+        metrics: where metric observations go (none by default).
     """
 
     def __init__(
@@ -179,10 +193,12 @@ class SessionAssembler:
         session_id: str,
         config: AssemblerConfig | None = None,
         stats: AssemblerStats | None = None,
+        metrics: MetricsRecorder | None = None,
     ) -> None:
         self.session_id = session_id
         self.config = config or AssemblerConfig()
         self.stats = stats if stats is not None else AssemblerStats()
+        self.metrics: MetricsRecorder = metrics or NullRecorder()
         self.mode = "interactive"
         self.model: str | None = None
         self.copilot_version: str | None = None
@@ -194,6 +210,7 @@ class SessionAssembler:
         self._out: list[SpanRecord] = []
         self._seen_events: dict[str, None] = {}  # insertion-ordered: the oldest go first
         self._used_span_ids: dict[int, None] = {}
+        self._permissions: dict[str, int] = {}  # open permission request id -> asked at (ns)
         self._handlers: dict[str, Callable[[Event], None]] = {
             "session.start": self._on_segment_start,
             "session.resume": self._on_segment_start,
@@ -217,6 +234,8 @@ class SessionAssembler:
             "session.compaction_start": self._on_span_event,
             "session.compaction_complete": self._on_span_event,
             "session.truncation": self._on_span_event,
+            "permission.requested": self._on_permission,
+            "permission.completed": self._on_permission,
         }
 
     @property
@@ -236,6 +255,9 @@ class SessionAssembler:
         handler = self._handlers.get(event.type)
         if handler is not None:
             handler(event)
+        self._add("otel_bridge.events.read")  # after: a session.start may rename the session
+        if event.type not in KNOWN_EVENT_TYPES:
+            self._count_unknown(event.type)
         if interaction is not None and interaction is self._interaction:
             interaction.last_ns = max(interaction.last_ns, event.timestamp_ns)
         return self._take()
@@ -303,6 +325,8 @@ class SessionAssembler:
             interaction.continuations += 1
             interaction.user_messages += 1
             interaction.awaiting_continuation = False
+            self._add("copilot.user_messages", {"copilot.continuation": True})
+            self._add("copilot.autopilot.continuations")
             interaction.root.events.append(
                 SpanEventRecord("copilot.autopilot.continuation", event.timestamp_ns,
                                 _compact({sc.COPILOT_INTERACTION_ID: _str(event.data,
@@ -317,6 +341,7 @@ class SessionAssembler:
         if mode != self.mode and mode in ("interactive", "plan", "autopilot"):
             self.mode = mode
         self._open(event, synthetic=False)
+        self._add("copilot.user_messages", {"copilot.continuation": False})
         content = event.data.get("content")
         if isinstance(content, str) and self._interaction is not None:
             self._interaction.root.attributes[sc.COPILOT_PROMPT_LENGTH] = len(content)
@@ -417,7 +442,18 @@ class SessionAssembler:
         root.attributes[sc.COPILOT_USER_MESSAGES] = interaction.user_messages
         if interaction.continuations:
             root.attributes[sc.COPILOT_CONTINUATIONS] = interaction.continuations
-        self._emit(root.finish(end_ns))
+        record = root.finish(end_ns)
+        self._emit(record)
+        mode = str(root.attributes.get(sc.COPILOT_MODE, self.mode))
+        self._record("copilot.turns_per_message", interaction.main.turns,
+                     {sc.COPILOT_MODE: mode})
+        self._add("copilot.tasks", {sc.COPILOT_TASK_OUTCOME: root.attributes[
+            sc.COPILOT_TASK_OUTCOME], sc.COPILOT_MODE: mode})
+        agent_attributes = {**_GENAI_AGENT, sc.GEN_AI_AGENT_NAME: sc.MAIN_AGENT_NAME}
+        self._record("gen_ai.invoke_agent.duration", _seconds(record),
+                     _compact({**agent_attributes, sc.ERROR_TYPE: root.attributes.get(
+                         sc.ERROR_TYPE)}))
+        self._record("gen_ai.invoke_agent.tool_calls", interaction.tool_calls, agent_attributes)
         self._previous = (root.trace_id, root.span_id)
         self._previous_in_segment = True
 
@@ -511,7 +547,10 @@ class SessionAssembler:
     def _end_agent(self, agent: _Agent, end_ns: int, *,
                    error: tuple[str, str | None] | None = None, incomplete: bool = False) -> None:
         agent.done = True
-        self._finish(agent.span, end_ns, error, incomplete)
+        record = self._finish(agent.span, end_ns, error, incomplete)
+        self._record("gen_ai.invoke_agent.duration", _seconds(record), _compact({
+            **_GENAI_AGENT, sc.GEN_AI_AGENT_NAME: record.attributes.get(sc.GEN_AI_AGENT_NAME),
+            sc.ERROR_TYPE: record.attributes.get(sc.ERROR_TYPE)}))
 
     def _on_turn_start(self, event: Event) -> None:
         interaction = self._ensure_interaction(event)
@@ -529,6 +568,7 @@ class SessionAssembler:
                          sc.GEN_AI_REQUEST_MODEL: _str(event.data, "model"),
                      }))
         agent.turn = _Turn(span, turn_id)
+        self._add("copilot.turns", {"copilot.agent.type": _agent_type(agent)})
         if agent is interaction.main:
             interaction.awaiting_continuation = False
             interaction.main.done = False
@@ -655,7 +695,19 @@ class SessionAssembler:
                          sc.COPILOT_USAGE_DURATION_MS: duration_ms,
                          sc.COPILOT_TURN_ID: turn.turn_id if turn is not None else None,
                      }))
-        self._emit(span.finish(end_ns))
+        record = span.finish(end_ns)
+        self._emit(record)
+        model_attributes = _compact({
+            sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT, sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
+            sc.GEN_AI_REQUEST_MODEL: model, sc.GEN_AI_RESPONSE_MODEL: _str(usage, "model")})
+        if duration_ms is not None:
+            self._record("gen_ai.client.operation.duration", duration_ms / 1000.0,
+                         model_attributes)
+        for token_type, key in (("input", "inputTokens"), ("output", "outputTokens")):
+            tokens = _int(usage, key)
+            if tokens is not None:
+                self._record("gen_ai.client.token.usage", tokens,
+                             {**model_attributes, "gen_ai.token.type": token_type})
 
     # --- tools -----------------------------------------------------------------------------
 
@@ -682,6 +734,7 @@ class SessionAssembler:
                          sc.COPILOT_TURN_ID: _str(event.data, "turnId"),
                      }))
         interaction.tools[tool_call_id] = (span, agent)
+        interaction.tool_calls += 1
 
     def _on_tool_complete(self, event: Event) -> None:
         interaction = self._interaction
@@ -710,8 +763,22 @@ class SessionAssembler:
 
     def _end_tool(self, interaction: _Interaction, tool_call_id: str, end_ns: int, *,
                   error: tuple[str, str | None] | None = None, incomplete: bool = False) -> None:
-        span, _ = interaction.tools.pop(tool_call_id)
-        self._finish(span, end_ns, error, incomplete)
+        span, agent = interaction.tools.pop(tool_call_id)
+        record = self._finish(span, end_ns, error, incomplete)
+        error_type = record.attributes.get(sc.ERROR_TYPE)
+        if error_type == sc.ERROR_ABORTED:
+            outcome = "aborted"
+        elif record.status is StatusCode.ERROR:
+            outcome = "error"
+        else:
+            outcome = "incomplete" if incomplete else "success"
+        tool = record.attributes.get(sc.GEN_AI_TOOL_NAME, "unknown")
+        self._add("copilot.tool.calls", {sc.GEN_AI_TOOL_NAME: tool, "copilot.tool.outcome": outcome,
+                                         "copilot.agent.type": _agent_type(agent)})
+        self._record("gen_ai.execute_tool.duration", _seconds(record), _compact({
+            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+            sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB, sc.GEN_AI_TOOL_NAME: tool,
+            sc.ERROR_TYPE: error_type}))
 
     # --- outcomes --------------------------------------------------------------------------
 
@@ -748,6 +815,9 @@ class SessionAssembler:
         message = _str(event.data, "message")
         attributes = _compact({sc.ERROR_TYPE: error_type, sc.COPILOT_ERROR_STATUS_CODE: status_code,
                                sc.COPILOT_ERROR_MESSAGE: message})
+        self._add("copilot.session.errors", {
+            sc.ERROR_TYPE: error_type,
+            "copilot.agent.type": "subagent" if event.agent_id is not None else "main"})
         if event.agent_id is not None:  # a sub-agent's error: recorded where it happened
             agent = interaction.agents_by_id.get(event.agent_id)
             target = agent.span if agent is not None else interaction.root
@@ -765,11 +835,16 @@ class SessionAssembler:
             return
         reason = _str(event.data, "reason")
         interaction.root.attributes[sc.COPILOT_ABORT_REASON] = reason or "unknown"
+        self._add("copilot.aborts", {sc.COPILOT_ABORT_REASON: reason or "unknown"})
         self._close(event.timestamp_ns, "abort",
                     error=(sc.ERROR_ABORTED, f"aborted: {reason}" if reason else "aborted"))
 
     def _on_span_event(self, event: Event) -> None:
         """Compaction and truncation: points in time on the interaction."""
+        if event.type == "session.compaction_complete":
+            success = event.data.get("success")
+            self._add("copilot.compactions", {"copilot.compaction.outcome":
+                                              "failure" if success is False else "success"})
         interaction = self._interaction
         if interaction is None:
             self.stats.unplaced[event.type] += 1
@@ -782,6 +857,42 @@ class SessionAssembler:
         interaction.root.events.append(
             SpanEventRecord(f"copilot.{event.type.removeprefix('session.')}",
                             event.timestamp_ns, attributes))
+
+    def _on_permission(self, event: Event) -> None:
+        """Time spent waiting for a permission answer (the user, a hook or a policy)."""
+        request_id = _str(event.data, "requestId")
+        if request_id is None:
+            return
+        if event.type == "permission.requested":
+            if len(self._permissions) < _MAX_OPEN_PERMISSIONS:
+                self._permissions[request_id] = event.timestamp_ns
+            return
+        asked = self._permissions.pop(request_id, None)
+        if asked is None:
+            return
+        result = event.data.get("result")
+        kind = _str(result, "kind") if isinstance(result, dict) else None
+        self._record("copilot.permission.wait.duration",
+                     max(event.timestamp_ns - asked, 0) / 1e9,
+                     {"copilot.permission.result": _label(kind or "unknown")})
+
+    # --- metrics ---------------------------------------------------------------------------
+
+    def _add(self, name: str, attributes: Mapping[str, AttributeValue] | None = None) -> None:
+        self.metrics.add(name, 1, attributes or {}, self.session_id)
+
+    def _record(self, name: str, value: float,
+                attributes: Mapping[str, AttributeValue]) -> None:
+        self.metrics.record(name, value, attributes, self.session_id)
+
+    def _count_unknown(self, event_type: str) -> None:
+        known = self.stats.unknown_types
+        if event_type not in known and len(known) >= _MAX_UNKNOWN_TYPES:
+            event_type = "other"
+        known[event_type] += 1
+        self._add("otel_bridge.events.unknown", {"copilot.version": self.copilot_version
+                                                 or "unknown",
+                                                 "copilot.event.type": _label(event_type)})
 
     # --- output ----------------------------------------------------------------------------
 
@@ -797,13 +908,15 @@ class SessionAssembler:
         return span_id
 
     def _finish(self, span: _Span, end_ns: int, error: tuple[str, str | None] | None,
-                incomplete: bool) -> None:
+                incomplete: bool) -> SpanRecord:
         """End a span: failed with `error`, or marked incomplete when its end was not seen."""
         if error is not None:
             span.fail(*error)
         elif incomplete:
             span.attributes[sc.COPILOT_INCOMPLETE] = True
-        self._emit(span.finish(end_ns))
+        record = span.finish(end_ns)
+        self._emit(record)
+        return record
 
     def _emit(self, record: SpanRecord) -> None:
         self.stats.spans += 1
@@ -819,18 +932,22 @@ class Assembler:
 
     Args:
         config: what the spans carry.
+        metrics: where metric observations go (none by default).
     """
 
-    def __init__(self, config: AssemblerConfig | None = None) -> None:
+    def __init__(self, config: AssemblerConfig | None = None,
+                 metrics: MetricsRecorder | None = None) -> None:
         self.config = config or AssemblerConfig()
         self.stats = AssemblerStats()
+        self.metrics: MetricsRecorder = metrics or NullRecorder()
         self._sessions: dict[str, SessionAssembler] = {}
 
     def session(self, stream: str, session_id: str | None = None) -> SessionAssembler:
         """The assembler of `stream`, created on first use with `session_id` (default: stream)."""
         session = self._sessions.get(stream)
         if session is None:
-            session = SessionAssembler(session_id or stream, self.config, self.stats)
+            session = SessionAssembler(session_id or stream, self.config, self.stats,
+                                       self.metrics)
             self._sessions[stream] = session
         return session
 
@@ -892,6 +1009,19 @@ def _num(mapping: Any, key: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def _agent_type(agent: _Agent) -> str:
+    return "main" if agent.key == _MAIN else "subagent"
+
+
+def _seconds(record: SpanRecord) -> float:
+    return (record.end_ns - record.start_ns) / 1e9
+
+
+def _label(value: str) -> str:
+    """A metric label value from the log, cut short: labels must stay small."""
+    return value if len(value) <= 64 else value[:61] + "..."
 
 
 def _remember(memory: dict[Any, None], key: Any) -> bool:

@@ -67,6 +67,10 @@ class ReadStats:
         """Lines that gave no event."""
         return self.malformed + self.oversized
 
+    def skips(self) -> dict[str, int]:
+        """Lines lost, by reason (a torn line lost its truncated first event)."""
+        return {"malformed": self.malformed, "oversized": self.oversized, "torn": self.torn}
+
 
 class JsonLinesDecoder:
     """Turns the bytes of one growing log into events, a chunk at a time.

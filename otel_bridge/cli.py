@@ -7,6 +7,7 @@ pipeline (source -> assembler -> sink) and owns its lifecycle.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -21,8 +22,10 @@ from ._doctor import diagnose
 from ._exceptions import BridgeError
 from ._lines import DEFAULT_MAX_LINE_BYTES, ReadStats
 from ._progress import ProgressBar
+from ._stats import StatsCollector, render_table
 from ._version import __version__
-from .export import SpanSink, build_resource, build_span_exporters
+from .export import MetricsOptions, SpanSink, build_metrics, build_resource, build_span_exporters
+from .export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
 from .sources import Tailer, TailOptions, default_session_state, find_logs, replay_logs
 
 __all__ = ["main"]
@@ -49,6 +52,7 @@ examples:
   OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 otel-bridge run
   otel-bridge replay ~/.copilot/session-state --traces-file traces.jsonl
   otel-bridge replay ~/.copilot/session-state/<session-id>
+  otel-bridge stats ~/.copilot/session-state    a table of messages, turns, tools, tasks
   otel-bridge doctor                           check directories and the collector
 """
 
@@ -71,6 +75,9 @@ def _build_parser() -> argparse.ArgumentParser:
     common.add_argument("--capture-content", action="store_true",
                         help=f"put text from the logs (error messages) on spans; also on with "
                              f"{_CONTENT_ENV}=true. Off by default: logs hold prompts and code")
+    common.add_argument("--metrics-file", type=Path, metavar="FILE",
+                        help="write metrics as OTLP JSON Lines (one ExportMetricsServiceRequest "
+                             "per line) to FILE")
     common.add_argument("--max-line-bytes", type=_positive_int, default=DEFAULT_MAX_LINE_BYTES,
                         metavar="N", help="skip (and count) log lines longer than N bytes "
                                           f"(default: {DEFAULT_MAX_LINE_BYTES})")
@@ -110,9 +117,30 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--poll-interval", type=_positive_float, default=0.5, metavar="S",
                      help="longest wait between checks for new lines, in seconds; file "
                           "system notifications usually wake it sooner (default: 0.5)")
+    run.add_argument("--prometheus-host", default=DEFAULT_PROMETHEUS_HOST, metavar="ADDR",
+                     help="address of the Prometheus /metrics endpoint (default: "
+                          f"{DEFAULT_PROMETHEUS_HOST}; 0.0.0.0 exposes it to the network)")
+    run.add_argument("--prometheus-port", type=int, default=DEFAULT_PROMETHEUS_PORT,
+                     metavar="PORT", help="port of the Prometheus endpoint (default: "
+                                          f"{DEFAULT_PROMETHEUS_PORT}; 0 picks a free one)")
+    run.add_argument("--no-prometheus", action="store_true",
+                     help="do not serve Prometheus metrics")
+    run.add_argument("--metrics-interval", type=_positive_float, default=60.0, metavar="S",
+                     help="how often OTLP, console and file metrics are exported (default: 60)")
     run.add_argument("--rescan-interval", type=_positive_float, default=5.0, metavar="S",
                      help="look at every directory and file at least this often, in case a "
                           "notification was lost (default: 5)")
+
+    stats = commands.add_parser(
+        "stats", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="print a table of what the sessions in some logs did",
+        description="Read session logs and print, per session and in total: user messages, "
+                    "turns, main-agent turns per message, tool calls and failures, tasks by "
+                    "outcome and tokens. The numbers are the same the metrics export.")
+    stats.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                       help="as for replay")
+    stats.add_argument("--json", action="store_true",
+                       help="print JSON (one object with sessions and total) instead")
 
     doctor = commands.add_parser(
         "doctor", help="check what run would watch and whether the exporters are reachable",
@@ -169,9 +197,13 @@ def _summarize_reading(stats: ReadStats) -> str:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     logs = find_logs(args.paths)
+    resource = build_resource(os.environ)
+    # Metrics only where asked: their points carry the current time, not the logs' (DESIGN.md).
+    metrics = build_metrics(os.environ, resource, MetricsOptions(
+        metrics_file=args.metrics_file, file_mode="w", prometheus_port=None))
     exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="w")
-    sink = SpanSink(exporters, build_resource(os.environ))
-    assembler = Assembler(_assembler_config(args))
+    sink = SpanSink(exporters, resource, metrics=metrics.recorder)
+    assembler = Assembler(_assembler_config(args), metrics=metrics.recorder)
     total = sum(_size(log.path) for log in logs)
     bar = ProgressBar(total, f"replaying {len(logs)} log{'s' if len(logs) != 1 else ''}",
                       enabled=False if args.no_progress else None)
@@ -181,6 +213,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     finally:
         bar.close()
         sink.shutdown()
+        metrics.shutdown()
     logger.info("replayed %d logs: %s; %d spans exported in %d traces",
                 summary.files, _summarize_reading(summary.read), sink.stats.exported,
                 assembler.stats.interactions)
@@ -194,6 +227,22 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_stats(args: argparse.Namespace) -> int:
+    logs = find_logs(args.paths)
+    collector = StatsCollector()
+    assembler = Assembler(metrics=collector)
+    summary = replay_logs(logs, assembler, lambda records: None)
+    sessions = sorted(collector.sessions.values(), key=lambda s: s.session)
+    total = collector.total()
+    if args.json:
+        print(json.dumps({"sessions": [s.to_dict() for s in sessions],
+                          "total": total.to_dict()}, indent=2))
+    else:
+        print(render_table(sessions, total))
+    logger.info("read %d logs: %s", summary.files, _summarize_reading(summary.read))
+    return 1 if summary.failed else 0
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
     roots = args.session_state or [default_session_state(os.environ)]
     checks = diagnose(roots, os.environ, args.traces_file)
@@ -205,14 +254,23 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     roots = args.session_state or [default_session_state(os.environ)]
+    resource = build_resource(os.environ)
+    metrics = build_metrics(os.environ, resource, MetricsOptions(
+        default_exporters=("prometheus",), prometheus_host=args.prometheus_host,
+        prometheus_port=None if args.no_prometheus else args.prometheus_port,
+        metrics_file=args.metrics_file, file_mode="a",
+        export_interval_millis=int(args.metrics_interval * 1000)))
     exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="a")
-    sink = SpanSink(exporters, build_resource(os.environ))
-    assembler = Assembler(_assembler_config(args))
+    sink = SpanSink(exporters, resource, metrics=metrics.recorder)
+    assembler = Assembler(_assembler_config(args), metrics=metrics.recorder)
     options = TailOptions(backfill=args.backfill, catch_up_seconds=args.catch_up_minutes * 60,
                           idle_timeout_seconds=args.idle_timeout,
                           rescan_seconds=args.rescan_interval,
                           max_line_bytes=args.max_line_bytes)
     tailer = Tailer(roots, assembler, sink.export, options)
+    if metrics.recorder is not None:
+        metrics.recorder.gauge("copilot.sessions.active", lambda: assembler.open_interactions)
+        metrics.recorder.gauge("otel_bridge.files.followed", lambda: len(tailer.followed))
     stop = threading.Event()
 
     def _stop(signum: int, _frame: FrameType | None) -> None:
@@ -228,6 +286,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     finally:
         tailer.close()
         sink.shutdown()
+        metrics.shutdown()
         logger.info("stopped: %s; %d spans exported", _summarize_reading(tailer.stats),
                     sink.stats.exported)
     return 0
@@ -254,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_replay(args)
         if args.command == "doctor":
             return _cmd_doctor(args)
+        if args.command == "stats":
+            return _cmd_stats(args)
         return _cmd_run(args)
     except BridgeError as exc:
         logger.error("%s", exc)

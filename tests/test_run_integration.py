@@ -44,7 +44,7 @@ def start_bridge(state: Path, env_extra: dict[str, str]) -> subprocess.Popen:
     env.update(env_extra)
     return subprocess.Popen(
         [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
-         "--poll-interval", "0.1", "--rescan-interval", "0.3"],
+         "--poll-interval", "0.1", "--rescan-interval", "0.3", "--prometheus-port", "0"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

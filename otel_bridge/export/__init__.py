@@ -1,5 +1,6 @@
-"""Sinks: span records out through the OpenTelemetry SDK exporters."""
+"""Sinks: span records and metric observations out through the OpenTelemetry SDK."""
 
+from ._metrics import MetricsOptions, MetricsPipeline, OtelMetricsRecorder, build_metrics
 from ._otel import (
     DEFAULT_SERVICE_NAME,
     ExporterChoice,
@@ -15,7 +16,11 @@ __all__ = [
     "DEFAULT_SERVICE_NAME",
     "ExportStats",
     "ExporterChoice",
+    "MetricsOptions",
+    "MetricsPipeline",
+    "OtelMetricsRecorder",
     "SpanSink",
+    "build_metrics",
     "build_resource",
     "build_span_exporters",
     "exporter_choice",

@@ -32,6 +32,7 @@ from opentelemetry.trace.status import StatusCode as SdkStatusCode
 
 from .. import semconv
 from .._exceptions import ConfigError
+from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanKind, SpanRecord, StatusCode
 from .._version import __version__
 
@@ -218,10 +219,11 @@ class SpanSink:
         exporters: where spans go; none is allowed (a dry run).
         resource: the resource of every span.
         max_batch: spans per export call.
+        metrics: where to count exported and dropped spans.
     """
 
     def __init__(self, exporters: Sequence[SpanExporter], resource: Resource,
-                 max_batch: int = 512) -> None:
+                 max_batch: int = 512, metrics: MetricsRecorder | None = None) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be positive")
         self._exporters = list(exporters)
@@ -230,6 +232,7 @@ class SpanSink:
         self._buffer: list[ReadableSpan] = []
         self._closed = False
         self.stats = ExportStats()
+        self.metrics: MetricsRecorder = metrics or NullRecorder()
 
     def export(self, records: Iterable[SpanRecord]) -> None:
         """Queue records; export a batch whenever one is full."""
@@ -253,9 +256,13 @@ class SpanSink:
             if result is not SpanExportResult.SUCCESS:
                 ok = False
                 self.stats.failed += len(batch)
-                logger.warning("%s failed to export %d spans", type(exporter).__name__,
-                               len(batch))
+                name = type(exporter).__name__
+                logger.warning("%s failed to export %d spans", name, len(batch))
+                self.metrics.add("otel_bridge.spans.dropped", len(batch), {}, "")
+                self.metrics.add("otel_bridge.export.failures", 1,
+                                 {"otel_bridge.exporter": name}, "")
         self.stats.exported += len(batch)
+        self.metrics.add("otel_bridge.spans.exported", len(batch), {}, "")
         return ok
 
     def shutdown(self) -> None:

@@ -10,6 +10,7 @@ from .._assembler import Assembler
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from .._records import SpanRecord
 from ._discovery import LogFile
+from ._health import SkipCounter
 
 __all__ = ["ReplaySummary", "replay_logs"]
 
@@ -50,6 +51,7 @@ def replay_logs(
         max_line_bytes: lines longer than this are skipped and counted.
     """
     summary = ReplaySummary()
+    skips = SkipCounter(summary.read, assembler.metrics)
     for log in logs:
         stream = str(log.path)
         decoder = JsonLinesDecoder(stream, max_line_bytes=max_line_bytes, stats=summary.read)
@@ -71,4 +73,5 @@ def replay_logs(
         summary.spans += len(records)
         emit(records)
         summary.files += 1
+        skips.update()
     return summary

@@ -25,6 +25,7 @@ from .._assembler import Assembler
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from .._records import SpanRecord
 from ._discovery import EVENTS_FILE, LogFile, scan_session_state
+from ._health import SkipCounter
 
 __all__ = ["TailOptions", "Tailer"]
 
@@ -73,6 +74,7 @@ class _Follower:
         self.decoder = JsonLinesDecoder(self.stream, start_offset=offset,
                                         max_line_bytes=options.max_line_bytes, stats=stats)
         self.read_pos = offset  # next byte to read (the decoder may hold a partial line)
+        self.caught_up = False  # has read to the end once: later events are live
 
     def restart(self, identity: tuple[int, int]) -> None:
         """The file was truncated or replaced: read the new content from its start."""
@@ -131,6 +133,7 @@ class Tailer:
         self.wake = threading.Event()
         self._hints = _Hints(self.wake)
         self._observers: dict[Path, BaseObserver] = {}
+        self._skips = SkipCounter(self.stats, assembler.metrics)
         self._last_rescan = float("-inf")
         self._started = False
 
@@ -175,6 +178,7 @@ class Tailer:
             if rescan or stream in hinted or follower.decoder.pending_bytes:
                 events += self._read(follower, now)
         self._close_quiet(now)
+        self._skips.update()
         return events
 
     def run(self, stop: threading.Event, poll_interval: float = 0.5,
@@ -224,8 +228,10 @@ class Tailer:
         if at_start and not self.options.backfill and not recent:
             offset = _end_of_last_line(log.path, st.st_size)
         logger.info("following %s from byte %d", log.path, offset)
-        self._followers[str(log.path)] = _Follower(log, offset, (st.st_dev, st.st_ino),
-                                                   st.st_mtime, self.options, self.stats)
+        follower = _Follower(log, offset, (st.st_dev, st.st_ino), st.st_mtime, self.options,
+                             self.stats)
+        follower.caught_up = not at_start  # a log that appears later is read as it is written
+        self._followers[str(log.path)] = follower
 
     def _read(self, follower: _Follower, now: float) -> int:
         path = follower.log.path
@@ -246,6 +252,7 @@ class Tailer:
             self._emit(self._assembler.end_stream(follower.stream))
             follower.restart(identity)
         if st.st_size <= follower.read_pos:
+            follower.caught_up = True
             return 0
         try:
             with path.open("rb") as handle:
@@ -257,6 +264,13 @@ class Tailer:
         follower.read_pos += len(chunk)
         follower.last_activity = now
         events = follower.decoder.feed(chunk)
+        if follower.caught_up:  # catch-up reading is late by design; only live lag counts
+            metrics = self._assembler.metrics
+            for event in events:
+                metrics.record("otel_bridge.event.lag",
+                               max(now - event.timestamp_ns / 1e9, 0.0), {}, "")
+        if follower.read_pos >= st.st_size:
+            follower.caught_up = True
         if events:
             self._emit(self._assembler.feed(follower.stream, events, follower.log.session_hint))
         return len(events)

@@ -1,0 +1,252 @@
+"""A real Prometheus server for tests, started on 127.0.0.1 and stopped by its process id.
+
+Why a real one: dashboards and alert rules are PromQL, and the only honest check that a query
+works against what the bridge exposes is to scrape the bridge with Prometheus and run it. The
+Debian package `prometheus` gives the server (`/usr/bin/prometheus`) and `promtool`; apt does not
+start it for us (and we would not want the system service): each test run starts its own, with a
+temporary TSDB directory, a generated configuration and a free port on 127.0.0.1.
+
+Usage, in pytest (import the fixture into the test module, as conftest.py does for the OTLP
+receiver)::
+
+    from tests.prometheus import prometheus_factory  # noqa: F401
+
+    def test_something(prometheus_factory):
+        prom = prometheus_factory(["127.0.0.1:9464"], rule_files=[ALERTS])
+        prom.wait_for("copilot_tasks_total", timeout=20)
+        assert prom.query("up") ...
+
+Nothing is skipped: when the binaries are missing the fixture fails and says how to install them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = [
+    "JOB",
+    "Prometheus",
+    "PrometheusQueryError",
+    "find_binary",
+    "free_port",
+    "prometheus_factory",
+]
+
+JOB = "otel-bridge"
+_HOST = "127.0.0.1"
+_INSTALL_HINT = (
+    "it is installed by the Debian package `prometheus`: run `apt-get install -y prometheus` "
+    "(apt does not start the service; the tests start their own on 127.0.0.1)"
+)
+
+
+class PrometheusQueryError(RuntimeError):
+    """Prometheus refused a query (bad PromQL, or the server failed)."""
+
+
+def find_binary(name: str) -> str:
+    """The path of `prometheus` or `promtool`, or a test failure that says how to install it."""
+    path = shutil.which(name) or (f"/usr/bin/{name}" if os.access(f"/usr/bin/{name}", os.X_OK)
+                                  else None)
+    if path is None:
+        pytest.fail(f"`{name}` not found on PATH nor in /usr/bin: {_INSTALL_HINT}", pytrace=False)
+    return path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((_HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _yaml_list(items: Sequence[str]) -> str:
+    return "[" + ", ".join(json.dumps(item) for item in items) + "]"  # JSON strings are YAML
+
+
+class Prometheus:
+    """One Prometheus process scraping `targets` every second under job `otel-bridge`.
+
+    Args:
+        targets: `host:port` of each /metrics endpoint to scrape.
+        workdir: an empty directory for the configuration, the TSDB and the log.
+        rule_files: rule files to load (alerting and recording rules), absolute paths.
+        binary: the prometheus executable.
+    """
+
+    def __init__(self, targets: Sequence[str], workdir: Path,
+                 rule_files: Sequence[Path | str] = (), binary: str = "/usr/bin/prometheus",
+                 scrape_interval: str = "1s") -> None:
+        self.targets = list(targets)
+        self.workdir = workdir
+        self.rule_files = [str(Path(f).resolve()) for f in rule_files]
+        self.binary = binary
+        self.scrape_interval = scrape_interval
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self.config_path = workdir / "prometheus.yml"
+        self.log_path = workdir / "prometheus.log"
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def url(self) -> str:
+        return f"http://{_HOST}:{self.port}"
+
+    def write_config(self) -> Path:
+        lines = [
+            "global:",
+            f"  scrape_interval: {self.scrape_interval}",
+            f"  evaluation_interval: {self.scrape_interval}",
+            f"  scrape_timeout: {self.scrape_interval}",
+        ]
+        if self.rule_files:
+            lines.append(f"rule_files: {_yaml_list(self.rule_files)}")
+        lines += [
+            "scrape_configs:",
+            f"  - job_name: {JOB}",
+            "    static_configs:",
+            f"      - targets: {_yaml_list(self.targets)}",
+        ]
+        self.config_path.write_text("\n".join(lines) + "\n")
+        return self.config_path
+
+    def start(self, timeout: float = 20.0) -> Prometheus:
+        """Start the server and wait until /-/ready answers 200."""
+        self.write_config()
+        tsdb = self.workdir / "tsdb"
+        tsdb.mkdir(exist_ok=True)
+        self.port = free_port()
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [self.binary, f"--config.file={self.config_path}",
+                 f"--storage.tsdb.path={tsdb}", f"--web.listen-address={_HOST}:{self.port}",
+                 "--storage.tsdb.retention.time=1h", "--log.level=warn"],
+                cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"prometheus exited with {self.process.returncode}:\n"
+                                   f"{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as response:
+                    if response.status == 200:
+                        return self
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise TimeoutError(f"prometheus not ready after {timeout}s:\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        """SIGTERM the process we started (by its pid), SIGKILL it if it lingers."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def __enter__(self) -> Prometheus:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ HTTP API
+    def api(self, path: str, params: dict[str, str] | None = None) -> Any:
+        """GET /api/v1/<path>; the `data` of a successful answer."""
+        url = f"{self.url}/api/v1/{path}"
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as exc:  # 400/422/503 carry a JSON error body
+            try:
+                body = json.load(exc)
+            except ValueError:
+                raise PrometheusQueryError(f"{path}: HTTP {exc.code}") from exc
+        if body.get("status") != "success":
+            raise PrometheusQueryError(f"{params or path}: {body.get('errorType')}: "
+                                       f"{body.get('error')}")
+        return body["data"]
+
+    def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+        """Run an instant query; the result as a list of {"metric": {...}, "value": [t, v]}
+        (a scalar or string result becomes one entry with empty labels)."""
+        params = {"query": promql}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        data = self.api("query", params)
+        if data["resultType"] in ("scalar", "string"):
+            return [{"metric": {}, "value": data["result"]}]
+        return list(data["result"])
+
+    def wait_for(self, promql: str, timeout: float = 20.0,
+                 check: Callable[[list[dict[str, Any]]], bool] = bool) -> list[dict[str, Any]]:
+        """Query until the result passes `check` (by default: is not empty); return it."""
+        deadline = time.monotonic() + timeout
+        result: list[dict[str, Any]] = []
+        while True:
+            result = self.query(promql)
+            if check(result):
+                return result
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"after {timeout}s {promql!r} still gives {result!r}; "
+                                   f"targets: {self.target_health()}\n{self.log_tail()}")
+            time.sleep(0.25)
+
+    def target_health(self) -> list[tuple[str, str, str]]:
+        """(scrape url, health, last error) of every active target."""
+        data = self.api("targets")
+        return [(t["scrapeUrl"], t["health"], t.get("lastError", ""))
+                for t in data["activeTargets"]]
+
+    def alerts(self) -> list[dict[str, Any]]:
+        return list(self.api("alerts")["alerts"])
+
+
+@pytest.fixture
+def prometheus_factory(tmp_path_factory: pytest.TempPathFactory
+                       ) -> Iterator[Callable[..., Prometheus]]:
+    """Start real Prometheus servers on demand: `factory(targets, rule_files=())`.
+
+    Every server started is stopped (by pid) at teardown."""
+    binary = find_binary("prometheus")
+    started: list[Prometheus] = []
+
+    def start(targets: Sequence[str], rule_files: Sequence[Path | str] = ()) -> Prometheus:
+        server = Prometheus(targets, tmp_path_factory.mktemp("prometheus"), rule_files,
+                            binary=binary)
+        started.append(server)
+        return server.start()
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()

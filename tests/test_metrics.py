@@ -1,0 +1,200 @@
+"""Metrics from the same events as the spans: checked against the raw logs, not the code."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from google.protobuf import json_format
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
+
+from otel_bridge import Assembler, JsonLinesDecoder
+from otel_bridge._metrics import CATALOGUE, Instrument, prometheus_name
+from otel_bridge.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
+
+
+class Recorder:
+    """Keeps every observation."""
+
+    def __init__(self) -> None:
+        self.points: list[tuple[str, str, float, dict, str]] = []
+
+    def add(self, name, value, attributes, session_id) -> None:
+        self.points.append(("add", name, value, dict(attributes), session_id))
+
+    def record(self, name, value, attributes, session_id) -> None:
+        self.points.append(("record", name, value, dict(attributes), session_id))
+
+    def values(self, name: str, **match) -> list[float]:
+        return [v for _, n, v, a, _ in self.points
+                if n == name and all(a.get(k.replace("__", ".")) == m for k, m in match.items())]
+
+
+def observe(path: Path) -> Recorder:
+    recorder = Recorder()
+    assembler = Assembler(metrics=recorder)
+    decoder = JsonLinesDecoder(str(path))
+    assembler.feed("s", decoder.feed(path.read_bytes()) + decoder.finish(), path.parent.name)
+    assembler.end_stream("s")
+    return recorder
+
+
+def raw(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def expected_outcomes(events: list[dict]) -> Counter:
+    """Task outcomes as the issue defines them, computed from the raw log."""
+    outcomes: Counter = Counter()
+    current = None
+    for event in events:
+        main = "agentId" not in event
+        kind, data = event["type"], event["data"]
+        if kind == "user.message" and main and not data.get("isAutopilotContinuation"):
+            if current is not None:
+                outcomes[current] += 1
+            current = "no_signal"
+        elif current is None:
+            continue
+        elif kind == "abort" and main:
+            current = "aborted"
+        elif kind == "session.error" and main:
+            current = "error"
+        elif kind == "session.task_complete" and main and current == "no_signal":
+            current = "failed" if data.get("success") is False else "completed"
+    if current is not None:
+        outcomes[current] += 1
+    return outcomes
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.parent.name)
+def test_metrics_match_the_raw_log(path: Path) -> None:
+    events = raw(path)
+    recorder = observe(path)
+    top_level = [e for e in events if e["type"] == "user.message" and "agentId" not in e
+                 and not e["data"].get("isAutopilotContinuation")]
+    main_turns = [e for e in events if e["type"] == "assistant.turn_start" and "agentId" not in e]
+    turns_per_message = recorder.values("copilot.turns_per_message")
+    assert len(turns_per_message) == len(top_level)
+    assert sum(turns_per_message) == len(main_turns)
+    tasks = Counter()
+    for _, name, value, attributes, _ in recorder.points:
+        if name == "copilot.tasks":
+            tasks[attributes["copilot.task.outcome"]] += value
+    assert tasks == expected_outcomes(events)
+    # tool calls by outcome
+    completes = {e["data"]["toolCallId"]: e["data"]["success"] for e in events
+                 if e["type"] == "tool.execution_complete"}
+    starts = [e["data"]["toolCallId"] for e in events if e["type"] == "tool.execution_start"]
+    calls = Counter()
+    for _, name, value, attributes, _ in recorder.points:
+        if name == "copilot.tool.calls":
+            calls[attributes["copilot.tool.outcome"]] += value
+    assert calls["success"] == sum(1 for c in starts if completes.get(c) is True)
+    assert calls["error"] == sum(1 for c in starts if completes.get(c) is False)
+    assert calls["incomplete"] + calls["aborted"] == sum(1 for c in starts if c not in completes)
+    usage = [e["data"]["usage"] for e in events if e["type"] == "session.usage_record"]
+    assert sum(recorder.values("gen_ai.client.token.usage", gen_ai__token__type="input")) == sum(
+        u["inputTokens"] for u in usage)
+    assert sum(recorder.values("gen_ai.client.token.usage", gen_ai__token__type="output")) == sum(
+        u["outputTokens"] for u in usage)
+    assert len(recorder.values("copilot.user_messages", copilot__continuation=False)) == len(
+        top_level)
+    assert len(recorder.values("copilot.aborts")) == sum(
+        1 for e in events if e["type"] == "abort")
+    assert len(recorder.values("copilot.session.errors")) == sum(
+        1 for e in events if e["type"] == "session.error")
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.parent.name)
+def test_no_unbounded_value_is_a_label(path: Path) -> None:
+    events = raw(path)
+    forbidden = {e["data"]["sessionId"] for e in events if e["type"] == "session.start"}
+    forbidden |= {e["id"] for e in events}
+    forbidden |= {e["data"].get("content") for e in events if e["type"] == "user.message"}
+    forbidden |= {e["data"].get("toolCallId") for e in events if "toolCallId" in e["data"]}
+    forbidden.discard(None)
+    specs = {s.name: s for s in CATALOGUE}
+    for _, name, _, attributes, _ in observe(path).points:
+        assert name in specs, name
+        assert set(attributes) <= set(specs[name].attributes), (name, attributes)
+        assert not forbidden & {str(v) for v in attributes.values()}, name
+
+
+def test_unknown_event_types_are_counted_with_a_bounded_label() -> None:
+    recorder = Recorder()
+    assembler = Assembler(metrics=recorder)
+    from otel_bridge import Event
+
+    events = [Event(f"hostile.{i}", f"id{i}", 1_000 + i, {}) for i in range(200)]
+    assembler.feed("s", events)
+    labels = {a["copilot.event.type"] for _, n, _, a, _ in recorder.points
+              if n == "otel_bridge.events.unknown"}
+    assert len(recorder.values("otel_bridge.events.unknown")) == 200
+    assert len(labels) <= 51 and "other" in labels
+
+
+def test_replay_metrics_file_holds_the_histogram_the_issue_asks_for(tmp_path) -> None:
+    out = tmp_path / "metrics.jsonl"
+    assert main(["replay", str(FIXTURES), "--metrics-file", str(out), "--no-progress"]) == 0
+    request = json_format.Parse(out.read_text().splitlines()[-1], ExportMetricsServiceRequest())
+    points = {}
+    for resource_metrics in request.resource_metrics:
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                points[metric.name] = metric
+    histogram = points["copilot.turns_per_message"].histogram
+    count = sum(p.count for p in histogram.data_points)
+    total = sum(p.sum for p in histogram.data_points)
+    events = [e for path in LOGS for e in raw(path)]
+    assert count == sum(1 for e in events if e["type"] == "user.message" and "agentId" not in e
+                        and not e["data"].get("isAutopilotContinuation"))
+    assert total == sum(1 for e in events
+                        if e["type"] == "assistant.turn_start" and "agentId" not in e)
+    assert points["otel_bridge.events.read"].sum.data_points[0].as_int == len(events)
+
+
+def test_replay_writes_no_metrics_unless_asked(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    assert main(["replay", str(FIXTURES / "subagent"), "--no-progress"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_stats_json_matches_the_raw_logs(capsys) -> None:
+    assert main(["stats", str(FIXTURES), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    events = [e for path in LOGS for e in raw(path)]
+    total = report["total"]
+    top_level = sum(1 for e in events if e["type"] == "user.message" and "agentId" not in e
+                    and not e["data"].get("isAutopilotContinuation"))
+    assert total["user_messages"] == total["tasks"] == top_level
+    assert total["turns"] == sum(1 for e in events if e["type"] == "assistant.turn_start")
+    assert total["tool_calls"] == sum(1 for e in events if e["type"] == "tool.execution_start")
+    assert total["tool_failures"] == sum(1 for e in events if e["type"] ==
+                                         "tool.execution_complete" and not e["data"]["success"])
+    expected = sum((expected_outcomes(raw(p)) for p in LOGS), Counter())
+    assert {k: v for k, v in total["outcomes"].items() if v} == dict(expected)
+    assert len(report["sessions"]) == len(LOGS)
+
+
+def test_stats_table_has_a_row_per_session_and_a_total(capsys) -> None:
+    assert main(["stats", str(FIXTURES / "subagent"), str(FIXTURES / "abort")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("total")
+    assert sum(1 for line in lines if line[:8].count("-") == 0 and line[8:9] == "-") == 2
+
+
+def test_prometheus_names_follow_the_exporter_rules() -> None:
+    names = {s.name: prometheus_name(s) for s in CATALOGUE}
+    assert names["copilot.tasks"] == "copilot_tasks_total"
+    assert names["copilot.turns_per_message"] == "copilot_turns_per_message"
+    assert names["gen_ai.client.operation.duration"] == "gen_ai_client_operation_duration_seconds"
+    assert all(n.endswith("_total") == (s.instrument is Instrument.COUNTER)
+               for s in CATALOGUE for n in [prometheus_name(s)])
