@@ -198,3 +198,24 @@ def test_prometheus_names_follow_the_exporter_rules() -> None:
     assert names["gen_ai.client.operation.duration"] == "gen_ai_client_operation_duration_seconds"
     assert all(n.endswith("_total") == (s.instrument is Instrument.COUNTER)
                for s in CATALOGUE for n in [prometheus_name(s)])
+
+
+COMMON_GENAI_LABELS = {"gen_ai.operation.name", "gen_ai.provider.name"}
+
+
+def test_docs_define_every_metric() -> None:
+    """docs/metrics.md has a section per metric naming its Prometheus name and a PromQL example
+    that uses it."""
+    text = (Path(__file__).parent.parent / "docs" / "metrics.md").read_text()
+    sections = text.split("\n### ")[1:]
+    documented = {section.split("`")[1]: section for section in sections}
+    assert set(documented) == {spec.name for spec in CATALOGUE}
+    for spec in CATALOGUE:
+        section = documented[spec.name]
+        assert f"`{prometheus_name(spec)}`" in section, spec.name
+        assert "```promql" in section and prometheus_name(spec) in section.split("```promql")[1]
+        assert f"({spec.instrument.value}, `{spec.unit}`)" in section, spec.name
+        for attribute in spec.attributes:
+            # the two GenAI labels every GenAI metric has are named once, above the group
+            where = text if attribute in COMMON_GENAI_LABELS else section
+            assert attribute.replace(".", "_") in where, (spec.name, attribute)
