@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -41,8 +42,12 @@ __all__ = [
     "JOB",
     "Prometheus",
     "PrometheusQueryError",
+    "core_expression",
     "find_binary",
     "free_port",
+    "grafana_to_promql",
+    "promql_label_names",
+    "promql_metric_names",
     "prometheus_factory",
 ]
 
@@ -250,3 +255,92 @@ def prometheus_factory(tmp_path_factory: pytest.TempPathFactory
     finally:
         for server in started:
             server.stop()
+
+
+# ---------------------------------------------------------------------- PromQL text helpers
+# Enough of PromQL's lexical structure to find metric and label names and top-level operators
+# in the expressions of our own dashboards and rules (not a full parser).
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_MATCHERS = re.compile(r"\{[^{}]*\}")
+_RANGE = re.compile(r"\[[^\[\]]*\]")
+_GROUPING = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\(([^()]*)\)")
+_IDENT = re.compile(r"(?<![\w.$:])([A-Za-z_:][\w:]*)\b(?!\s*\()")
+_KEYWORDS = frozenset({
+    "and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right",
+    "bool", "offset", "inf", "nan", "atan2", "start", "end",
+})
+_GRAFANA_VARIABLE = re.compile(r"\$\{?(__rate_interval|__interval|__range)(?::\w+)?\}?")
+_SET_OPERATOR = re.compile(r"\b(or|and|unless)\b")
+_COMPARISON = re.compile(r"(==|!=|>=|<=|>|<)(\s*bool\b)?")
+
+
+def grafana_to_promql(expr: str, window: str = "1m") -> str:
+    """A dashboard query with Grafana's interval variables replaced by `window`."""
+    return _GRAFANA_VARIABLE.sub(window, expr)
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+def _without_strings(expr: str) -> str:
+    return _STRING.sub(_blank, expr)
+
+
+def promql_metric_names(expr: str) -> set[str]:
+    """Names of the series an expression selects (`up`, `foo_total`, ...)."""
+    text = _without_strings(expr)
+    text = _MATCHERS.sub(" ", text)
+    text = _RANGE.sub(" ", text)
+    text = _GROUPING.sub(" ", text)
+    return {name for name in _IDENT.findall(text) if name.lower() not in _KEYWORDS}
+
+
+def promql_label_names(expr: str) -> tuple[dict[str, set[str]], set[str]]:
+    """Label names in matchers, per metric name (`''` for a bare `{...}`), and in grouping
+    clauses (`by (...)`, `on (...)`, ...)."""
+    text = _without_strings(_GRAFANA_VARIABLE.sub("1m", expr))
+    matchers: dict[str, set[str]] = {}
+    raw = _without_strings(expr)
+    for match in re.finditer(r"([A-Za-z_:][\w:]*)?\s*\{([^{}]*)\}", raw):
+        names = set(re.findall(r"([A-Za-z_]\w*)\s*(?:=~|!~|!=|=)", match.group(2)))
+        matchers.setdefault(match.group(1) or "", set()).update(names)
+    grouping: set[str] = set()
+    for match in _GROUPING.finditer(text):
+        grouping.update(n.strip() for n in match.group(2).split(",") if n.strip())
+    return matchers, grouping
+
+
+def _top_level(expr: str) -> list[bool]:
+    """For each character: is it outside (), {}, [] and strings?"""
+    text = _without_strings(expr)
+    depth = 0
+    flags = []
+    for char in text:
+        if char in "({[":
+            depth += 1
+            flags.append(False)
+        elif char in ")}]":
+            depth -= 1
+            flags.append(False)
+        else:
+            flags.append(depth == 0 and expr[len(flags)] == char)
+    return flags
+
+
+def core_expression(expr: str) -> str:
+    """The signal of an expression, without what may legitimately make it empty: the first
+    operand of top-level `or`/`and`/`unless`, and of that the left side of a top-level
+    comparison. `x > 0.5 and y >= 10` -> `x`; `sum(z) or vector(0)` -> `sum(z)`."""
+    expr = expr.strip()
+    flags = _top_level(expr)
+    for match in _SET_OPERATOR.finditer(expr):
+        if all(flags[match.start():match.end()]):
+            expr = expr[:match.start()].strip()
+            break
+    flags = _top_level(expr)
+    for match in _COMPARISON.finditer(expr):
+        if all(flags[match.start():match.end()]):
+            return expr[:match.start()].strip()
+    return expr

@@ -32,6 +32,7 @@ from .._exceptions import ConfigError
 from .._metrics import BUCKETS, CATALOGUE, Instrument
 from .._records import AttributeValue
 from .._version import __version__
+from ._common import open_output, otlp_protocol
 
 __all__ = ["MetricsOptions", "MetricsPipeline", "OtelMetricsRecorder", "build_metrics"]
 
@@ -196,26 +197,17 @@ def _prometheus(host: str, port: int) -> tuple[MetricReader, Callable[[], None],
 
 
 def _otlp_exporter(environ: Mapping[str, str]) -> MetricExporter:
-    protocol = (environ.get("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
-                or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip().lower()
-    if protocol == "grpc":
+    if otlp_protocol(environ, "metrics") == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
         return OTLPMetricExporter()
-    if protocol == "http/protobuf":
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-            OTLPMetricExporter as HttpMetricExporter,
-        )
-        return HttpMetricExporter()
-    raise ConfigError(f"OTLP protocol {protocol!r} is not supported: set "
-                      "OTEL_EXPORTER_OTLP_PROTOCOL to grpc or http/protobuf")
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+        OTLPMetricExporter as HttpMetricExporter,
+    )
+    return HttpMetricExporter()
 
 
 def _file_exporter(path: Path, mode: str) -> tuple[MetricExporter, IO[str]]:
     from opentelemetry.exporter.otlp.json.file import FileMetricExporter
 
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        stream = path.open(mode, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot write metrics to {path}: {exc.strerror or exc}") from exc
+    stream = open_output(path, mode, "metrics")
     return FileMetricExporter(stream=stream), stream

@@ -35,6 +35,7 @@ from .._exceptions import ConfigError
 from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanKind, SpanRecord, StatusCode
 from .._version import __version__
+from ._common import open_output, otlp_protocol
 
 __all__ = [
     "DEFAULT_SERVICE_NAME",
@@ -119,7 +120,7 @@ def exporter_choice(environ: Mapping[str, str], traces_file: bool) -> ExporterCh
         names = ("console",)  # nothing configured: show the spans rather than fail to send
     protocol = (environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
                 or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip().lower()
-    return ExporterChoice(names, protocol)
+    return ExporterChoice(names, protocol)  # validated only where OTLP is used
 
 
 def build_span_exporters(
@@ -150,7 +151,7 @@ def build_span_exporters(
                 out=console_stream or sys.stdout,
                 formatter=lambda span: span.to_json(indent=None) + "\n"))
         elif name == "otlp":
-            exporters.append(_otlp_exporter(choice.protocol))
+            exporters.append(_otlp_exporter(otlp_protocol(environ, "traces")))
         else:
             raise ConfigError(f"OTEL_TRACES_EXPORTER={name!r} is not supported: "
                               "use otlp, console or none (comma-separated)")
@@ -163,22 +164,16 @@ def _otlp_exporter(protocol: str) -> SpanExporter:
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
         return OTLPSpanExporter()
-    if protocol == "http/protobuf":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-            OTLPSpanExporter as HttpSpanExporter,
-        )
-        return HttpSpanExporter()
-    raise ConfigError(f"OTLP protocol {protocol!r} is not supported: set "
-                      "OTEL_EXPORTER_OTLP_PROTOCOL to grpc or http/protobuf")
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+        OTLPSpanExporter as HttpSpanExporter,
+    )
+    return HttpSpanExporter()
 
 
 def _file_exporter(path: Path, mode: str) -> SpanExporter:
     from opentelemetry.exporter.otlp.json.file import FileSpanExporter
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        stream = path.open(mode, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot write traces to {path}: {exc.strerror or exc}") from exc
+
+    stream = open_output(path, mode, "traces")
     return _OwnedStreamExporter(FileSpanExporter(stream=stream), stream)
 
 
