@@ -46,9 +46,10 @@ __all__ = [
     "find_binary",
     "free_port",
     "grafana_to_promql",
+    "prometheus_factory",
     "promql_label_names",
     "promql_metric_names",
-    "prometheus_factory",
+    "promql_selectors",
 ]
 
 JOB = "otel-bridge"
@@ -288,13 +289,33 @@ def _without_strings(expr: str) -> str:
     return _STRING.sub(_blank, expr)
 
 
+def _names_only(expr: str) -> str:
+    """`expr` with strings, matchers, ranges and grouping clauses blanked (same length)."""
+    text = _without_strings(expr)
+    for pattern in (_MATCHERS, _RANGE, _GROUPING):
+        text = pattern.sub(_blank, text)
+    return text
+
+
 def promql_metric_names(expr: str) -> set[str]:
     """Names of the series an expression selects (`up`, `foo_total`, ...)."""
-    text = _without_strings(expr)
-    text = _MATCHERS.sub(" ", text)
-    text = _RANGE.sub(" ", text)
-    text = _GROUPING.sub(" ", text)
-    return {name for name in _IDENT.findall(text) if name.lower() not in _KEYWORDS}
+    return {name for name in _IDENT.findall(_names_only(expr)) if name.lower() not in _KEYWORDS}
+
+
+def promql_selectors(expr: str) -> list[str]:
+    """Every instant vector selector of an expression, with its matchers as written:
+    `rate(foo_total{a="b"}[5m]) / up` -> `['foo_total{a="b"}', 'up']`."""
+    blanked, plain = _names_only(expr), _without_strings(expr)
+    selectors = []
+    for match in _IDENT.finditer(blanked):
+        if match.group(1).lower() in _KEYWORDS:
+            continue
+        after = match.end() + len(plain[match.end():]) - len(plain[match.end():].lstrip())
+        if plain.startswith("{", after):
+            selectors.append(match.group(1) + expr[after:plain.index("}", after) + 1])
+        else:
+            selectors.append(match.group(1))
+    return selectors
 
 
 def promql_label_names(expr: str) -> tuple[dict[str, set[str]], set[str]]:
@@ -314,18 +335,14 @@ def promql_label_names(expr: str) -> tuple[dict[str, set[str]], set[str]]:
 
 def _top_level(expr: str) -> list[bool]:
     """For each character: is it outside (), {}, [] and strings?"""
-    text = _without_strings(expr)
     depth = 0
     flags = []
-    for char in text:
+    for char in _without_strings(expr):  # same length, strings blanked
         if char in "({[":
             depth += 1
-            flags.append(False)
         elif char in ")}]":
             depth -= 1
-            flags.append(False)
-        else:
-            flags.append(depth == 0 and expr[len(flags)] == char)
+        flags.append(depth == 0 and char not in "({[)}]")
     return flags
 
 

@@ -53,8 +53,12 @@ class OtelMetricsRecorder:
         self._histograms = {}
         for spec in CATALOGUE:
             if spec.instrument is Instrument.COUNTER:
-                self._counters[spec.name] = meter.create_counter(
+                self._counters[spec.name] = counter = meter.create_counter(
                     spec.name, unit=spec.unit, description=spec.description)
+                if not spec.attributes:
+                    # Exist from the start at 0: Prometheus' increase() misses the first
+                    # increment of a series that appears already above 0.
+                    counter.add(0)
             elif spec.instrument is Instrument.HISTOGRAM:
                 self._histograms[spec.name] = meter.create_histogram(
                     spec.name, unit=spec.unit, description=spec.description,

@@ -74,7 +74,9 @@ class _Follower:
         self.decoder = JsonLinesDecoder(self.stream, start_offset=offset,
                                         max_line_bytes=options.max_line_bytes, stats=stats)
         self.read_pos = offset  # next byte to read (the decoder may hold a partial line)
-        self.caught_up = False  # has read to the end once: later events are live
+        # Has read to the end once: later events are live. Until then (a log caught up at
+        # start, or one copied in whole) events are late by design and their lag not counted.
+        self.caught_up = False
 
     def restart(self, identity: tuple[int, int]) -> None:
         """The file was truncated or replaced: read the new content from its start."""
@@ -228,10 +230,8 @@ class Tailer:
         if at_start and not self.options.backfill and not recent:
             offset = _end_of_last_line(log.path, st.st_size)
         logger.info("following %s from byte %d", log.path, offset)
-        follower = _Follower(log, offset, (st.st_dev, st.st_ino), st.st_mtime, self.options,
-                             self.stats)
-        follower.caught_up = not at_start  # a log that appears later is read as it is written
-        self._followers[str(log.path)] = follower
+        self._followers[str(log.path)] = _Follower(log, offset, (st.st_dev, st.st_ino),
+                                                   st.st_mtime, self.options, self.stats)
 
     def _read(self, follower: _Follower, now: float) -> int:
         path = follower.log.path

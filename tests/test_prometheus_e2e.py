@@ -1,0 +1,200 @@
+"""End to end with a real Prometheus: `otel-bridge run --prometheus-port` follows real Copilot CLI
+logs, Prometheus scrapes it, and every dashboard query and every alert rule must find data.
+
+The bridge gets every capture in tests/fixtures (tasks of every outcome, tools that fail, a
+provider error, aborts, sub-agents, autopilot), plus one log with a malformed line and an event
+of an unknown type; its OTLP trace exporter points at a port where nothing listens, so exports
+fail and spans are dropped (a file exporter beside it succeeds). So every metric of the
+dashboards has something to show, and a query that finds nothing is a wrong query: a misspelt
+metric or label, a label the bridge does not set, a unit suffix the exporter does not add.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from tests.prometheus import (  # noqa: F401  (prometheus_factory: a fixture, used by name)
+    Prometheus,
+    core_expression,
+    find_binary,
+    free_port,
+    grafana_to_promql,
+    prometheus_factory,
+    promql_selectors,
+)
+from tests.test_alert_rules import ALERTS, GROUP, alert_rules
+from tests.test_dashboards import all_dashboard_queries
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DEADLINE_S = 25.0  # for the bridge to read everything and Prometheus to see it
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def bad_input_log() -> bytes:
+    """A session whose log has a malformed line and an event type no CLI version has yet."""
+    session = str(uuid.uuid4())
+    start_id, unknown_id = str(uuid.uuid4()), str(uuid.uuid4())
+    events = [
+        {"type": "session.start", "data": {"sessionId": session, "version": 1,
+                                           "producer": "copilot-agent",
+                                           "copilotVersion": "1.0.102", "startTime": _now(),
+                                           "selectedModel": "gpt-4.1",
+                                           "context": {"cwd": "/home/dev/project"}},
+         "id": start_id, "timestamp": _now(), "parentId": None},
+        "this line is not JSON",
+        {"type": "session.hologram_projected", "data": {"beams": 3}, "id": unknown_id,
+         "timestamp": _now(), "parentId": start_id},
+    ]
+    return "".join((e if isinstance(e, str) else json.dumps(e)) + "\n" for e in events).encode()
+
+
+def start_bridge(state: Path, port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
+    env.update({
+        "OTEL_TRACES_EXPORTER": "otlp",  # to a port nobody listens on: failures, drops
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{free_port()}/v1/traces",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "0.5",  # fail at once instead of backing off
+        "OTEL_SERVICE_NAME": "e2e",
+    })
+    with (workdir / "bridge.out").open("wb") as out, (workdir / "bridge.err").open("wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
+             "--prometheus-port", str(port), "--poll-interval", "0.1",
+             "--rescan-interval", "0.3", "--traces-file", str(workdir / "traces.jsonl")],
+            env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def fetch_metrics(process: subprocess.Popen[bytes], port: int, workdir: Path,
+                  timeout: float = 15.0) -> str:
+    """The bridge's /metrics text, once it serves it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            err = (workdir / "bridge.err").read_text(errors="replace")
+            pytest.fail(f"otel-bridge run exited with {process.returncode}:\n{err[-3000:]}",
+                        pytrace=False)
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+                return resp.read().decode()
+        except (OSError, urllib.error.URLError):
+            if time.monotonic() > deadline:
+                pytest.fail(f"nothing serves http://127.0.0.1:{port}/metrics after {timeout}s",
+                            pytrace=False)
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def scraped_bridge(tmp_path: Path, request: pytest.FixtureRequest
+                   ) -> Iterator[tuple[Prometheus, subprocess.Popen[bytes], int, Path]]:
+    """The bridge following the captures, and a Prometheus scraping it and loading alerts.yml."""
+    start_prometheus: Callable[..., Prometheus] = request.getfixturevalue("prometheus_factory")
+    state = tmp_path / "session-state"
+    state.mkdir()
+    port = free_port()
+    bridge = start_bridge(state, port, tmp_path)
+    try:
+        fetch_metrics(bridge, port, tmp_path)
+        prometheus = start_prometheus([f"127.0.0.1:{port}"], rule_files=[ALERTS])
+        # Each log starts with its first line; the rest is appended once the bridge has read
+        # that far, as a live session grows (only events read live count into the lag).
+        logs = {log.parent.name: log.read_bytes()
+                for log in sorted(FIXTURES.glob("*/events.jsonl"))}
+        logs["bad_input"] = bad_input_log()
+        for name, data in logs.items():
+            (state / name).mkdir()
+            (state / name / "events.jsonl").write_bytes(data[: data.index(b"\n") + 1])
+        time.sleep(1.5)
+        for name, data in logs.items():
+            with (state / name / "events.jsonl").open("ab") as handle:
+                handle.write(data[data.index(b"\n") + 1:])
+        yield prometheus, bridge, port, tmp_path
+    finally:
+        stop(bridge)
+
+
+def test_every_dashboard_and_alert_query_finds_data(scraped_bridge) -> None:
+    prometheus, bridge, _, _ = scraped_bridge
+    deadline = time.monotonic() + DEADLINE_S
+    prometheus.wait_for("copilot_tasks_total", timeout=DEADLINE_S)
+
+    def remaining() -> float:
+        return max(deadline - time.monotonic(), 0.5)
+
+    problems: list[str] = []
+    checks = [(f"dashboard {where} [{ref}]", expr, True)
+              for where, ref, expr in all_dashboard_queries()]
+    checks += [(f"alert {rule['alert']}", rule["expr"], False) for rule in alert_rules()]
+    for where, expr, must_have_data in checks:
+        promql = grafana_to_promql(expr, "1m")
+        core = core_expression(promql)
+        try:
+            # the signal first (it may need a second scrape), then the query as written
+            prometheus.wait_for(core, timeout=remaining())
+            if must_have_data:
+                prometheus.wait_for(promql, timeout=remaining())
+            else:
+                prometheus.query(promql)  # an alert condition may well be false: no data
+        except TimeoutError:
+            problems.append(f"{where}: no data for {' '.join(core.split())}")
+        except Exception as exc:
+            problems.append(f"{where}: {exc}")
+    # every selector on its own, so that a misspelt label value cannot hide behind `or`
+    selectors = {s for _, expr, _ in checks for s in promql_selectors(grafana_to_promql(expr))}
+    for selector in sorted(selectors):
+        try:
+            prometheus.wait_for(selector, timeout=remaining())
+        except TimeoutError:
+            problems.append(f"no series match {selector}")
+    assert bridge.poll() is None, "the bridge died during the test"
+    assert problems == [], "\n".join(problems)
+
+
+def test_alert_rules_evaluate_without_errors(scraped_bridge) -> None:
+    prometheus, _, _, _ = scraped_bridge
+    prometheus.wait_for("copilot_tasks_total", timeout=DEADLINE_S)
+    deadline = time.monotonic() + 10
+    while True:  # until every rule has been evaluated once
+        [group] = [g for g in prometheus.api("rules")["groups"] if g["name"] == GROUP]
+        if all(r["health"] != "unknown" for r in group["rules"]) or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    assert sorted(r["name"] for r in group["rules"]) == sorted(a["alert"] for a in alert_rules())
+    assert [(r["name"], r.get("lastError")) for r in group["rules"] if r["health"] != "ok"] == []
+
+
+def test_metrics_endpoint_passes_promtool_lint(scraped_bridge) -> None:
+    prometheus, bridge, port, workdir = scraped_bridge
+    prometheus.wait_for("copilot_tasks_total", timeout=DEADLINE_S)
+    text = fetch_metrics(bridge, port, workdir)
+    result = subprocess.run([find_binary("promtool"), "check", "metrics"], input=text,
+                            capture_output=True, text=True, timeout=30, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    up = prometheus.wait_for('up{job="otel-bridge"} == 1', timeout=10)
+    assert up[0]["metric"]["instance"] == f"127.0.0.1:{port}"
