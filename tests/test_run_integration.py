@@ -44,7 +44,8 @@ def start_bridge(state: Path, env_extra: dict[str, str]) -> subprocess.Popen:
     env.update(env_extra)
     return subprocess.Popen(
         [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
-         "--poll-interval", "0.1", "--rescan-interval", "0.3", "--prometheus-port", "0"],
+         "--poll-interval", "0.1", "--rescan-interval", "0.3", "--prometheus-port", "0",
+         "--metrics-interval", "0.5"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -112,6 +113,19 @@ def test_run_follows_growing_logs_and_exports_over_otlp(protocol, otlp_receiver,
     assert sum(n.startswith("chat ") for n in names) == sum(
         e["type"] == "session.usage_record" for e in raw)
     assert names.count("invoke_agent copilot") == 2
+    # metrics go the same way as the spans when an OTLP endpoint is set
+    main_turns = sum(e["type"] == "assistant.turn_start" and "agentId" not in e for e in raw)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        latest = {}
+        for point in otlp_receiver.metrics():  # cumulative: the last point of a series wins
+            latest[(point["name"], json.dumps(point["attributes"], sort_keys=True))] = point
+        per_message = [p for (n, _), p in latest.items() if n == "copilot.turns_per_message"]
+        if sum(p["count"] for p in per_message) == 2:
+            break
+        time.sleep(0.2)
+    assert sum(p["count"] for p in per_message) == 2
+    assert sum(p["sum"] for p in per_message) == main_turns
 
 
 def test_run_with_nothing_configured_prints_spans_and_stops_cleanly(tmp_path) -> None:
