@@ -69,9 +69,12 @@ class AssemblerConfig:
     Attributes:
         capture_content: put text from the log (tool error messages) on spans. Off by default:
             logs hold prompts, code and secrets (DESIGN.md, "Content").
+        parent: (trace id, span id) of a span the interactions hang under (an app's request,
+            a CI job); None: each interaction is its own trace.
     """
 
     capture_content: bool = False
+    parent: tuple[int, int] | None = None
 
 
 @dataclass
@@ -236,6 +239,11 @@ class SessionAssembler:
             "session.truncation": self._on_span_event,
             "permission.requested": self._on_permission,
             "permission.completed": self._on_permission,
+            # live only (the SDK stream; never on disk)
+            "session.idle": self._on_idle,
+            "assistant.turn_retry": self._on_turn_retry,
+            "model.call_failure": self._on_call_failure,
+            "agent.interrupted": self._on_interrupted,
         }
 
     @property
@@ -348,7 +356,8 @@ class SessionAssembler:
 
     def _open(self, event: Event, *, synthetic: bool) -> _Interaction:
         key = event.key
-        trace_id = _ids.trace_id(self.session_id, key)
+        parent = self.config.parent
+        trace_id = parent[0] if parent is not None else _ids.trace_id(self.session_id, key)
         attributes: dict[str, AttributeValue] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
             sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
@@ -369,7 +378,8 @@ class SessionAssembler:
         if self._previous is not None:
             links = (LinkRecord(self._previous[0], self._previous[1],
                                 {"copilot.link.type": "previous_interaction"}),)
-        root = _Span(trace_id, self._span_id("interaction", key, key), None,
+        root = _Span(trace_id, self._span_id("interaction", key, key),
+                     parent[1] if parent is not None else None,
                      f"{sc.OP_INVOKE_AGENT} {sc.MAIN_AGENT_NAME}", event.timestamp_ns,
                      attributes=attributes, links=links)
         interaction = _Interaction(trace_id, root, _Agent(_MAIN, root),
@@ -875,6 +885,67 @@ class SessionAssembler:
         self._record("copilot.permission.wait.duration",
                      max(event.timestamp_ns - asked, 0) / 1e9,
                      {"copilot.permission.result": _label(kind or "unknown")})
+
+    # --- live-only events -------------------------------------------------------------------
+
+    def _on_idle(self, event: Event) -> None:
+        """session.idle: the loop is over, background agents included. The one end signal the
+        log never has; with `aborted`, it closes what an abort left open."""
+        interaction = self._interaction
+        if interaction is None or event.agent_id is not None:
+            return
+        if event.data.get("aborted") is True:
+            self._close(event.timestamp_ns, "abort", error=(sc.ERROR_ABORTED, "aborted"))
+        else:
+            self._close(event.timestamp_ns, "idle",
+                        incomplete=not (interaction.main.done or interaction.awaiting_continuation))
+
+    def _on_turn_retry(self, event: Event) -> None:
+        interaction = self._interaction
+        if interaction is None:
+            return
+        agent = self._agent_for(event, interaction)
+        target = agent.turn.span if agent.turn is not None else agent.span
+        target.events.append(SpanEventRecord("copilot.turn_retry", event.timestamp_ns, _compact({
+            "copilot.retry.reason": _str(event.data, "reason"),
+            sc.GEN_AI_REQUEST_MODEL: _str(event.data, "model")})))
+
+    def _on_call_failure(self, event: Event) -> None:
+        """model.call_failure: an LLM call that failed (to be retried, or the turn fails)."""
+        interaction = self._ensure_interaction(event)
+        agent = self._agent_for(event, interaction)
+        parent = agent.turn.span if agent.turn is not None else agent.span
+        model = _str(event.data, "model") or self.model
+        status_code = _int(event.data, "statusCode")
+        duration_ms = _num(event.data, "durationMs")
+        start_ns = event.timestamp_ns - int(duration_ms * 1e6) if duration_ms else \
+            event.timestamp_ns
+        span = _Span(interaction.trace_id, self._span_id("chat", event.key, event.key),
+                     parent.span_id, f"{sc.OP_CHAT} {model or 'unknown'}",
+                     max(start_ns, parent.start_ns), kind=SpanKind.CLIENT,
+                     attributes=_compact({
+                         sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+                         sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
+                         sc.GEN_AI_CONVERSATION_ID: self.session_id,
+                         sc.GEN_AI_REQUEST_MODEL: model,
+                         sc.COPILOT_ERROR_STATUS_CODE: status_code,
+                         "copilot.retry.attempt": _int(event.data, "retryAttempt"),
+                     }))
+        error_type = _str(event.data, "errorCode") or (str(status_code) if status_code else None) \
+            or _str(event.data, "failureKind") or "model_call_failure"
+        message = _str(event.data, "errorMessage") if self.config.capture_content else None
+        self._finish(span, event.timestamp_ns, (error_type, message), False)
+
+    def _on_interrupted(self, event: Event) -> None:
+        """agent.interrupted: the user stopped the agent; the tools it names will not finish."""
+        interaction = self._interaction
+        calls = event.data.get("toolCallIds")
+        if interaction is None or not isinstance(calls, list):
+            return
+        for call in calls:
+            if isinstance(call, str) and call in interaction.tools:
+                self._end_tool(interaction, call, event.timestamp_ns,
+                               error=(sc.ERROR_ABORTED, "interrupted"))
 
     # --- metrics ---------------------------------------------------------------------------
 

@@ -1,0 +1,168 @@
+"""The live source: the bridge attached to a running Copilot SDK session (`session.on(...)`).
+
+Live events feed the same assembler as the log tail, so the same session gives the same span
+ids whichever way it is read (chat spans are keyed by the usage id that the live
+`assistant.usage` and the on-disk `session.usage_record` share; tool spans by the tool call id;
+the rest by event ids, which are the same in the stream and the log). What the live stream adds:
+`session.idle` ends an interaction at once (on disk its end is inferred), `model.call_failure`
+shows failed LLM calls as failed chat spans, `assistant.turn_retry` marks retries, and
+`agent.interrupted` / `session.idle{aborted}` close what an abort left open.
+
+Usage (github-copilot-sdk, see README "Live sessions"):
+
+    bridge = LiveBridge()            # exporters from the OTEL_* environment, as the CLI's
+    bridge.attach(session)           # session.on(bridge.on_event) under the hood
+    await session.send("...")
+    bridge.close()                   # flush, shut the exporters down
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from .._assembler import Assembler, AssemblerConfig
+from .._events import event_from_json
+from .._exceptions import ConfigError, EventDecodeError
+from .._metrics import MetricsRecorder
+from ..export import SpanSink, build_resource, build_span_exporters
+
+__all__ = ["LiveBridge", "parent_from_traceparent"]
+
+logger = logging.getLogger(__name__)
+
+_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+def parent_from_traceparent(value: str) -> tuple[int, int]:
+    """Parse a W3C `traceparent` header value ("00-<trace id>-<span id>-<flags>").
+
+    Raises:
+        ConfigError: not a valid traceparent.
+    """
+    parts = value.strip().split("-")
+    try:
+        if len(parts) != 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
+            raise ValueError(value)
+        trace_id, span_id = int(parts[1], 16), int(parts[2], 16)
+    except ValueError as exc:
+        raise ConfigError(f"not a W3C traceparent: {value!r} (expected "
+                          "00-<32 hex>-<16 hex>-<2 hex>)") from exc
+    if not trace_id or not span_id:
+        raise ConfigError(f"traceparent with an all-zero id: {value!r}")
+    return trace_id, span_id
+
+
+def _resolve_parent(parent: str | tuple[int, int] | None,
+                    environ: Mapping[str, str]) -> tuple[int, int] | None:
+    if parent is None or isinstance(parent, tuple):
+        return parent
+    if parent == "current":  # the app's current span, e.g. a web request it is serving
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid:
+            return context.trace_id, context.span_id
+        header = environ.get("TRACEPARENT")  # or the CI job's, as the env-carrier spec says
+        return parent_from_traceparent(header) if header else None
+    return parent_from_traceparent(parent)
+
+
+class LiveBridge:
+    """Turns the live events of one or more SDK sessions into spans, as they happen.
+
+    Thread-safe: SDK callbacks may arrive on any thread; each event is handled under a lock.
+
+    Args:
+        span_exporters: where spans go; by default the exporters the OTEL_* environment
+            selects (console when nothing is set), as for `otel-bridge run`.
+        metrics: where metric observations go; none by default.
+        capture_content: as `--capture-content`; default from
+            OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT.
+        parent: opt in to hang the agent's traces under another span: "current" (the current
+            OpenTelemetry span when the bridge is made, else the TRACEPARENT variable), a W3C
+            traceparent string, or (trace id, span id). None (default): one trace per task.
+        environ: the environment to read; os.environ by default.
+        resource: the spans' resource; by default as for the command line.
+    """
+
+    def __init__(self, span_exporters: Sequence[SpanExporter] | None = None, *,
+                 metrics: MetricsRecorder | None = None, capture_content: bool | None = None,
+                 parent: str | tuple[int, int] | None = None,
+                 environ: Mapping[str, str] | None = None,
+                 resource: Resource | None = None) -> None:
+        env = os.environ if environ is None else environ
+        if capture_content is None:
+            capture_content = env.get(_CONTENT_ENV, "").strip().lower() == "true"
+        exporters = list(span_exporters) if span_exporters is not None else \
+            build_span_exporters(env)
+        self._sink = SpanSink(exporters, resource or build_resource(env), metrics=metrics)
+        self._assembler = Assembler(AssemblerConfig(capture_content=capture_content,
+                                                    parent=_resolve_parent(parent, env)),
+                                    metrics=metrics)
+        self._lock = threading.Lock()
+        self._unsubscribe: list[Callable[[], Any]] = []
+        self._closed = False
+        self.rejected = 0  # events that were not Copilot events (logged)
+
+    @property
+    def assembler(self) -> Assembler:
+        """The assembler (for its stats: open interactions, duplicates dropped...)."""
+        return self._assembler
+
+    def attach(self, session: Any) -> Callable[[], Any]:
+        """Subscribe to a github-copilot-sdk session; returns its unsubscribe function."""
+        stream = str(getattr(session, "session_id", None) or f"session-{id(session)}")
+
+        def handler(event: Any) -> None:
+            self.on_event(event, stream)
+
+        unsubscribe = session.on(handler)
+        self._unsubscribe.append(unsubscribe)
+        return unsubscribe
+
+    def on_event(self, event: Any, stream: str | None = None) -> None:
+        """Take one event: an SDK `SessionEvent` (anything with `to_dict()`) or a plain dict in
+        the log's JSON shape. Never raises: a bad event is logged and counted."""
+        try:
+            raw = event.to_dict() if hasattr(event, "to_dict") else event
+            decoded = event_from_json(raw)
+        except (EventDecodeError, TypeError, ValueError, AttributeError) as exc:
+            self.rejected += 1
+            logger.warning("live event skipped: %s", exc)
+            return
+        key = stream or "live"
+        with self._lock:
+            if self._closed:
+                return
+            records = self._assembler.feed(key, [decoded], key)
+            if records:
+                self._sink.export(records)
+                self._sink.flush()
+
+    def flush(self) -> bool:
+        """Export what is finished now. Returns False if an exporter failed."""
+        with self._lock:
+            return self._sink.flush()
+
+    def close(self, *, end_open: bool = True) -> None:
+        """Unsubscribe, end what is open (marked incomplete) unless told not to, flush and shut
+        the exporters down. Idempotent."""
+        for unsubscribe in self._unsubscribe:
+            try:
+                unsubscribe()
+            except Exception:  # the session may be gone already
+                logger.debug("unsubscribe failed", exc_info=True)
+        self._unsubscribe.clear()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if end_open:
+                self._sink.export(self._assembler.close_all())
+            self._sink.shutdown()
