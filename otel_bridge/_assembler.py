@@ -285,6 +285,35 @@ class SessionAssembler:
                 self._close(interaction.last_ns, "end_of_input", incomplete=True)
         return self._take()
 
+    def snapshot(self) -> dict[str, Any]:
+        """The session-level state a restart needs to resume after the last finished
+        interaction and give the same spans: ids, mode, model, the link to the previous
+        interaction. Only meaningful while no interaction is open. JSON-friendly."""
+        return {
+            "session_id": self.session_id, "named": self._named, "mode": self.mode,
+            "model": self.model, "copilot_version": self.copilot_version,
+            "previous": [f"{self._previous[0]:032x}", f"{self._previous[1]:016x}"]
+            if self._previous is not None else None,
+            "previous_in_segment": self._previous_in_segment,
+        }
+
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Take back a `snapshot()` (of a previous run). Unknown or bad fields are ignored."""
+        if isinstance(snapshot.get("session_id"), str) and snapshot["session_id"]:
+            self.session_id = snapshot["session_id"]
+        self._named = snapshot.get("named") is True
+        if isinstance(snapshot.get("mode"), str):
+            self.mode = snapshot["mode"]
+        for name in ("model", "copilot_version"):
+            if isinstance(snapshot.get(name), str):
+                setattr(self, name, snapshot[name])
+        previous = snapshot.get("previous")
+        try:
+            self._previous = (int(previous[0], 16), int(previous[1], 16)) if previous else None
+        except (TypeError, ValueError, IndexError):
+            self._previous = None
+        self._previous_in_segment = snapshot.get("previous_in_segment") is True
+
     # --- segment and session state ---------------------------------------------------------
 
     def _on_segment_start(self, event: Event) -> None:

@@ -3,6 +3,7 @@
     BridgeError                 every error the bridge raises on purpose
      +-- ConfigError            a flag, variable or path the user gave cannot be used
      +-- SourceError            a log cannot be read
+     |    +-- CheckpointError   the checkpoint file cannot be written
      |    +-- EventDecodeError  one line is not a Copilot event (logged, counted, skipped)
      +-- ExportError            a sink cannot be set up
 
@@ -12,7 +13,8 @@ raised through the pipeline; these exceptions carry them to the edge that decide
 
 from __future__ import annotations
 
-__all__ = ["BridgeError", "ConfigError", "EventDecodeError", "ExportError", "SourceError"]
+__all__ = ["BridgeError", "CheckpointError", "ConfigError", "EventDecodeError", "ExportError",
+           "SourceError"]
 
 
 class BridgeError(Exception):
@@ -25,6 +27,10 @@ class ConfigError(BridgeError):
 
 class SourceError(BridgeError):
     """A session log cannot be read."""
+
+
+class CheckpointError(SourceError):
+    """The checkpoint file or its directory cannot be written."""
 
 
 class EventDecodeError(SourceError):

@@ -116,7 +116,12 @@ class JsonLinesDecoder:
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Decode every complete line in `chunk` (plus what was held back before it)."""
-        events: list[Event] = []
+        return [event for event, _ in self.feed_positions(chunk)]
+
+    def feed_positions(self, chunk: bytes) -> list[tuple[Event, int]]:
+        """As `feed`, with the byte offset just past each event's line: a checkpoint taken
+        there resumes exactly after that event."""
+        events: list[tuple[Event, int]] = []
         start = 0
         while True:
             newline = chunk.find(b"\n", start)
@@ -143,7 +148,7 @@ class JsonLinesDecoder:
                 event = self._decode_line(line, self._offset)
                 self._offset += line_len
                 if event is not None:
-                    events.append(event)
+                    events.append((event, self._offset))
             if self._line_no is not None:
                 self._line_no += 1
             start = newline + 1

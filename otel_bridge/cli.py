@@ -18,6 +18,7 @@ from pathlib import Path
 from types import FrameType
 
 from ._assembler import Assembler, AssemblerConfig
+from ._checkpoint import CheckpointStore
 from ._doctor import diagnose
 from ._exceptions import BridgeError
 from ._lines import DEFAULT_MAX_LINE_BYTES, ReadStats
@@ -106,6 +107,13 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--session-state", action="append", type=Path, metavar="DIR",
                      help="a session-state directory to watch; repeatable (default: "
                           "$COPILOT_HOME/session-state, COPILOT_HOME defaulting to ~/.copilot)")
+    run.add_argument("--state-dir", type=Path, metavar="DIR",
+                     help="where run keeps its checkpoints (resume points of every log), so "
+                          "that a restart neither loses nor repeats spans (default: "
+                          "$OTEL_BRIDGE_STATE_DIR, else $XDG_STATE_HOME/otel-bridge, else "
+                          "~/.local/state/otel-bridge)")
+    run.add_argument("--no-checkpoints", action="store_true",
+                     help="keep no checkpoints: every start is a first start")
     run.add_argument("--backfill", action="store_true",
                      help="also read logs older than --catch-up-minutes from their beginning")
     run.add_argument("--catch-up-minutes", type=_non_negative_float, default=60.0, metavar="M",
@@ -267,7 +275,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
                           idle_timeout_seconds=args.idle_timeout,
                           rescan_seconds=args.rescan_interval,
                           max_line_bytes=args.max_line_bytes)
-    tailer = Tailer(roots, assembler, sink.export, options)
+    store = None if args.no_checkpoints else CheckpointStore(_state_dir(args.state_dir))
+    tailer = Tailer(roots, assembler, sink.export, options, checkpoints=store)
+
+    def after_poll() -> None:
+        sink.flush()
+        tailer.save_checkpoints()  # only once the spans before it were handed to exporters
+
     if metrics.recorder is not None:
         metrics.recorder.gauge("copilot.sessions.active", lambda: assembler.open_interactions)
         metrics.recorder.gauge("otel_bridge.files.followed", lambda: len(tailer.followed))
@@ -282,14 +296,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _stop)
     logger.info("otel-bridge %s watching %s", __version__, ", ".join(map(str, roots)))
     try:
-        tailer.run(stop, poll_interval=args.poll_interval, after_poll=sink.flush)
+        tailer.run(stop, poll_interval=args.poll_interval, after_poll=after_poll)
     finally:
         tailer.close()
+        sink.flush()
+        tailer.save_checkpoints()
         sink.shutdown()
         metrics.shutdown()
         logger.info("stopped: %s; %d spans exported", _summarize_reading(tailer.stats),
                     sink.stats.exported)
     return 0
+
+
+def _state_dir(given: Path | None) -> Path:
+    if given is not None:
+        return given
+    if os.environ.get("OTEL_BRIDGE_STATE_DIR"):
+        return Path(os.environ["OTEL_BRIDGE_STATE_DIR"])
+    base = os.environ.get("XDG_STATE_HOME")
+    return (Path(base) if base else Path.home() / ".local" / "state") / "otel-bridge"
 
 
 def _size(path: Path) -> int:

@@ -45,7 +45,7 @@ def start_bridge(state: Path, env_extra: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
          "--poll-interval", "0.1", "--rescan-interval", "0.3", "--prometheus-port", "0",
-         "--metrics-interval", "0.5"],
+         "--metrics-interval", "0.5", "--state-dir", str(state.parent / "bridge-state")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

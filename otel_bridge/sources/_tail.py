@@ -22,6 +22,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from .._assembler import Assembler
+from .._checkpoint import FINGERPRINT_BYTES, CheckpointStore, FileCheckpoint, fingerprint
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from .._records import SpanRecord
 from ._discovery import EVENTS_FILE, LogFile, scan_session_state
@@ -74,6 +75,11 @@ class _Follower:
         self.decoder = JsonLinesDecoder(self.stream, start_offset=offset,
                                         max_line_bytes=options.max_line_bytes, stats=stats)
         self.read_pos = offset  # next byte to read (the decoder may hold a partial line)
+        # Where a restart may resume: after the last line past which no interaction was open,
+        # with the session's state there (see _checkpoint.py).
+        self.safe_offset = offset
+        self.safe_session: dict = {}
+        self.fingerprint: tuple[str, int] | None = None
         # Has read to the end once: later events are live. Until then (a log caught up at
         # start, or one copied in whole) events are late by design and their lag not counted.
         self.caught_up = False
@@ -82,6 +88,9 @@ class _Follower:
         """The file was truncated or replaced: read the new content from its start."""
         self.identity = identity
         self.read_pos = 0
+        self.safe_offset = 0
+        self.safe_session = {}
+        self.fingerprint = None
         self.decoder = JsonLinesDecoder(self.stream, max_line_bytes=self._options.max_line_bytes,
                                         stats=self._stats)
 
@@ -120,11 +129,13 @@ class Tailer:
         emit: receives finished records.
         options: how to follow.
         clock: wall-clock seconds (tests pass their own).
+        checkpoints: where to keep the resume points; none: every start is a first start.
     """
 
     def __init__(self, roots: Sequence[Path], assembler: Assembler,
                  emit: Callable[[list[SpanRecord]], None], options: TailOptions | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 checkpoints: CheckpointStore | None = None) -> None:
         self.roots = [Path(r) for r in roots]
         self.options = options or TailOptions()
         self.stats = ReadStats()
@@ -138,6 +149,8 @@ class Tailer:
         self._skips = SkipCounter(self.stats, assembler.metrics)
         self._last_rescan = float("-inf")
         self._started = False
+        self._store = checkpoints
+        self._resume: dict[str, FileCheckpoint] = {}
 
     @property
     def followed(self) -> list[str]:
@@ -149,6 +162,8 @@ class Tailer:
         if self._started:
             return
         self._started = True
+        if self._store is not None:
+            self._resume = self._store.load()
         now = self._clock()
         for root in self.roots:
             if not root.is_dir():
@@ -226,12 +241,21 @@ class Tailer:
         except OSError:
             return
         offset = 0
-        recent = now - st.st_mtime <= self.options.catch_up_seconds
-        if at_start and not self.options.backfill and not recent:
+        resume = self._resume.pop(str(log.path), None)
+        if resume is not None and resume.matches(log.path):
+            offset = resume.offset
+            self._assembler.session(str(log.path), log.session_hint).restore(resume.session)
+        elif resume is not None:
+            logger.info("%s was replaced or truncated since its checkpoint", log.path)
+        elif at_start and not self.options.backfill and \
+                now - st.st_mtime > self.options.catch_up_seconds:
             offset = _end_of_last_line(log.path, st.st_size)
         logger.info("following %s from byte %d", log.path, offset)
-        self._followers[str(log.path)] = _Follower(log, offset, (st.st_dev, st.st_ino),
-                                                   st.st_mtime, self.options, self.stats)
+        follower = _Follower(log, offset, (st.st_dev, st.st_ino), st.st_mtime, self.options,
+                             self.stats)
+        if resume is not None and offset:
+            follower.safe_session = dict(resume.session)
+        self._followers[str(log.path)] = follower
 
     def _read(self, follower: _Follower, now: float) -> int:
         path = follower.log.path
@@ -263,17 +287,42 @@ class Tailer:
             return 0
         follower.read_pos += len(chunk)
         follower.last_activity = now
-        events = follower.decoder.feed(chunk)
+        positions = follower.decoder.feed_positions(chunk)
         if follower.caught_up:  # catch-up reading is late by design; only live lag counts
             metrics = self._assembler.metrics
-            for event in events:
+            for event, _ in positions:
                 metrics.record("otel_bridge.event.lag",
                                max(now - event.timestamp_ns / 1e9, 0.0), {}, "")
         if follower.read_pos >= st.st_size:
             follower.caught_up = True
-        if events:
-            self._emit(self._assembler.feed(follower.stream, events, follower.log.session_hint))
-        return len(events)
+        session = self._assembler.session(follower.stream, follower.log.session_hint)
+        records = []
+        for event, end in positions:
+            records.extend(session.feed(event))
+            if not session.has_open_interaction:
+                follower.safe_offset = end
+                follower.safe_session = session.snapshot()
+        if records:
+            self._emit(records)
+        return len(positions)
+
+    def save_checkpoints(self) -> None:
+        """Record where each log may resume. Call only after what was emitted so far has been
+        handed to the exporters: a checkpoint must never run ahead of the export."""
+        if self._store is None:
+            return
+        entries: dict[str, FileCheckpoint] = {}
+        for stream, follower in self._followers.items():
+            if follower.fingerprint is None or follower.fingerprint[1] < FINGERPRINT_BYTES:
+                try:
+                    follower.fingerprint = fingerprint(follower.log.path)
+                except OSError:
+                    continue
+            digest, length = follower.fingerprint
+            entries[stream] = FileCheckpoint(stream, follower.identity[0], follower.identity[1],
+                                             digest, length, follower.safe_offset,
+                                             follower.safe_session)
+        self._store.save(entries)
 
     def _close_quiet(self, now: float) -> None:
         timeout = self.options.idle_timeout_seconds
@@ -283,6 +332,8 @@ class Tailer:
                 logger.info("%s quiet for %.0fs; closing its open interaction",
                             follower.log.path, timeout)
                 self._emit(self._assembler.close_stream(follower.stream))
+                follower.safe_offset = follower.decoder.offset
+                follower.safe_session = self._assembler.session(follower.stream).snapshot()
 
 
 def _end_of_last_line(path: Path, size: int) -> int:
