@@ -27,6 +27,7 @@ from ._stats import StatsCollector, render_table
 from ._version import __version__
 from .export import MetricsOptions, SpanSink, build_metrics, build_resource, build_span_exporters
 from .export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
+from .export._otel import DEFAULT_QUEUE_SPANS
 from .sources import Tailer, TailOptions, default_session_state, find_logs, replay_logs
 
 __all__ = ["main"]
@@ -79,6 +80,9 @@ def _build_parser() -> argparse.ArgumentParser:
     common.add_argument("--metrics-file", type=Path, metavar="FILE",
                         help="write metrics as OTLP JSON Lines (one ExportMetricsServiceRequest "
                              "per line) to FILE")
+    common.add_argument("--export-timeout", type=_non_negative_float, default=30.0,
+                        metavar="S", help="at exit, how long to keep trying to deliver queued "
+                                          "spans (default: 30)")
     common.add_argument("--max-line-bytes", type=_positive_int, default=DEFAULT_MAX_LINE_BYTES,
                         metavar="N", help="skip (and count) log lines longer than N bytes "
                                           f"(default: {DEFAULT_MAX_LINE_BYTES})")
@@ -135,6 +139,10 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="do not serve Prometheus metrics")
     run.add_argument("--metrics-interval", type=_positive_float, default=60.0, metavar="S",
                      help="how often OTLP, console and file metrics are exported (default: 60)")
+    run.add_argument("--queue-size", type=_positive_int, default=DEFAULT_QUEUE_SPANS,
+                     metavar="N", help="spans kept per exporter while its collector is down or "
+                                       f"slow; beyond, the oldest are dropped and counted "
+                                       f"(default: {DEFAULT_QUEUE_SPANS})")
     run.add_argument("--rescan-interval", type=_positive_float, default=5.0, metavar="S",
                      help="look at every directory and file at least this often, in case a "
                           "notification was lost (default: 5)")
@@ -210,7 +218,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     metrics = build_metrics(os.environ, resource, MetricsOptions(
         metrics_file=args.metrics_file, file_mode="w", prometheus_port=None))
     exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="w")
-    sink = SpanSink(exporters, resource, metrics=metrics.recorder)
+    sink = SpanSink(exporters, resource, metrics=metrics.recorder, block_when_full=True)
     assembler = Assembler(_assembler_config(args), metrics=metrics.recorder)
     total = sum(_size(log.path) for log in logs)
     bar = ProgressBar(total, f"replaying {len(logs)} log{'s' if len(logs) != 1 else ''}",
@@ -220,7 +228,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                               max_line_bytes=args.max_line_bytes)
     finally:
         bar.close()
-        sink.shutdown()
+        undelivered = sink.shutdown(timeout=args.export_timeout)
         metrics.shutdown()
     logger.info("replayed %d logs: %s; %d spans exported in %d traces",
                 summary.files, _summarize_reading(summary.read), sink.stats.exported,
@@ -229,8 +237,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         logger.error("%d logs could not be read: %s", len(summary.failed),
                      "; ".join(f"{path}: {why}" for path, why in summary.failed))
         return 1
-    if sink.stats.failed:
-        logger.error("%d spans could not be exported", sink.stats.failed)
+    if undelivered or sink.stats.dropped:
+        logger.error("%d spans could not be exported", undelivered + sink.stats.dropped)
         return 1
     return 0
 
@@ -269,18 +277,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         metrics_file=args.metrics_file, file_mode="a",
         export_interval_millis=int(args.metrics_interval * 1000)))
     exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="a")
-    sink = SpanSink(exporters, resource, metrics=metrics.recorder)
+    sink = SpanSink(exporters, resource, metrics=metrics.recorder, queue_spans=args.queue_size)
     assembler = Assembler(_assembler_config(args), metrics=metrics.recorder)
     options = TailOptions(backfill=args.backfill, catch_up_seconds=args.catch_up_minutes * 60,
                           idle_timeout_seconds=args.idle_timeout,
                           rescan_seconds=args.rescan_interval,
                           max_line_bytes=args.max_line_bytes)
     store = None if args.no_checkpoints else CheckpointStore(_state_dir(args.state_dir))
-    tailer = Tailer(roots, assembler, sink.export, options, checkpoints=store)
+    tailer = Tailer(roots, assembler, sink.export, options, checkpoints=store,
+                    sequence=lambda: sink.sequence)
 
     def after_poll() -> None:
-        sink.flush()
-        tailer.save_checkpoints()  # only once the spans before it were handed to exporters
+        tailer.save_checkpoints(sink.watermark)  # never past spans still queued
 
     if metrics.recorder is not None:
         metrics.recorder.gauge("copilot.sessions.active", lambda: assembler.open_interactions)
@@ -299,9 +307,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         tailer.run(stop, poll_interval=args.poll_interval, after_poll=after_poll)
     finally:
         tailer.close()
-        sink.flush()
-        tailer.save_checkpoints()
-        sink.shutdown()
+        sink.shutdown(timeout=args.export_timeout)
+        tailer.save_checkpoints(sink.watermark)
         metrics.shutdown()
         logger.info("stopped: %s; %d spans exported", _summarize_reading(tailer.stats),
                     sink.stats.exported)

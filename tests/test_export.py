@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 
 import pytest
-from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind as SdkSpanKind
 from opentelemetry.trace.status import StatusCode as SdkStatusCode
 
 from otel_bridge import ConfigError
 from otel_bridge.export import SpanSink, build_resource, build_span_exporters
+from otel_bridge.export._queue import RetryPolicy
 from tests.builder import Log
 from tests.spantree import assemble
 
@@ -117,10 +118,65 @@ class _Failing(InMemorySpanExporter):
         raise RuntimeError("boom")
 
 
-def test_a_failing_exporter_is_counted_not_raised(caplog) -> None:
+FAST = RetryPolicy(initial_seconds=0.01, max_seconds=0.05)
+
+
+def test_a_failing_exporter_is_retried_counted_and_never_raises(caplog) -> None:
     records, _, _ = spans_through_sink()
-    sink = SpanSink([_Failing()], build_resource({}))
+    sink = SpanSink([_Failing()], build_resource({}), retry=FAST)
     sink.export(records)
-    assert sink.flush() is False
-    assert sink.stats.failed == len(records)
+    assert sink.flush(timeout=0.3) is False
+    assert sink.stats.failed >= 2 * len(records)  # attempted again and again
+    assert sink.watermark == 0  # nothing delivered: no checkpoint may pass these spans
+    assert sink.shutdown(timeout=0.1) == len(records)
     assert "raised" in caplog.text
+
+
+class _DownThenUp(InMemorySpanExporter):
+    """Fails its first `failures` calls, like a collector that comes back."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def export(self, spans):
+        if self.failures > 0:
+            self.failures -= 1
+            return SpanExportResult.FAILURE
+        return super().export(spans)
+
+
+def test_what_was_queued_during_an_outage_is_delivered_after_it() -> None:
+    records, _, _ = spans_through_sink()
+    exporter = _DownThenUp(failures=5)
+    sink = SpanSink([exporter], build_resource({}), retry=FAST, max_batch=4)
+    sink.export(records[:4])
+    sink.export(records[4:])
+    assert sink.flush(timeout=5) is True
+    assert [s.context.span_id for s in exporter.get_finished_spans()] == [
+        r.span_id for r in records]  # all, once, in order
+    assert sink.watermark == sink.sequence == len(records)
+    sink.shutdown()
+
+
+def test_a_full_queue_drops_the_oldest_and_counts_it() -> None:
+    records, _, _ = spans_through_sink()
+    exporter = _DownThenUp(failures=1000)
+    sink = SpanSink([exporter], build_resource({}), retry=FAST, queue_spans=3, max_batch=1)
+    for record in records:
+        sink.export([record])
+    assert sink.stats.dropped >= len(records) - 3 - 1
+    assert sink.queued <= 3
+    sink.shutdown(timeout=0.1)
+
+
+def test_replay_mode_waits_for_room_instead_of_dropping() -> None:
+    records, _, _ = spans_through_sink()
+    exporter = _DownThenUp(failures=3)
+    sink = SpanSink([exporter], build_resource({}), retry=FAST, queue_spans=2, max_batch=1,
+                    block_when_full=True)
+    sink.export(records)
+    assert sink.flush(timeout=5)
+    assert sink.stats.dropped == 0
+    assert len(exporter.get_finished_spans()) == len(records)
+    sink.shutdown()

@@ -77,6 +77,7 @@ def start_bridge(state: Path, port: int, workdir: Path) -> subprocess.Popen[byte
         return subprocess.Popen(
             [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
              "--prometheus-port", str(port), "--poll-interval", "0.1", "--no-checkpoints",
+             "--export-timeout", "1",
              "--rescan-interval", "0.3", "--traces-file", str(workdir / "traces.jsonl")],
             env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
 

@@ -161,3 +161,29 @@ def test_run_reports_a_missing_state_directory_and_picks_it_up_later(tmp_path,
     assert code == 0
     assert "does not exist yet" in stderr
     assert len(received) == 6
+
+
+def test_spans_queued_while_the_collector_is_down_arrive_when_it_is_back(otlp_receiver,
+                                                                        tmp_path) -> None:
+    state = tmp_path / "session-state"
+    state.mkdir()
+    otlp_receiver.mode = "unavailable"  # 503 with Retry-After, as a collector that is down
+    bridge = start_bridge(state, {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint,
+                                  "OTEL_EXPORTER_OTLP_TIMEOUT": "1"})
+    try:
+        for name, source in SESSIONS.items():
+            (state / name).mkdir()
+            (state / name / "events.jsonl").write_bytes(source.read_bytes())
+        deadline = time.monotonic() + 20
+        while otlp_receiver.refused_requests < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert otlp_receiver.refused_requests >= 2  # it really was refused, and retried
+        assert otlp_receiver.spans() == []
+        otlp_receiver.mode = "ok"
+        expected = expected_spans()
+        received = otlp_receiver.wait_for_spans(len(expected), timeout=40)
+    finally:
+        code, _, stderr = stop_bridge(bridge)
+    assert code == 0, stderr
+    assert sorted(s["span_id"] for s in received) == sorted(expected)  # each once
+    assert "retrying" in stderr

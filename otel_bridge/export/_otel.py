@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,7 @@ from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanKind, SpanRecord, StatusCode
 from .._version import __version__
 from ._common import open_output, otlp_protocol
+from ._queue import ExportWorker, RetryPolicy
 
 __all__ = [
     "DEFAULT_SERVICE_NAME",
@@ -197,77 +200,114 @@ class _OwnedStreamExporter(SpanExporter):
 
 @dataclass
 class ExportStats:
-    """Spans handed to exporters, and those an exporter reported as failed."""
+    """Spans delivered, failed export attempts, and spans dropped (queue overflow)."""
 
     exported: int = 0
     failed: int = 0
+    dropped: int = 0
+
+
+#: Spans each exporter's queue holds while its collector cannot take them (run); about 2 KiB
+#: each in memory, so some 40 MiB at most per exporter.
+DEFAULT_QUEUE_SPANS = 20_000
 
 
 class SpanSink:
-    """Buffers span records and exports them in batches, synchronously, to every exporter.
+    """Converts span records to SDK spans and hands them to one retrying worker per exporter.
 
-    Synchronous on purpose: a replay of a large log must not outrun the exporter and drop spans
-    the way a full BatchSpanProcessor queue does; the OTLP exporters retry transient failures
-    with back-off within their timeout. Not thread-safe; one thread owns a sink.
+    Each exporter has a bounded queue and a thread: a failed batch is retried with back-off
+    until it goes through (a collector down for minutes loses nothing that fits the queue);
+    when a queue is full, `run` drops its oldest span (counted, logged) and `replay` waits
+    (`block_when_full`). `watermark` tells how far delivery has got, for checkpoints.
+    `export` may be called from one thread at a time.
 
     Args:
         exporters: where spans go; none is allowed (a dry run).
         resource: the resource of every span.
         max_batch: spans per export call.
-        metrics: where to count exported and dropped spans.
+        metrics: where to count delivered and dropped spans and failed attempts.
+        queue_spans: spans each exporter's queue holds.
+        block_when_full: wait for room instead of dropping.
+        retry: back-off between attempts at a failed batch.
     """
 
     def __init__(self, exporters: Sequence[SpanExporter], resource: Resource,
-                 max_batch: int = 512, metrics: MetricsRecorder | None = None) -> None:
-        if max_batch < 1:
-            raise ValueError("max_batch must be positive")
-        self._exporters = list(exporters)
+                 max_batch: int = 512, metrics: MetricsRecorder | None = None, *,
+                 queue_spans: int = DEFAULT_QUEUE_SPANS, block_when_full: bool = False,
+                 retry: RetryPolicy | None = None, block_seconds: float = 60.0) -> None:
+        if max_batch < 1 or queue_spans < 1:
+            raise ValueError("max_batch and queue_spans must be positive")
         self._resource = resource
-        self._max_batch = max_batch
-        self._buffer: list[ReadableSpan] = []
+        self._lock = threading.Lock()
+        self._seq = 0
         self._closed = False
         self.stats = ExportStats()
         self.metrics: MetricsRecorder = metrics or NullRecorder()
+        self._workers = [ExportWorker(exporter, capacity=queue_spans, max_batch=max_batch,
+                                      block_when_full=block_when_full,
+                                      block_seconds=block_seconds,
+                                      retry=retry or RetryPolicy(), on_result=self._result)
+                         for exporter in exporters]
+
+    @property
+    def sequence(self) -> int:
+        """The sequence number of the last span queued."""
+        return self._seq
+
+    @property
+    def watermark(self) -> int:
+        """Every span queued up to this sequence number is done with, for every exporter."""
+        return min((w.watermark for w in self._workers), default=self._seq)
+
+    @property
+    def queued(self) -> int:
+        """Spans waiting in the fullest exporter queue."""
+        return max((w.depth for w in self._workers), default=0)
 
     def export(self, records: Iterable[SpanRecord]) -> None:
-        """Queue records; export a batch whenever one is full."""
+        """Queue records for every exporter."""
+        items = []
         for record in records:
-            self._buffer.append(to_readable_span(record, self._resource))
-            if len(self._buffer) >= self._max_batch:
-                self.flush()
+            self._seq += 1
+            items.append((self._seq, to_readable_span(record, self._resource)))
+        if items:
+            for worker in self._workers:
+                worker.put(items)
 
-    def flush(self) -> bool:
-        """Export what is buffered. Returns False if any exporter failed (already logged)."""
-        if not self._buffer:
-            return True
-        batch, self._buffer = self._buffer, []
-        ok = True
-        for exporter in self._exporters:
-            try:
-                result = exporter.export(batch)
-            except Exception:  # an exporter bug must not stop the bridge
-                logger.exception("exporter %s raised", type(exporter).__name__)
-                result = SpanExportResult.FAILURE
-            if result is not SpanExportResult.SUCCESS:
-                ok = False
-                self.stats.failed += len(batch)
-                name = type(exporter).__name__
-                logger.warning("%s failed to export %d spans", name, len(batch))
-                self.metrics.add("otel_bridge.spans.dropped", len(batch), {}, "")
-                self.metrics.add("otel_bridge.export.failures", 1,
-                                 {"otel_bridge.exporter": name}, "")
-        self.stats.exported += len(batch)
-        self.metrics.add("otel_bridge.spans.exported", len(batch), {}, "")
-        return ok
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until everything queued was delivered. False on timeout (it stays queued)."""
+        deadline = time.monotonic() + timeout
+        return all(w.wait_idle(max(deadline - time.monotonic(), 0)) for w in self._workers)
 
-    def shutdown(self) -> None:
-        """Flush and shut every exporter down. Idempotent."""
+    def shutdown(self, timeout: float = 10.0) -> int:
+        """Deliver what can be within `timeout`, shut the exporters down. Idempotent.
+
+        Returns:
+            the spans left undelivered (logged); a checkpoint has not gone past them.
+        """
         if self._closed:
-            return
-        self.flush()
+            return 0
         self._closed = True
-        for exporter in self._exporters:
-            try:
-                exporter.shutdown()
-            except Exception:
-                logger.exception("exporter %s failed to shut down", type(exporter).__name__)
+        deadline = time.monotonic() + timeout
+        left = 0
+        for worker in self._workers:
+            undelivered = worker.stop(max(deadline - time.monotonic(), 0))
+            if undelivered:
+                logger.error("%s: %d spans not delivered at shutdown", worker.name,
+                             undelivered)
+            left += undelivered
+        return left
+
+    def _result(self, exporter: str, spans: int, ok: bool | None) -> None:
+        with self._lock:
+            if ok is None:
+                self.stats.dropped += spans
+                logger.warning("%s: queue full, %d spans dropped", exporter, spans)
+                self.metrics.add("otel_bridge.spans.dropped", spans, {}, "")
+            elif ok:
+                self.stats.exported += spans
+                self.metrics.add("otel_bridge.spans.exported", spans, {}, "")
+            else:
+                self.stats.failed += spans
+                self.metrics.add("otel_bridge.export.failures", 1,
+                                 {"otel_bridge.exporter": exporter}, "")

@@ -142,17 +142,15 @@ class LiveBridge:
                 return
             records = self._assembler.feed(key, [decoded], key)
             if records:
-                self._sink.export(records)
-                self._sink.flush()
+                self._sink.export(records)  # queued; a worker thread delivers them
 
-    def flush(self) -> bool:
-        """Export what is finished now. Returns False if an exporter failed."""
-        with self._lock:
-            return self._sink.flush()
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until what is finished has been exported. False on timeout (still queued)."""
+        return self._sink.flush(timeout)
 
-    def close(self, *, end_open: bool = True) -> None:
-        """Unsubscribe, end what is open (marked incomplete) unless told not to, flush and shut
-        the exporters down. Idempotent."""
+    def close(self, *, end_open: bool = True, timeout: float = 30.0) -> None:
+        """Unsubscribe, end what is open (marked incomplete) unless told not to, deliver what
+        is queued (for at most `timeout` seconds) and shut the exporters down. Idempotent."""
         for unsubscribe in self._unsubscribe:
             try:
                 unsubscribe()
@@ -165,4 +163,4 @@ class LiveBridge:
             self._closed = True
             if end_open:
                 self._sink.export(self._assembler.close_all())
-            self._sink.shutdown()
+            self._sink.shutdown(timeout)

@@ -32,6 +32,7 @@ __all__ = ["TailOptions", "Tailer"]
 
 logger = logging.getLogger(__name__)
 
+_MAX_PENDING = 1024  # safe places remembered per log while exports are behind
 _READ_LIMIT = 8 << 20  # bytes read from one file per poll, so one huge log cannot stall the rest
 
 
@@ -79,6 +80,9 @@ class _Follower:
         # with the session's state there (see _checkpoint.py).
         self.safe_offset = offset
         self.safe_session: dict = {}
+        # Safe places whose spans may still be queued for export: (sequence number of the
+        # last span emitted before it, offset, session state). See Tailer.save_checkpoints.
+        self.pending: list[tuple[int, int, dict]] = []
         self.fingerprint: tuple[str, int] | None = None
         # Has read to the end once: later events are live. Until then (a log caught up at
         # start, or one copied in whole) events are late by design and their lag not counted.
@@ -90,6 +94,7 @@ class _Follower:
         self.read_pos = 0
         self.safe_offset = 0
         self.safe_session = {}
+        self.pending = []
         self.fingerprint = None
         self.decoder = JsonLinesDecoder(self.stream, max_line_bytes=self._options.max_line_bytes,
                                         stats=self._stats)
@@ -130,12 +135,16 @@ class Tailer:
         options: how to follow.
         clock: wall-clock seconds (tests pass their own).
         checkpoints: where to keep the resume points; none: every start is a first start.
+        sequence: the sequence number of the last span handed to `emit` (the sink's), so that
+            a checkpoint waits for the spans before it to be exported; none: emitting is
+            exporting.
     """
 
     def __init__(self, roots: Sequence[Path], assembler: Assembler,
                  emit: Callable[[list[SpanRecord]], None], options: TailOptions | None = None,
                  clock: Callable[[], float] = time.time,
-                 checkpoints: CheckpointStore | None = None) -> None:
+                 checkpoints: CheckpointStore | None = None,
+                 sequence: Callable[[], int] | None = None) -> None:
         self.roots = [Path(r) for r in roots]
         self.options = options or TailOptions()
         self.stats = ReadStats()
@@ -151,6 +160,7 @@ class Tailer:
         self._started = False
         self._store = checkpoints
         self._resume: dict[str, FileCheckpoint] = {}
+        self._sequence = sequence or (lambda: 0)
 
     @property
     def followed(self) -> list[str]:
@@ -297,22 +307,30 @@ class Tailer:
             follower.caught_up = True
         session = self._assembler.session(follower.stream, follower.log.session_hint)
         records = []
+        safe: tuple[int, dict] | None = None
         for event, end in positions:
             records.extend(session.feed(event))
             if not session.has_open_interaction:
-                follower.safe_offset = end
-                follower.safe_session = session.snapshot()
+                safe = (end, session.snapshot())
         if records:
             self._emit(records)
+        if safe is not None:
+            follower.pending.append((self._sequence(), *safe))
+            if len(follower.pending) > _MAX_PENDING:  # exports stalled: keep every other one
+                follower.pending = follower.pending[1::2]
         return len(positions)
 
-    def save_checkpoints(self) -> None:
-        """Record where each log may resume. Call only after what was emitted so far has been
-        handed to the exporters: a checkpoint must never run ahead of the export."""
+    def save_checkpoints(self, watermark: int | None = None) -> None:
+        """Record where each log may resume: the latest safe place whose spans were all
+        exported (sequence number up to `watermark`; None: all emitted spans were)."""
         if self._store is None:
             return
         entries: dict[str, FileCheckpoint] = {}
         for stream, follower in self._followers.items():
+            done = [p for p in follower.pending if watermark is None or p[0] <= watermark]
+            if done:
+                _, follower.safe_offset, follower.safe_session = done[-1]
+                follower.pending = follower.pending[len(done):]
             if follower.fingerprint is None or follower.fingerprint[1] < FINGERPRINT_BYTES:
                 try:
                     follower.fingerprint = fingerprint(follower.log.path)
@@ -332,8 +350,8 @@ class Tailer:
                 logger.info("%s quiet for %.0fs; closing its open interaction",
                             follower.log.path, timeout)
                 self._emit(self._assembler.close_stream(follower.stream))
-                follower.safe_offset = follower.decoder.offset
-                follower.safe_session = self._assembler.session(follower.stream).snapshot()
+                follower.pending.append((self._sequence(), follower.decoder.offset,
+                                         self._assembler.session(follower.stream).snapshot()))
 
 
 def _end_of_last_line(path: Path, size: int) -> int:
