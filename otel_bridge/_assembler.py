@@ -175,6 +175,10 @@ class _Interaction:
     user_messages: int = 1
     continuations: int = 0
     tool_calls: int = 0
+    # Tools still running when their main-agent turn ended, and when it ended: `copilot -p`
+    # interrupted by SIGINT writes turn_end 1-2 ms before abort, so wait one event to know
+    # whether they were aborted (docs/recorded-captures.md).
+    dangling: dict[str, int] = field(default_factory=dict)
     last_ns: int = 0
 
 
@@ -260,6 +264,8 @@ class SessionAssembler:
         if self.last_event_ns is None or event.timestamp_ns > self.last_event_ns:
             self.last_event_ns = event.timestamp_ns
         interaction = self._interaction
+        if interaction is not None and interaction.dangling and event.type != "abort":
+            self._end_dangling(interaction)
         handler = self._handlers.get(event.type)
         if handler is not None:
             handler(event)
@@ -458,6 +464,8 @@ class SessionAssembler:
         if interaction is None:
             return
         self._interaction = None
+        if error is None:  # not an abort: tools a turn_end left running end with that turn
+            self._end_dangling(interaction)
         for tool_call_id in list(interaction.tools):
             self._end_tool(interaction, tool_call_id, end_ns, error=error,
                            incomplete=error is None)
@@ -577,10 +585,11 @@ class SessionAssembler:
         if event.type == "subagent.failed":
             message = _str(event.data, "error") if self.config.capture_content else None
             error = (sc.ERROR_SUBAGENT_FAILED, message)
-        elif event.data.get("cancelled") is True:  # torn down by an abort of it or its parent
-            error = (sc.ERROR_ABORTED, None)
-        self._end_tools_of(interaction, agent, event.timestamp_ns)
-        self._end_turn(agent, event.timestamp_ns, incomplete=True)
+        cut_short = None
+        if event.data.get("cancelled") is True:  # torn down by an abort of it or its parent
+            error = cut_short = (sc.ERROR_ABORTED, None)
+        self._end_tools_of(interaction, agent, event.timestamp_ns, cut_short)
+        self._end_turn(agent, event.timestamp_ns, error=cut_short, incomplete=True)
         self._end_agent(agent, event.timestamp_ns, error=error)
 
     def _end_agent(self, agent: _Agent, end_ns: int, *,
@@ -622,7 +631,11 @@ class SessionAssembler:
         if turn is None:
             self.stats.unplaced[event.type] += 1
             return
-        self._end_tools_of(interaction, agent, event.timestamp_ns)  # after an abort, say
+        if agent is interaction.main:
+            interaction.dangling.update({call: event.timestamp_ns for call, (_, owner)
+                                         in interaction.tools.items() if owner is agent})
+        else:
+            self._end_tools_of(interaction, agent, event.timestamp_ns)
         self._end_turn(agent, event.timestamp_ns)
         if agent is not interaction.main:
             return
@@ -794,11 +807,21 @@ class SessionAssembler:
                       message if self.config.capture_content else None)
         self._end_tool(interaction, tool_call_id, event.timestamp_ns)
 
-    def _end_tools_of(self, interaction: _Interaction, agent: _Agent, end_ns: int) -> None:
-        """Close, as incomplete, the tools of `agent` that never reported completion."""
+    def _end_dangling(self, interaction: _Interaction) -> None:
+        """The event after the turn_end was not an abort: those tools just never completed."""
+        for call, end_ns in interaction.dangling.items():
+            if call in interaction.tools:
+                self._end_tool(interaction, call, end_ns, incomplete=True)
+        interaction.dangling.clear()
+
+    def _end_tools_of(self, interaction: _Interaction, agent: _Agent, end_ns: int,
+                      error: tuple[str, str | None] | None = None) -> None:
+        """Close the tools of `agent` that never reported completion: incomplete, or failed
+        with `error`."""
         for tool_call_id, (_, owner) in list(interaction.tools.items()):
             if owner is agent:
-                self._end_tool(interaction, tool_call_id, end_ns, incomplete=True)
+                self._end_tool(interaction, tool_call_id, end_ns, error=error,
+                               incomplete=error is None)
 
     def _end_tool(self, interaction: _Interaction, tool_call_id: str, end_ns: int, *,
                   error: tuple[str, str | None] | None = None, incomplete: bool = False) -> None:

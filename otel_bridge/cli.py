@@ -12,7 +12,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -293,18 +292,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if metrics.recorder is not None:
         metrics.recorder.gauge("copilot.sessions.active", lambda: assembler.open_interactions)
         metrics.recorder.gauge("otel_bridge.files.followed", lambda: len(tailer.followed))
-    stop = threading.Event()
+    signals: list[int] = []
 
     def _stop(signum: int, _frame: FrameType | None) -> None:
-        logger.info("received %s; flushing and stopping", signal.Signals(signum).name)
-        stop.set()
-        tailer.wake.set()
+        # Only a list append: a handler that took a lock (Event.set, logging) could deadlock
+        # with the very code it interrupted, which may hold that lock.
+        signals.append(signum)
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
     logger.info("otel-bridge %s watching %s", __version__, ", ".join(map(str, roots)))
     try:
-        tailer.run(stop, poll_interval=args.poll_interval, after_poll=after_poll)
+        tailer.run(lambda: bool(signals), poll_interval=args.poll_interval,
+                   after_poll=after_poll)
+        logger.info("received %s; flushing and stopping", signal.Signals(signals[0]).name)
     finally:
         tailer.close()
         sink.shutdown(timeout=args.export_timeout)

@@ -208,11 +208,15 @@ class Tailer:
         self._skips.update()
         return events
 
-    def run(self, stop: threading.Event, poll_interval: float = 0.5,
+    def run(self, should_stop: Callable[[], bool], poll_interval: float = 0.5,
             after_poll: Callable[[], None] | None = None) -> None:
-        """Poll until `stop` is set; a watchdog hint cuts the wait short."""
+        """Poll until `should_stop()`; a watchdog hint cuts the wait short.
+
+        `should_stop` is checked at least every `poll_interval`: a signal handler can make it
+        true without taking a lock (taking one there can deadlock with the interrupted code).
+        """
         self.start()
-        while not stop.is_set():
+        while not should_stop():
             self.poll_once()
             if after_poll is not None:
                 after_poll()
