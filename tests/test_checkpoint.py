@@ -9,7 +9,7 @@ from pathlib import Path
 
 from otel_bridge import Assembler
 from otel_bridge._checkpoint import CheckpointStore, FileCheckpoint, fingerprint
-from otel_bridge.sources import TailOptions, Tailer
+from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
 
 

@@ -1,0 +1,394 @@
+"""Running the real GitHub Copilot CLI offline against the fake model server, and the scenarios
+the end-to-end tests and `scripts/record_fixtures.py` share.
+
+The CLI comes from npm, installed in the repository root (CI does it):
+
+    npm install --no-save @github/copilot@1.0.102
+
+Every run gets a fresh COPILOT_HOME (the session logs land in `<home>/session-state/<id>/`), a
+small project directory to work in, and an environment that keeps the developer's own Copilot
+configuration, tokens and OpenTelemetry settings out:
+
+    COPILOT_OFFLINE=true COPILOT_PROVIDER_BASE_URL=<fake>/v1 COPILOT_MODEL=gpt-4.1
+    COPILOT_PROVIDER_API_KEY=<API_KEY> COPILOT_OTEL_FILE_EXPORTER_PATH=<native-otel.jsonl>
+    copilot -p <prompt> --allow-all-tools --no-auto-update --output-format json
+
+The CLI masks the provider key wherever it occurs in its stdout: with a key of "x" every "x" in
+`--output-format json` became "******" (docs/recorded-captures.md). `API_KEY` is long and random
+enough never to occur in real output.
+
+No pytest in here: the recording script imports it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.fake_llm import FakeLLM, Request, load_script
+
+__all__ = [
+    "API_KEY",
+    "COPILOT_VERSION",
+    "INSTALL_HINT",
+    "SCENARIOS",
+    "CliRun",
+    "CopilotMissing",
+    "Scenario",
+    "ScenarioRun",
+    "Workspace",
+    "copilot_env",
+    "find_copilot",
+    "run_copilot",
+    "run_scenario",
+]
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+COPILOT_VERSION = "1.0.102"
+INSTALL_HINT = f"npm install --no-save @github/copilot@{COPILOT_VERSION}"
+MODEL = "gpt-4.1"
+#: The provider key given to the CLI: long enough never to occur in real output (see above).
+API_KEY = "fake-llm-provider-key-7c1e9d2a4b6f80e3q"
+BASE_ARGS = ("--allow-all-tools", "--no-auto-update", "--output-format", "json")
+#: Variables of the developer's shell that would change what the CLI does or where it reports.
+_STRIPPED_PREFIXES = ("COPILOT_", "OTEL_", "GH_", "GITHUB_", "XDG_")
+
+
+class CopilotMissing(RuntimeError):
+    """The npm-installed Copilot CLI is not where the tests look for it."""
+
+
+def find_copilot(root: Path = REPO) -> Path:
+    """The platform binary of `@github/copilot` installed by npm under `root/node_modules`.
+
+    The binary itself (not the Node loader `node_modules/.bin/copilot`, which starts it as a
+    child): signals sent to the process we start then reach the CLI.
+    """
+    modules = root / "node_modules" / "@github"
+    loader = modules / "copilot" / "package.json"
+    if not loader.is_file():
+        raise CopilotMissing(
+            f"the Copilot CLI is not installed in {root / 'node_modules'}; the end-to-end tests "
+            f"drive the real CLI. Install it with:\n    cd {root} && {INSTALL_HINT}")
+    version = json.loads(loader.read_text()).get("version")
+    if version != COPILOT_VERSION:
+        raise CopilotMissing(
+            f"node_modules holds @github/copilot {version}, the tests are written against "
+            f"{COPILOT_VERSION} (docs/recorded-captures.md). Install it with:\n"
+            f"    cd {root} && {INSTALL_HINT}")
+    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower(), platform.machine().lower())
+    system = {"darwin": "darwin", "linux": "linux", "win32": "win32"}.get(sys.platform,
+                                                                         sys.platform)
+    flavours = [f"{system}-{machine}"]
+    if system == "linux":
+        flavours.append(f"linuxmusl-{machine}")
+    for flavour in flavours:
+        binary = modules / f"copilot-{flavour}" / ("copilot.exe" if system == "win32"
+                                                   else "copilot")
+        if binary.is_file() and os.access(binary, os.X_OK):
+            return binary
+    raise CopilotMissing(
+        f"@github/copilot {version} is installed but its platform package "
+        f"(@github/copilot-{flavours[0]}) is missing; reinstall with:\n"
+        f"    cd {root} && {INSTALL_HINT}")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A COPILOT_HOME and a project directory under `root`."""
+
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def project(self) -> Path:
+        return self.root / "project"
+
+    @property
+    def session_state(self) -> Path:
+        return self.home / "session-state"
+
+    @property
+    def native_otel(self) -> Path:
+        """Where the CLI's own OpenTelemetry file exporter writes (spans and metrics)."""
+        return self.root / "native-otel.jsonl"
+
+    @classmethod
+    def create(cls, root: Path) -> Workspace:
+        workspace = cls(root)
+        workspace.home.mkdir(parents=True)
+        workspace.project.mkdir()
+        (workspace.project / "README.md").write_text(
+            "# demo project\n\nA tiny project for tests.\n")
+        (workspace.project / "hello.py").write_text('print("hello")\n')
+        return workspace
+
+    def event_logs(self) -> list[Path]:
+        return sorted(self.session_state.glob("*/events.jsonl"))
+
+    def session_log(self) -> Path:
+        """The one session's events.jsonl (every scenario here makes a single session)."""
+        logs = self.event_logs()
+        if len(logs) != 1:
+            raise AssertionError(f"expected one session log in {self.session_state}, "
+                                 f"found {len(logs)}: {logs}")
+        return logs[0]
+
+
+def copilot_env(workspace: Workspace, base_url: str, *,
+                environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The CLI's environment: offline, the fake provider, its own telemetry to a file."""
+    source = os.environ if environ is None else environ
+    env = {k: v for k, v in source.items() if not k.startswith(_STRIPPED_PREFIXES)}
+    env.update({
+        "HOME": str(workspace.home),
+        "COPILOT_HOME": str(workspace.home),
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_PROVIDER_BASE_URL": base_url,
+        "COPILOT_MODEL": MODEL,
+        "COPILOT_PROVIDER_API_KEY": API_KEY,
+        "COPILOT_OTEL_FILE_EXPORTER_PATH": str(workspace.native_otel),
+    })
+    return env
+
+
+@dataclass
+class CliRun:
+    """One `copilot -p` process."""
+
+    args: list[str]
+    returncode: int | None  # None: killed after the timeout
+    seconds: float
+    stdout: Path  # the live JSON stream (--output-format json)
+    stderr: Path
+    note: str | None = None
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def live_events(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.stdout.read_text(errors="replace").splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    continue
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """The command line (with the variables that matter), exit status and time."""
+        shown = {k: v for k, v in self.env.items() if k.startswith("COPILOT_") or k == "HOME"}
+        command = " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.items())
+        return {"cmd": f"{command} {shlex.join(self.args)}".strip(), "rc": self.returncode,
+                "seconds": round(self.seconds, 2), "note": self.note}
+
+
+#: interrupt(process, fake, workspace) -> a note; called while the CLI runs
+Interrupt = Callable[[subprocess.Popen, FakeLLM, Workspace], str | None]
+
+
+def run_copilot(binary: Path, workspace: Workspace, fake: FakeLLM, prompt: str, *,
+                extra: Sequence[str] = (), tag: str = "", timeout: float = 120.0,
+                interrupt: Interrupt | None = None) -> CliRun:
+    """Run `copilot -p prompt` in the workspace's project directory; wait for it to end.
+
+    The process is always gone when this returns (killed after `timeout`).
+    """
+    args = [str(binary), "-p", prompt, *BASE_ARGS, *extra]
+    stdout = workspace.root / f"live-events{tag}.jsonl"
+    stderr = workspace.root / f"stderr{tag}.txt"
+    env = copilot_env(workspace, fake.url)
+    started = time.monotonic()
+    note = None
+    with stdout.open("wb") as out, stderr.open("wb") as err:
+        process = subprocess.Popen(args, cwd=workspace.project, env=env, stdout=out,
+                                   stderr=err, stdin=subprocess.DEVNULL)
+        try:
+            if interrupt is not None:
+                note = interrupt(process, fake, workspace)
+            returncode: int | None = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            returncode = None
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+    return CliRun(args, returncode, time.monotonic() - started, stdout, stderr, note, env)
+
+
+def sigint_during_tool(rule: str, after: float) -> Interrupt:
+    """SIGINT the CLI `after` seconds into the tool the rule `rule` asked for: once the fake
+    model handed it out and the log shows the tool running."""
+
+    def interrupt(process: subprocess.Popen, fake: FakeLLM, workspace: Workspace) -> str:
+        started = time.monotonic()
+        fake.wait_for(rule, timeout=60)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and process.poll() is None:
+            logs = workspace.event_logs()
+            if logs and b'"tool.execution_start"' in logs[0].read_bytes():
+                break
+            time.sleep(0.05)
+        time.sleep(after)
+        if process.poll() is not None:
+            return "the CLI ended before the interrupt"
+        process.send_signal(signal.SIGINT)
+        return f"SIGINT {time.monotonic() - started:.1f}s after start"
+
+    return interrupt
+
+
+# --- scenarios ----------------------------------------------------------------------------------
+
+def _bash(command: str, description: str) -> dict[str, Any]:
+    return {"name": "bash", "arguments": {"command": command, "description": description}}
+
+
+#: Scripts of scenarios that have no recorded fixture (the fixtures keep their own script.json).
+INLINE_SCRIPTS: dict[str, dict[str, Any]] = {
+    "one_tool": {"responses": [
+        {"name": "tool", "when": {"assistant_count": 0}, "text": "Let me look.",
+         "tool_calls": [_bash("echo hello-from-fake-llm && ls", "List files")]},
+        {"name": "answer", "when": {"assistant_count": 1},
+         "text": "The project has README.md and hello.py."},
+    ]},
+    "autopilot": {"responses": [
+        {"name": "tool", "when": {"assistant_count": 0},
+         "tool_calls": [_bash("cat hello.py", "Show hello.py")]},
+        {"name": "task-complete", "when": {"assistant_count": 1},
+         "tool_calls": [{"name": "task_complete",
+                         "arguments": {"summary": "hello.py prints hello."}}]},
+        {"name": "after-complete", "repeat": True, "text": "Done."},
+    ]},
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A scripted session: the prompts given to `copilot -p`, one process each (the second and
+    later with `--resume <session>`), the fake model's script, and how to disturb it.
+
+    The script is the fixture's `script.json` when a recorded fixture of the same name exists
+    (`fixture`), so that tests and recordings follow the same script; else an inline one.
+    """
+
+    name: str
+    prompts: tuple[str, ...]
+    flags: tuple[str, ...] = ()
+    fixture: str | None = None  # tests/fixtures/<fixture>/script.json
+    interrupt_rule: str | None = None  # SIGINT while the tool this rule asked for runs
+    interrupt_after: float = 3.0  # ... this many seconds into it
+    timeout: float = 120.0
+    never_used: tuple[str, ...] = ()  # rules the CLI is expected not to reach
+
+    def script(self, fixtures: Path = FIXTURES) -> dict[str, Any]:
+        if self.fixture is not None:
+            return load_script(fixtures / self.fixture / "script.json")
+        return load_script(INLINE_SCRIPTS[self.name])
+
+    def interrupt(self, after: float | None = None) -> Interrupt | None:
+        if self.interrupt_rule is None:
+            return None
+        return sigint_during_tool(self.interrupt_rule,
+                                  self.interrupt_after if after is None else after)
+
+
+def _scenarios(*items: Scenario) -> dict[str, Scenario]:
+    return {s.name: s for s in items}
+
+
+SCENARIOS: dict[str, Scenario] = _scenarios(
+    Scenario("one_tool", ("Show me what is in this project.",)),
+    Scenario("autopilot", ("What does hello.py print?",), flags=("--autopilot",)),
+    Scenario("resume", ("FIRST-PROMPT: echo first-run.", "SECOND-PROMPT: echo second-run."),
+             fixture="resume"),
+    Scenario("parallel_tools", ("Run several tools at once, then a failing command.",),
+             fixture="parallel_tools"),
+    Scenario("autopilot_nudge", ("Describe this project.",), flags=("--autopilot",),
+             fixture="autopilot_nudge"),
+    Scenario("subagent", ("MAIN-TASK: use a sub-agent to echo something.",),
+             fixture="subagent"),
+    Scenario("subagent_parallel", ("MAIN-TASK: use two sub-agents in parallel.",),
+             fixture="subagent_parallel"),
+    Scenario("subagent_nested", ("MAIN-TASK: delegate to an agent that delegates again.",),
+             fixture="subagent_nested"),
+    Scenario("subagent_deep", ("MAIN-TASK: delegate down a chain of agents.",),
+             fixture="subagent_deep", never_used=("L5-1", "L5-2")),  # the depth limit is 4
+    Scenario("subagent_failed", ("MAIN-TASK: delegate to an agent whose model fails.",),
+             fixture="subagent_failed", timeout=540),
+    Scenario("subagent_background", ("MAIN-TASK: start a background agent.",),
+             fixture="subagent_background", timeout=240),
+    Scenario("provider_error", ("This request will fail at the provider.",),
+             fixture="provider_error", timeout=540),
+    Scenario("abort", ("Run a slow command.",), fixture="abort", interrupt_rule="slow-bash"),
+    Scenario("abort_try1", ("Run a slow command.",), fixture="abort_try1",
+             interrupt_rule="slow-bash"),
+    Scenario("abort_subagent", ("MAIN-TASK: have a sub-agent run a slow command.",),
+             fixture="abort_subagent", interrupt_rule="slow-bash"),
+)
+
+
+@dataclass
+class ScenarioRun:
+    """What one scenario left behind."""
+
+    scenario: Scenario
+    workspace: Workspace
+    script: dict[str, Any]
+    runs: list[CliRun]
+    requests: list[Request]  # what the fake model answered, in order
+    unused_rules: list[str]
+
+    @property
+    def events_file(self) -> Path:
+        return self.workspace.session_log()
+
+    @property
+    def session_id(self) -> str:
+        return self.events_file.parent.name
+
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.events_file.read_text().splitlines()
+                if line.strip()]
+
+
+def run_scenario(scenario: Scenario, root: Path, *, binary: Path | None = None,
+                 script: dict[str, Any] | None = None, interrupt_after: float | None = None,
+                 log_requests: bool = True,
+                 before_each: Callable[[int, Workspace], None] | None = None) -> ScenarioRun:
+    """Run every prompt of `scenario` in a fresh workspace under `root` (which must not exist)."""
+    binary = binary or find_copilot()
+    workspace = Workspace.create(root)
+    script = script if script is not None else scenario.script()
+    runs: list[CliRun] = []
+    with FakeLLM(script, log_path=root / "requests.jsonl" if log_requests else None) as fake:
+        for number, prompt in enumerate(scenario.prompts):
+            extra = list(scenario.flags)
+            if number > 0:
+                extra += ["--resume", workspace.session_log().parent.name]
+            if before_each is not None:
+                before_each(number, workspace)
+            runs.append(run_copilot(
+                binary, workspace, fake, prompt, extra=extra,
+                tag="" if number == 0 else f".run{number + 1}", timeout=scenario.timeout,
+                interrupt=scenario.interrupt(interrupt_after) if number == 0 else None))
+        requests = list(fake.requests)
+        unused = fake.unused()
+    return ScenarioRun(scenario, workspace, script, runs, requests, unused)
