@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from otel_bridge import parse_timestamp_ns
 from tests.e2e.conftest import CLI_SCENARIOS, E2E, FOLLOWED, Metrics, Result, Span, Tree
 
 # Mission metrics: all must agree between `run` (live) and `replay` of the same log.
@@ -160,8 +161,13 @@ def test_parallel_tool_calls(e2e: E2E) -> None:
     # one model answer asked for all three: all started before any ended
     assert max(s.start_ns for s in parallel) < min(s.end_ns for s in parallel)
     first_message = main_events(result, "assistant.message")[0]
-    assert [s.attrs["gen_ai.tool.call.id"] for s in sorted(parallel, key=lambda s: s.start_ns)] \
-        == [r["toolCallId"] for r in first_message["data"]["toolRequests"]]
+    assert {s.attrs["gen_ai.tool.call.id"] for s in parallel} == {
+        r["toolCallId"] for r in first_message["data"]["toolRequests"]}
+    # each starts when the CLI says it started (the CLI picks the order, not the bridge)
+    started = {e["data"]["toolCallId"]: e["timestamp"]
+               for e in main_events(result, "tool.execution_start")}
+    for span in parallel:
+        assert span.start_ns == parse_timestamp_ns(started[span.attrs["gen_ai.tool.call.id"]])
     assert len(tree.children(turns[0], "chat")) == 1
     assert [s.name for s in tree.children(turns[1])] == ["chat gpt-4.1", "execute_tool bash"]
     assert [s.name for s in tree.children(turns[2])] == ["chat gpt-4.1"]
