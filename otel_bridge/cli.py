@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -142,6 +143,12 @@ def _build_parser() -> argparse.ArgumentParser:
                      metavar="N", help="spans kept per exporter while its collector is down or "
                                        f"slow; beyond, the oldest are dropped and counted "
                                        f"(default: {DEFAULT_QUEUE_SPANS})")
+    run.add_argument("--unready-after", type=_positive_float, default=60.0, metavar="S",
+                     help="/readyz says not ready once an exporter has failed this long on a "
+                          "batch (default: 60); also not ready while logs are caught up")
+    run.add_argument("--status-interval", type=_non_negative_float, default=300.0,
+                     metavar="S", help="log a one-line status this often (default: 300; "
+                                       "0: never)")
     run.add_argument("--rescan-interval", type=_positive_float, default=5.0, metavar="S",
                      help="look at every directory and file at least this often, in case a "
                           "notification was lost (default: 5)")
@@ -286,8 +293,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     tailer = Tailer(roots, assembler, sink.export, options, checkpoints=store,
                     sequence=lambda: sink.sequence)
 
+    def readiness() -> tuple[bool, str]:
+        if tailer.catching_up:
+            return False, f"catching up {tailer.catching_up} logs"
+        failing = sink.failing()
+        if failing is not None and failing[1] >= args.unready_after:
+            return False, (f"{failing[0]} failing for {failing[1]:.0f}s, "
+                           f"{sink.queued} spans queued")
+        return True, "ok"
+
+    if metrics.server is not None:
+        metrics.server.readiness = readiness
+    status = _StatusLine(tailer, sink, args.status_interval)
+
     def after_poll() -> None:
         tailer.save_checkpoints(sink.watermark)  # never past spans still queued
+        status.maybe_log()
 
     if metrics.recorder is not None:
         metrics.recorder.gauge("copilot.sessions.active", lambda: assembler.open_interactions)
@@ -314,6 +335,29 @@ def _cmd_run(args: argparse.Namespace) -> int:
         logger.info("stopped: %s; %d spans exported", _summarize_reading(tailer.stats),
                     sink.stats.exported)
     return 0
+
+
+class _StatusLine:
+    """Logs now and then what run is doing: one line an operator can read at a glance."""
+
+    def __init__(self, tailer: Tailer, sink: SpanSink, interval: float) -> None:
+        self._tailer, self._sink, self._interval = tailer, sink, interval
+        self._last = time.monotonic()
+        self._events = 0
+
+    def maybe_log(self) -> None:
+        now = time.monotonic()
+        if not self._interval or now - self._last < self._interval:
+            return
+        rate = (self._tailer.events_read - self._events) / (now - self._last)
+        self._last, self._events = now, self._tailer.events_read
+        lag = self._tailer.last_lag
+        stats = self._sink.stats
+        logger.info("status: following %d logs (%d catching up), %.1f events/s, last lag %s, "
+                    "%d spans queued, %d exported, %d dropped, %d failed export attempts",
+                    len(self._tailer.followed), self._tailer.catching_up, rate,
+                    f"{lag:.1f}s" if lag is not None else "-", self._sink.queued,
+                    stats.exported, stats.dropped, stats.failed)
 
 
 def _state_dir(given: Path | None) -> Path:

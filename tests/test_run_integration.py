@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -187,3 +190,58 @@ def test_spans_queued_while_the_collector_is_down_arrive_when_it_is_back(otlp_re
     assert code == 0, stderr
     assert sorted(s["span_id"] for s in received) == sorted(expected)  # each once
     assert "retrying" in stderr
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_health_and_readiness_probes_and_the_status_line(otlp_receiver, tmp_path) -> None:
+    state = tmp_path / "session-state"
+    (state / "s1").mkdir(parents=True)
+    (state / "s1" / "events.jsonl").write_bytes(
+        (FIXTURES / "run1_cli_prompt_basic" / "events.jsonl").read_bytes())
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    otlp_receiver.mode = "unavailable"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
+    env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint,
+                "OTEL_EXPORTER_OTLP_TIMEOUT": "1"})
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
+         "--state-dir", str(tmp_path / "bridge-state"), "--prometheus-port", str(port),
+         "--poll-interval", "0.1", "--unready-after", "1", "--status-interval", "0.5"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                if _get(f"{base}/healthz")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        assert _get(f"{base}/healthz") == (200, "ok\n")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and _get(f"{base}/readyz")[0] == 200:
+            time.sleep(0.2)
+        code, body = _get(f"{base}/readyz")
+        assert code == 503
+        assert "failing" in json.loads(body)["reason"]
+        otlp_receiver.mode = "ok"
+        otlp_receiver.wait_for_spans(6, timeout=30)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _get(f"{base}/readyz")[0] != 200:
+            time.sleep(0.2)
+        assert _get(f"{base}/readyz") == (200, json.dumps({"ready": True, "reason": "ok"}) + "\n")
+        assert "copilot_tasks_total" in _get(f"{base}/metrics")[1]
+        assert _get(f"{base}/nope")[0] == 404
+    finally:
+        code, _, stderr = stop_bridge(bridge)
+    assert code == 0, stderr
+    assert "status: following 1 logs" in stderr

@@ -33,6 +33,7 @@ from .._metrics import BUCKETS, CATALOGUE, Instrument
 from .._records import AttributeValue
 from .._version import __version__
 from ._common import open_output, otlp_protocol
+from ._http import TelemetryServer
 
 __all__ = ["MetricsOptions", "MetricsPipeline", "OtelMetricsRecorder", "build_metrics"]
 
@@ -114,10 +115,10 @@ class MetricsPipeline:
     """The meter provider, the recorder over it, and what must be closed with them."""
 
     def __init__(self, provider: MeterProvider | None, recorder: OtelMetricsRecorder | None,
-                 closers: list[Callable[[], Any]], endpoint: str | None) -> None:
+                 closers: list[Callable[[], Any]], server: TelemetryServer | None) -> None:
         self.provider = provider
         self.recorder = recorder
-        self.endpoint = endpoint  # "http://host:port/metrics" when Prometheus is served
+        self.server = server  # serves /metrics, /healthz, /readyz when Prometheus is on
         self._closers = closers
         self._closed = False
 
@@ -149,7 +150,7 @@ def build_metrics(environ: Mapping[str, str], resource: Resource,
             names.append("otlp")
     readers: list[MetricReader] = []
     closers: list[Callable[[], Any]] = []
-    endpoint = None
+    server: TelemetryServer | None = None
     interval = options.export_interval_millis
     for name in names:
         if name == "none":
@@ -157,9 +158,9 @@ def build_metrics(environ: Mapping[str, str], resource: Resource,
         if name == "prometheus":
             if options.prometheus_port is None:
                 continue
-            reader, close, endpoint = _prometheus(options.prometheus_host, options.prometheus_port)
+            reader, server = _prometheus(options.prometheus_host, options.prometheus_port)
             readers.append(reader)
-            closers.append(close)
+            closers.append(server.close)
         elif name == "otlp":
             readers.append(PeriodicExportingMetricReader(_otlp_exporter(environ), interval))
         elif name == "console":
@@ -175,29 +176,21 @@ def build_metrics(environ: Mapping[str, str], resource: Resource,
     if not readers:
         return MetricsPipeline(None, None, closers, None)
     provider = MeterProvider(resource=resource, metric_readers=readers)
-    return MetricsPipeline(provider, OtelMetricsRecorder(provider), closers, endpoint)
+    return MetricsPipeline(provider, OtelMetricsRecorder(provider), closers, server)
 
 
-def _prometheus(host: str, port: int) -> tuple[MetricReader, Callable[[], None], str]:
+def _prometheus(host: str, port: int) -> tuple[MetricReader, TelemetryServer]:
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
-    from prometheus_client import start_http_server
 
     reader = PrometheusMetricReader()
     try:
-        server, thread = start_http_server(port, addr=host)
+        server = TelemetryServer(host, port)
     except OSError as exc:
         raise ConfigError(f"cannot serve Prometheus metrics on {host}:{port}: "
                           f"{exc.strerror or exc}; choose another --prometheus-port, or "
                           f"--no-prometheus") from exc
-    bound = server.server_address[1]
-    logger.info("serving Prometheus metrics on http://%s:%d/metrics", host, bound)
-
-    def close() -> None:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-    return reader, close, f"http://{host}:{bound}/metrics"
+    logger.info("serving http://%s/metrics (and /healthz, /readyz)", server.address)
+    return reader, server
 
 
 def _otlp_exporter(environ: Mapping[str, str]) -> MetricExporter:

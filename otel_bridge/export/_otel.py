@@ -264,6 +264,17 @@ class SpanSink:
         """Spans waiting in the fullest exporter queue."""
         return max((w.depth for w in self._workers), default=0)
 
+    def failing(self) -> tuple[str, float] | None:
+        """The exporter that has failed the longest on its current batch, and for how many
+        seconds; None when none is failing."""
+        now = time.monotonic()
+        worst = None
+        for worker in self._workers:
+            since = worker.failing_since
+            if since is not None and (worst is None or now - since > worst[1]):
+                worst = (worker.name, now - since)
+        return worst
+
     def export(self, records: Iterable[SpanRecord]) -> None:
         """Queue records for every exporter."""
         items = []

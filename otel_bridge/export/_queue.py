@@ -76,6 +76,7 @@ class ExportWorker:
         self._in_flight_first = 0  # the lowest sequence number among them
         self._last_seq = 0  # the highest sequence number ever queued
         self._abandoned_from: int | None = None  # the first span left undelivered at stop
+        self.failing_since: float | None = None  # monotonic time the current batch first failed
         self._thread = threading.Thread(target=self._run, name=f"export-{self.name}",
                                         daemon=True)
         self._thread.start()
@@ -164,7 +165,10 @@ class ExportWorker:
                 ok = self._attempt([span for _, span in batch])
                 self._on_result(self.name, len(batch), ok)
                 if ok:
+                    self.failing_since = None
                     break
+                if self.failing_since is None:
+                    self.failing_since = time.monotonic()
                 delay = self._retry.delay(attempt)
                 with self._cond:
                     give_up = self._stopping and time.monotonic() + delay > self._deadline

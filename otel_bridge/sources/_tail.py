@@ -48,6 +48,7 @@ class TailOptions:
             (marked incomplete unless its loop had ended).
         rescan_seconds: how often every directory and file is looked at even without a hint.
         max_line_bytes: lines longer than this are skipped and counted.
+        watch: use file-system notifications (inotify) as hints; without, poll only.
     """
 
     backfill: bool = False
@@ -55,6 +56,7 @@ class TailOptions:
     idle_timeout_seconds: float = 900.0
     rescan_seconds: float = 5.0
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    watch: bool = True
 
     def __post_init__(self) -> None:
         for name in ("catch_up_seconds", "idle_timeout_seconds", "rescan_seconds"):
@@ -161,6 +163,9 @@ class Tailer:
         self._store = checkpoints
         self._resume: dict[str, FileCheckpoint] = {}
         self._sequence = sequence or (lambda: 0)
+        self.catching_up = 0  # logs not yet read to their end once (read by probes' threads)
+        self.events_read = 0
+        self.last_lag: float | None = None  # seconds, of the last event read live
 
     @property
     def followed(self) -> list[str]:
@@ -206,6 +211,8 @@ class Tailer:
                 events += self._read(follower, now)
         self._close_quiet(now)
         self._skips.update()
+        self.catching_up = sum(1 for f in self._followers.values() if not f.caught_up)
+        self.events_read += events
         return events
 
     def run(self, should_stop: Callable[[], bool], poll_interval: float = 0.5,
@@ -236,6 +243,8 @@ class Tailer:
     # --- internals -------------------------------------------------------------------------
 
     def _watch(self) -> None:
+        if not self.options.watch:
+            return
         for root in self.roots:
             if root in self._observers or not root.is_dir():
                 continue
@@ -305,8 +314,8 @@ class Tailer:
         if follower.caught_up:  # catch-up reading is late by design; only live lag counts
             metrics = self._assembler.metrics
             for event, _ in positions:
-                metrics.record("otel_bridge.event.lag",
-                               max(now - event.timestamp_ns / 1e9, 0.0), {}, "")
+                self.last_lag = max(now - event.timestamp_ns / 1e9, 0.0)
+                metrics.record("otel_bridge.event.lag", self.last_lag, {}, "")
         if follower.read_pos >= st.st_size:
             follower.caught_up = True
         session = self._assembler.session(follower.stream, follower.log.session_hint)
