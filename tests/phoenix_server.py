@@ -34,12 +34,10 @@ Nothing is skipped: when arize-phoenix is missing the fixture fails and says how
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -53,6 +51,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+
+from tests.processes import log_tail, terminate
 
 __all__ = ["PHOENIX_REQUIREMENT", "PhoenixServer", "phoenix_fixture"]
 
@@ -170,21 +170,10 @@ class PhoenixServer:
         """SIGTERM the server's process group (its pid: it leads a session of its own), then
         SIGKILL what is left of it."""
         process, self.process = self.process, None
-        if process is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=15)
-        with contextlib.suppress(ProcessLookupError):  # what the leader left in its group
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+        terminate(process, 15, group=True)
 
     def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log_path, lines)
 
     def __enter__(self) -> PhoenixServer:
         return self.start()

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -37,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.processes import log_tail, terminate
 
 __all__ = [
     "JOB",
@@ -161,20 +162,10 @@ class Prometheus:
     def stop(self) -> None:
         """SIGTERM the process we started (by its pid), SIGKILL it if it lingers."""
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        os.kill(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        terminate(process)
 
     def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log_path, lines)
 
     def __enter__(self) -> Prometheus:
         return self.start()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import terminate
 from tests.prometheus import (  # noqa: F401  (prometheus_factory: a fixture, used by name)
     Prometheus,
     core_expression,
@@ -83,13 +83,7 @@ def start_bridge(state: Path, port: int, workdir: Path) -> subprocess.Popen[byte
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        os.kill(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+    terminate(process, 20)
 
 
 def fetch_metrics(process: subprocess.Popen[bytes], port: int, workdir: Path,
