@@ -85,11 +85,13 @@ def test_unknown_exporter_is_a_clear_error(caplog, monkeypatch) -> None:
     assert "use otlp, console or none" in caplog.text
 
 
-def test_hostile_lines_between_real_events_lose_nothing(tmp_path) -> None:
+def test_10000_hostile_lines_between_real_events_lose_nothing(tmp_path) -> None:
     real = (FIXTURES / "subagent_parallel" / "events.jsonl").read_bytes().splitlines(True)
     junk = [b"{not json\n", b"\xff\xfe\x00garbage\n", b"[]\n", b'{"type":"x"}\n',
             b"x" * 100_000 + b"\n", b'{"type":"zz.unknown","timestamp":"2026-01-01T00:00:00Z"}\n']
-    mixed = b"".join(line + junk[i % len(junk)] for i, line in enumerate(real))
+    per_line = 10_000 // len(real) + 1  # 10,000 hostile lines in all, between the real ones
+    mixed = b"".join(line + b"".join(junk[(i + j) % len(junk)] for j in range(per_line))
+                     for i, line in enumerate(real))
     log = tmp_path / "sess" / "events.jsonl"
     log.parent.mkdir()
     log.write_bytes(mixed)

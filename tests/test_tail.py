@@ -132,3 +132,54 @@ def test_truncated_and_deleted_logs(tmp_path) -> None:
     tailer.poll_once()
     assert tailer.followed == []
     tailer.close()
+
+
+def test_rotation_loses_nothing_written_after_it(tmp_path) -> None:
+    """The log is renamed away and a new one starts at the same path (logrotate's default)."""
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(two_messages())
+    clock = Clock(os.path.getmtime(path))
+    tailer, out = make_tailer(tmp_path, clock)
+    tailer.start()
+    tailer.poll_once()
+    before = {s.span_id for s in out}
+    path.rename(path.with_name("events.jsonl.1"))
+    log = Log(session="after")
+    log.start()
+    log.user(interaction="j1")
+    log.simple_turn("0", "v1", [("k1", "bash")], interaction="j1")
+    log.simple_turn("1", "v2", interaction="j1")
+    data = log.jsonl().replace(b'"id": "e', b'"id": "r')  # new events, new ids
+    path.write_bytes(data)
+    tailer.poll_once()
+    new = [s for s in out if s.span_id not in before]
+    assert sorted(s.name for s in new) == sorted(
+        ["invoke_agent copilot", "turn 1", "turn 2", "chat gpt-4.1", "chat gpt-4.1",
+         "execute_tool bash"])
+    tailer.close()
+
+
+def test_an_unreadable_log_is_reported_once_and_the_others_go_on(tmp_path, caplog) -> None:
+    bad = tmp_path / "bad" / "events.jsonl"
+    bad.parent.mkdir()
+    bad.write_bytes(two_messages())
+    good = tmp_path / "good" / "events.jsonl"
+    good.parent.mkdir()
+    good.write_bytes(two_messages().replace(b'"id": "e', b'"id": "g'))
+    clock = Clock(os.path.getmtime(good))
+    tailer, out = make_tailer(tmp_path, clock)
+    tailer.start()
+    bad.chmod(0)
+    try:
+        if os.access(bad, os.R_OK):  # root reads anything: make it a directory-less path
+            bad.unlink()
+            bad.mkdir()  # a directory where the log was: open() fails with EISDIR
+        for _ in range(3):
+            tailer.poll_once()
+    finally:
+        if bad.is_dir():
+            bad.rmdir()
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 2  # the good log's
+    assert caplog.text.count("cannot read") == 1
+    tailer.close()

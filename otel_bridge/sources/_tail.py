@@ -86,6 +86,7 @@ class _Follower:
         # last span emitted before it, offset, session state). See Tailer.save_checkpoints.
         self.pending: list[tuple[int, int, dict]] = []
         self.fingerprint: tuple[str, int] | None = None
+        self.error: str | None = None  # why it could not be read last time (logged once)
         # Has read to the end once: later events are live. Until then (a log caught up at
         # start, or one copied in whole) events are late by design and their lag not counted.
         self.caught_up = False
@@ -290,7 +291,7 @@ class Tailer:
             del self._followers[follower.stream]
             return 0
         except OSError as exc:
-            logger.warning("cannot stat %s: %s", path, exc)
+            self._failed(follower, f"cannot stat {path}: {exc.strerror or exc}")
             return 0
         identity = (st.st_dev, st.st_ino)
         if identity != follower.identity or st.st_size < follower.read_pos:
@@ -306,8 +307,12 @@ class Tailer:
                 handle.seek(follower.read_pos)
                 chunk = handle.read(min(st.st_size - follower.read_pos, _READ_LIMIT))
         except OSError as exc:
-            logger.warning("cannot read %s: %s", path, exc)
+            self._failed(follower, f"cannot read {path}: {exc.strerror or exc}; the other "
+                                   f"logs go on, and this one is tried again")
             return 0
+        if follower.error is not None:
+            logger.info("%s can be read again", path)
+            follower.error = None
         follower.read_pos += len(chunk)
         follower.last_activity = now
         positions = follower.decoder.feed_positions(chunk)
@@ -332,6 +337,13 @@ class Tailer:
             if len(follower.pending) > _MAX_PENDING:  # exports stalled: keep every other one
                 follower.pending = follower.pending[1::2]
         return len(positions)
+
+    @staticmethod
+    def _failed(follower: _Follower, message: str) -> None:
+        """Log a read problem once, not at every poll."""
+        if follower.error != message:
+            logger.warning("%s", message)
+            follower.error = message
 
     def save_checkpoints(self, watermark: int | None = None) -> None:
         """Record where each log may resume: the latest safe place whose spans were all
