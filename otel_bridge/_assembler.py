@@ -23,6 +23,8 @@ timeout) end it too.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ from typing import Any
 from . import _ids
 from . import semconv as sc
 from ._event_types import KNOWN_EVENT_TYPES
-from ._events import Event
+from ._events import Event, printable_type
 from ._metrics import MetricsRecorder, NullRecorder
 from ._records import (
     AttributeValue,
@@ -71,10 +73,15 @@ class AssemblerConfig:
             logs hold prompts, code and secrets (DESIGN.md, "Content").
         parent: (trace id, span id) of a span the interactions hang under (an app's request,
             a CI job); None: each interaction is its own trace.
+        content_max_chars: with content on, each content attribute is cut to this length.
+        hash_salt: if set, prompts, answers and tool arguments and results also get a salted
+            SHA-256 (content off or on), so equal texts can be matched without being sent.
     """
 
     capture_content: bool = False
     parent: tuple[int, int] | None = None
+    content_max_chars: int = 8192
+    hash_salt: str | None = None
 
 
 @dataclass
@@ -144,6 +151,7 @@ class _Turn:
     asked_for_tools: bool = False
     llm_calls: int = 0
     messages: list[_Message] = field(default_factory=list)
+    answer: str = ""  # the assistant's text in this turn (content capture only)
 
 
 @dataclass(eq=False, slots=True)
@@ -387,7 +395,8 @@ class SessionAssembler:
         self._add("copilot.user_messages", {"copilot.continuation": False})
         content = event.data.get("content")
         if isinstance(content, str) and self._interaction is not None:
-            self._interaction.root.attributes[sc.COPILOT_PROMPT_LENGTH] = len(content)
+            self._content(self._interaction.root.attributes, "copilot.prompt", content,
+                          sc.GEN_AI_INPUT_MESSAGES, lambda text: _messages("user", text))
 
     def _open(self, event: Event, *, synthetic: bool) -> _Interaction:
         key = event.key
@@ -654,6 +663,9 @@ class SessionAssembler:
         agent.turn = None
         if turn.llm_calls == 0:
             self._emit_message_chats(turn)
+        if turn.answer:
+            self._content(turn.span.attributes, "copilot.response", turn.answer,
+                          sc.GEN_AI_OUTPUT_MESSAGES, lambda text: _messages("assistant", text))
         self._finish(turn.span, end_ns, error, incomplete)
 
     def _emit_message_chats(self, turn: _Turn) -> None:
@@ -699,6 +711,9 @@ class SessionAssembler:
             turn.messages.append(_Message(event.key, event.timestamp_ns,
                                           _str(event.data, "model"),
                                           _str(event.data, "apiCallId")))
+            answer = event.data.get("content")
+            if isinstance(answer, str) and answer:
+                turn.answer += answer
 
     def _on_usage(self, event: Event) -> None:
         usage = event.data.get("usage")
@@ -785,6 +800,10 @@ class SessionAssembler:
                          sc.COPILOT_TOOL_MCP_SERVER: _str(event.data, "mcpServerName"),
                          sc.COPILOT_TURN_ID: _str(event.data, "turnId"),
                      }))
+        arguments = event.data.get("arguments")
+        if arguments is not None:
+            self._content(span.attributes, "copilot.tool.arguments", _json(arguments),
+                          sc.GEN_AI_TOOL_CALL_ARGUMENTS)
         interaction.tools[tool_call_id] = (span, agent)
         interaction.tool_calls += 1
 
@@ -799,6 +818,11 @@ class SessionAssembler:
         exit_code = _int(shell, "exitCode") if isinstance(shell, dict) else None
         if exit_code is not None:  # a non-zero exit is still a successful tool call
             span.attributes[sc.COPILOT_TOOL_EXIT_CODE] = exit_code
+        result = event.data.get("result")
+        text = _str(result, "content") if isinstance(result, dict) else None
+        if text is not None:
+            self._content(span.attributes, "copilot.tool.result", text,
+                          sc.GEN_AI_TOOL_CALL_RESULT)
         if event.data.get("success") is False:
             error = event.data.get("error")
             code = _str(error, "code") if isinstance(error, dict) else None
@@ -999,6 +1023,23 @@ class SessionAssembler:
                 self._end_tool(interaction, call, event.timestamp_ns,
                                error=(sc.ERROR_ABORTED, "interrupted"))
 
+    # --- content ---------------------------------------------------------------------------
+
+    def _content(self, attributes: dict[str, AttributeValue], prefix: str, text: str,
+                 content_key: str,
+                 encode: Callable[[str], str] | None = None) -> None:
+        """Always the size of a text; its salted hash if configured; the text itself (cut to
+        the configured length) only with content capture on (DESIGN.md, "Content")."""
+        attributes[f"{prefix}.length"] = len(text)
+        if self.config.hash_salt is not None:
+            digest = hashlib.sha256(f"{self.config.hash_salt}\x00{text}".encode(
+                "utf-8", "replace")).hexdigest()
+            attributes[f"{prefix}.sha256"] = digest
+        if self.config.capture_content:
+            limit = self.config.content_max_chars
+            cut = text if len(text) <= limit else text[:limit] + "...[truncated]"
+            attributes[content_key] = encode(cut) if encode is not None else cut
+
     # --- metrics ---------------------------------------------------------------------------
 
     def _add(self, name: str, attributes: Mapping[str, AttributeValue] | None = None) -> None:
@@ -1013,9 +1054,9 @@ class SessionAssembler:
         if event_type not in known and len(known) >= _MAX_UNKNOWN_TYPES:
             event_type = "other"
         known[event_type] += 1
-        self._add("otel_bridge.events.unknown", {"copilot.version": self.copilot_version
-                                                 or "unknown",
-                                                 "copilot.event.type": _label(event_type)})
+        self._add("otel_bridge.events.unknown", {
+            "copilot.version": printable_type(self.copilot_version or "unknown"),
+            "copilot.event.type": printable_type(event_type)})
 
     # --- output ----------------------------------------------------------------------------
 
@@ -1132,6 +1173,21 @@ def _num(mapping: Any, key: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def _messages(role: str, text: str) -> str:
+    """GenAI semantic-convention message JSON: [{role, parts: [{type: text, content}]}]."""
+    return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}],
+                      ensure_ascii=False)
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def _agent_type(agent: _Agent) -> str:

@@ -16,7 +16,16 @@ from typing import Any
 
 from ._exceptions import EventDecodeError
 
-__all__ = ["Event", "event_from_json", "parse_timestamp_ns"]
+__all__ = ["Event", "event_from_json", "parse_timestamp_ns", "printable_type"]
+
+_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.:\-]{0,63}")
+
+
+def printable_type(event_type: str) -> str:
+    """An event type fit for a log line or a metric label: the name itself when it looks like
+    one (letters, digits, dots), else "<invalid>": the field comes from the log and could hold
+    anything, a secret included."""
+    return event_type if _TYPE_NAME.fullmatch(event_type) else "<invalid>"
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -97,11 +106,12 @@ def event_from_json(obj: Any) -> Event:
         raise EventDecodeError("event has no string 'type'")
     timestamp = obj.get("timestamp")
     if not isinstance(timestamp, str):
-        raise EventDecodeError(f"{event_type} event has no string 'timestamp'")
+        raise EventDecodeError(f"{printable_type(event_type)} event has no string 'timestamp'")
     try:
         timestamp_ns = parse_timestamp_ns(timestamp)
     except ValueError as exc:
-        raise EventDecodeError(f"{event_type} event: {exc}") from exc
+        raise EventDecodeError(f"{printable_type(event_type)} event: timestamp is not "
+                               "ISO-8601") from exc
     data = obj.get("data")
     event_id = obj.get("id")
     agent_id = obj.get("agentId")

@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -20,9 +21,11 @@ from types import FrameType
 from ._assembler import Assembler, AssemblerConfig
 from ._checkpoint import CheckpointStore
 from ._doctor import diagnose
-from ._exceptions import BridgeError
+from ._exceptions import BridgeError, ConfigError
 from ._lines import DEFAULT_MAX_LINE_BYTES, ReadStats
+from ._privacy import Scrubber, ScrubberConfig
 from ._progress import ProgressBar
+from ._sampling import TraceSampler
 from ._stats import StatsCollector, render_table
 from ._version import __version__
 from .export import MetricsOptions, SpanSink, build_metrics, build_resource, build_span_exporters
@@ -80,6 +83,28 @@ def _build_parser() -> argparse.ArgumentParser:
     common.add_argument("--metrics-file", type=Path, metavar="FILE",
                         help="write metrics as OTLP JSON Lines (one ExportMetricsServiceRequest "
                              "per line) to FILE")
+    common.add_argument("--content-max-chars", type=_positive_int, default=8192, metavar="N",
+                        help="with content on, cut each text attribute to N characters "
+                             "(default: 8192)")
+    common.add_argument("--content-hash-salt", metavar="SALT",
+                        default=os.environ.get("OTEL_BRIDGE_CONTENT_HASH_SALT"),
+                        help="also put a salted SHA-256 of prompts, answers and tool arguments "
+                             "and results on spans, content on or off (default: "
+                             "$OTEL_BRIDGE_CONTENT_HASH_SALT; none)")
+    common.add_argument("--scrub-pattern", action="append", default=[], metavar="REGEX",
+                        help="also redact what this regular expression matches; repeatable "
+                             "(secrets of common kinds are always redacted)")
+    common.add_argument("--deny-attribute", action="append", default=[], metavar="KEY",
+                        help="never send this span attribute; repeatable")
+    common.add_argument("--allow-attribute", action="append", default=None, metavar="KEY",
+                        help="send only these span attributes; repeatable")
+    common.add_argument("--paths", choices=["keep", "basename", "hash"], default="keep",
+                        help="file paths in text: keep them, keep only their last part, or "
+                             "replace them by a hash (default: keep)")
+    common.add_argument("--sample-ratio", type=_ratio, default=1.0, metavar="R",
+                        help="export R (0 to 1) of the traces that went well; every trace with "
+                             "an error, an abort, a failed tool or a failed task is kept, and "
+                             "metrics count everything (default: 1)")
     common.add_argument("--export-timeout", type=_non_negative_float, default=30.0,
                         metavar="S", help="at exit, how long to keep trying to deliver queued "
                                           "spans (default: 30)")
@@ -189,6 +214,25 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _ratio(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return value
+
+
+def _privacy(args: argparse.Namespace) -> tuple[Scrubber, TraceSampler]:
+    try:
+        config = ScrubberConfig(extra_patterns=tuple(args.scrub_pattern),
+                                deny_attributes=frozenset(args.deny_attribute),
+                                allow_attributes=frozenset(args.allow_attribute)
+                                if args.allow_attribute else None,
+                                paths=args.paths)
+    except re.error as exc:
+        raise ConfigError(f"--scrub-pattern: not a regular expression: {exc}") from exc
+    return Scrubber(config), TraceSampler(args.sample_ratio)
+
+
 def _non_negative_float(text: str) -> float:
     value = float(text)
     if value < 0:
@@ -198,7 +242,9 @@ def _non_negative_float(text: str) -> float:
 
 def _assembler_config(args: argparse.Namespace) -> AssemblerConfig:
     from_env = os.environ.get(_CONTENT_ENV, "").strip().lower() == "true"
-    return AssemblerConfig(capture_content=args.capture_content or from_env)
+    return AssemblerConfig(capture_content=args.capture_content or from_env,
+                           content_max_chars=args.content_max_chars,
+                           hash_salt=args.content_hash_salt)
 
 
 def _summarize_reading(stats: ReadStats) -> str:
@@ -224,7 +270,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     metrics = build_metrics(os.environ, resource, MetricsOptions(
         metrics_file=args.metrics_file, file_mode="w", prometheus_port=None))
     exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="w")
-    sink = SpanSink(exporters, resource, metrics=metrics.recorder, block_when_full=True)
+    scrubber, sampler = _privacy(args)
+    sink = SpanSink(exporters, resource, metrics=metrics.recorder, block_when_full=True,
+                    scrubber=scrubber, sampler=sampler)
     assembler = Assembler(_assembler_config(args), metrics=metrics.recorder)
     total = sum(_size(log.path) for log in logs)
     bar = ProgressBar(total, f"replaying {len(logs)} log{'s' if len(logs) != 1 else ''}",
@@ -283,7 +331,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         metrics_file=args.metrics_file, file_mode="a",
         export_interval_millis=int(args.metrics_interval * 1000)))
     exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="a")
-    sink = SpanSink(exporters, resource, metrics=metrics.recorder, queue_spans=args.queue_size)
+    scrubber, sampler = _privacy(args)
+    sink = SpanSink(exporters, resource, metrics=metrics.recorder, queue_spans=args.queue_size,
+                    scrubber=scrubber, sampler=sampler)
     assembler = Assembler(_assembler_config(args), metrics=metrics.recorder)
     options = TailOptions(backfill=args.backfill, catch_up_seconds=args.catch_up_minutes * 60,
                           idle_timeout_seconds=args.idle_timeout,

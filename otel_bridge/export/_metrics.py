@@ -30,6 +30,7 @@ from opentelemetry.sdk.resources import Resource
 from .. import semconv
 from .._exceptions import ConfigError
 from .._metrics import BUCKETS, CATALOGUE, Instrument
+from .._privacy import Scrubber
 from .._records import AttributeValue
 from .._version import __version__
 from ._common import open_output, otlp_protocol
@@ -45,9 +46,14 @@ DEFAULT_PROMETHEUS_PORT = 9464
 
 
 class OtelMetricsRecorder:
-    """A `MetricsRecorder` over OpenTelemetry instruments. Thread-safe, as the SDK's are."""
+    """A `MetricsRecorder` over OpenTelemetry instruments. Thread-safe, as the SDK's are.
 
-    def __init__(self, provider: MeterProvider) -> None:
+    Label values that come from logs (tool, model, agent names) are scrubbed like span
+    attributes: a secret pasted where a tool name goes must not become a label.
+    """
+
+    def __init__(self, provider: MeterProvider, scrubber: Scrubber | None = None) -> None:
+        self._scrubber = scrubber or Scrubber()
         meter = provider.get_meter("otel_bridge", __version__, schema_url=semconv.SCHEMA_URL)
         self._meter = meter
         self._counters = {}
@@ -68,14 +74,14 @@ class OtelMetricsRecorder:
     def add(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
             session_id: str) -> None:
         counter = self._counters.get(name)
-        if counter is not None:
-            counter.add(value, dict(attributes))  # the session id is never a label
+        if counter is not None:  # the session id is never a label
+            counter.add(value, self._scrubber.attributes(attributes))
 
     def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
                session_id: str) -> None:
         histogram = self._histograms.get(name)
         if histogram is not None:
-            histogram.record(value, dict(attributes))
+            histogram.record(value, self._scrubber.attributes(attributes))
 
     def gauge(self, name: str, read: Callable[[], float]) -> None:
         """Report `read()` as the catalogue's gauge `name` whenever metrics are collected."""

@@ -35,7 +35,9 @@ from opentelemetry.trace.status import StatusCode as SdkStatusCode
 from .. import semconv
 from .._exceptions import ConfigError
 from .._metrics import MetricsRecorder, NullRecorder
+from .._privacy import Scrubber
 from .._records import SpanKind, SpanRecord, StatusCode
+from .._sampling import TraceSampler
 from .._version import __version__
 from ._common import open_output, otlp_protocol
 from ._queue import ExportWorker, RetryPolicy
@@ -229,15 +231,21 @@ class SpanSink:
         queue_spans: spans each exporter's queue holds.
         block_when_full: wait for room instead of dropping.
         retry: back-off between attempts at a failed batch.
+        scrubber: redacts secrets in every span on its way out (one with the default patterns
+            when none is given: scrubbing is always on).
+        sampler: decides per trace what is exported (all, by default).
     """
 
     def __init__(self, exporters: Sequence[SpanExporter], resource: Resource,
                  max_batch: int = 512, metrics: MetricsRecorder | None = None, *,
                  queue_spans: int = DEFAULT_QUEUE_SPANS, block_when_full: bool = False,
-                 retry: RetryPolicy | None = None, block_seconds: float = 60.0) -> None:
+                 retry: RetryPolicy | None = None, block_seconds: float = 60.0,
+                 scrubber: Scrubber | None = None, sampler: TraceSampler | None = None) -> None:
         if max_batch < 1 or queue_spans < 1:
             raise ValueError("max_batch and queue_spans must be positive")
         self._resource = resource
+        self.scrubber = scrubber or Scrubber()
+        self.sampler = sampler or TraceSampler()
         self._lock = threading.Lock()
         self._seq = 0
         self._closed = False
@@ -276,9 +284,12 @@ class SpanSink:
         return worst
 
     def export(self, records: Iterable[SpanRecord]) -> None:
-        """Queue records for every exporter."""
+        """Sample, scrub and queue records for every exporter."""
+        self._queue(self.sampler.offer(records))
+
+    def _queue(self, records: Iterable[SpanRecord]) -> None:
         items = []
-        for record in records:
+        for record in self.scrubber.records(records):
             self._seq += 1
             items.append((self._seq, to_readable_span(record, self._resource)))
         if items:
@@ -298,6 +309,7 @@ class SpanSink:
         """
         if self._closed:
             return 0
+        self._queue(self.sampler.flush())  # traces whose root never came: decided as they are
         self._closed = True
         deadline = time.monotonic() + timeout
         left = 0

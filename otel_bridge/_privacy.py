@@ -1,0 +1,160 @@
+"""Secret scrubbing for everything the bridge sends: span names, attributes, events, status
+messages and metric labels.
+
+Agent logs hold prompts, code, shell commands and, sooner or later, secrets. Content is off by
+default (the assembler then puts only sizes and bounded names on spans), but names come from the
+logs too (tool, model and agent names, error types), and with content on the text itself goes
+out. So every string passes through one `Scrubber` on its way to any sink, whatever the
+configuration: a secret becomes `[REDACTED:<kind>]`.
+
+Pure: regular expressions only, no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ._records import AttributeValue, SpanEventRecord, SpanRecord
+
+__all__ = ["DEFAULT_CONTENT_MAX_CHARS", "Scrubber", "ScrubberConfig", "shannon_entropy"]
+
+#: With content capture on, each content attribute is cut to this many characters.
+DEFAULT_CONTENT_MAX_CHARS = 8192
+
+# Each pattern: (kind, regex). Order matters: the more specific first.
+_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("private_key", r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+                    r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"),
+    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{20,255})"),
+    ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
+    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("openai_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}"),
+    ("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
+    ("bearer_token", r"(?i)\b(?:bearer|token|basic)\s+[A-Za-z0-9._~+/\-]{16,}=*"),
+    ("url_password", r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+(@)"),
+    ("assignment", r"(?i)([\"']?[A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|pwd|api[_\-]?key|"
+                   r"access[_\-]?key|private[_\-]?key|credential|auth)[A-Za-z0-9_.\-]*[\"']?"
+                   r"\s*(?:=|:)\s*)([\"']?)([^\s\"',;&]{6,})"),
+)
+
+#: Long tokens this random look like keys even without a known prefix (bits per character).
+_ENTROPY_THRESHOLD = 4.0
+_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-=]{32,}")
+
+
+def shannon_entropy(text: str) -> float:
+    """Bits per character of `text`."""
+    if not text:
+        return 0.0
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ScrubberConfig:
+    """What to scrub beyond the built-in patterns.
+
+    Attributes:
+        extra_patterns: more regular expressions; a match becomes [REDACTED:custom].
+        deny_attributes: attribute keys never sent at all.
+        allow_attributes: if given, only these attribute keys are sent (and only scrubbed).
+        paths: what to do with file paths in content: "keep", "basename", or "hash".
+        entropy: also redact long high-entropy tokens (likely keys without a known prefix).
+    """
+
+    extra_patterns: Sequence[str] = ()
+    deny_attributes: frozenset[str] = frozenset()
+    allow_attributes: frozenset[str] | None = None
+    paths: str = "keep"
+    entropy: bool = True
+
+    def __post_init__(self) -> None:
+        if self.paths not in ("keep", "basename", "hash"):
+            raise ValueError("paths must be keep, basename or hash")
+        for pattern in self.extra_patterns:
+            re.compile(pattern)  # a bad pattern is a configuration error, raised here
+
+
+_PATH = re.compile(r"(?<![\w.:/])(?:/[\w.\-@+]+){2,}")
+
+
+class Scrubber:
+    """Redacts secrets in strings, and in everything a span record carries."""
+
+    def __init__(self, config: ScrubberConfig | None = None) -> None:
+        self.config = config or ScrubberConfig()
+        kinds = [*_PATTERNS, *(("custom", p) for p in self.config.extra_patterns)]
+        self._patterns = [(kind, re.compile(pattern)) for kind, pattern in kinds]
+        self.redactions: Counter[str] = Counter()
+
+    def text(self, value: str) -> str:
+        """`value` with every secret replaced by [REDACTED:<kind>]."""
+        if len(value) < 6:
+            return value
+        for kind, pattern in self._patterns:
+            value = pattern.sub(lambda m, k=kind: self._redact(m, k), value)
+        if self.config.entropy:
+            value = _CANDIDATE.sub(self._entropy, value)
+        if self.config.paths != "keep":
+            value = _PATH.sub(self._path, value)
+        return value
+
+    def _redact(self, match: re.Match[str], kind: str) -> str:
+        self.redactions[kind] += 1
+        if kind == "url_password":
+            return f"{match.group(1)}[REDACTED:{kind}]{match.group(2)}"
+        if kind == "assignment":
+            return f"{match.group(1)}{match.group(2)}[REDACTED:secret]"
+        return f"[REDACTED:{kind}]"
+
+    def _entropy(self, match: re.Match[str]) -> str:
+        token = match.group(0)
+        if "REDACTED" in token or shannon_entropy(token) < _ENTROPY_THRESHOLD:
+            return token
+        if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
+            return token
+        self.redactions["high_entropy"] += 1
+        return "[REDACTED:high_entropy]"
+
+    def _path(self, match: re.Match[str]) -> str:
+        path = match.group(0)
+        if self.config.paths == "basename":
+            return path.rsplit("/", 1)[-1]
+        return "path:" + hashlib.sha256(path.encode()).hexdigest()[:16]
+
+    def value(self, value: AttributeValue) -> AttributeValue:
+        """An attribute value with its strings scrubbed."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list | tuple):
+            return [self.text(v) if isinstance(v, str) else v for v in value]
+        return value
+
+    def attributes(self, attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+        """Attributes filtered by the allow/deny lists, their values scrubbed."""
+        allow, deny = self.config.allow_attributes, self.config.deny_attributes
+        return {key: self.value(value) for key, value in attributes.items()
+                if key not in deny and (allow is None or key in allow)}
+
+    def record(self, record: SpanRecord) -> SpanRecord:
+        """A span record with its name, attributes, events and status message scrubbed."""
+        return replace(
+            record,
+            name=self.text(record.name),
+            attributes=self.attributes(record.attributes),
+            status_message=self.text(record.status_message) if record.status_message else None,
+            events=tuple(SpanEventRecord(self.text(e.name), e.timestamp_ns,
+                                         self.attributes(e.attributes)) for e in record.events),
+            links=tuple(replace(link, attributes=self.attributes(link.attributes))
+                        for link in record.links),
+        )
+
+    def records(self, records: Iterable[SpanRecord]) -> list[SpanRecord]:
+        return [self.record(r) for r in records]
