@@ -98,7 +98,8 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="never send this span attribute; repeatable")
     common.add_argument("--allow-attribute", action="append", default=None, metavar="KEY",
                         help="send only these span attributes; repeatable")
-    common.add_argument("--paths", choices=["keep", "basename", "hash"], default="keep",
+    common.add_argument("--paths", dest="path_mode", choices=["keep", "basename", "hash"],
+                        default="keep",
                         help="file paths in text: keep them, keep only their last part, or "
                              "replace them by a hash (default: keep)")
     common.add_argument("--sample-ratio", type=_ratio, default=1.0, metavar="R",
@@ -227,7 +228,7 @@ def _privacy(args: argparse.Namespace) -> tuple[Scrubber, TraceSampler]:
                                 deny_attributes=frozenset(args.deny_attribute),
                                 allow_attributes=frozenset(args.allow_attribute)
                                 if args.allow_attribute else None,
-                                paths=args.paths)
+                                paths=args.path_mode)
     except re.error as exc:
         raise ConfigError(f"--scrub-pattern: not a regular expression: {exc}") from exc
     return Scrubber(config), TraceSampler(args.sample_ratio)
