@@ -78,8 +78,9 @@ def _build_parser() -> argparse.ArgumentParser:
                              "line) to FILE; alone, this is the only output unless "
                              "OTEL_TRACES_EXPORTER says otherwise")
     common.add_argument("--capture-content", action="store_true",
-                        help=f"put text from the logs (error messages) on spans; also on with "
-                             f"{_CONTENT_ENV}=true. Off by default: logs hold prompts and code")
+                        help="put the texts (prompts, answers, tool arguments and results, "
+                             f"error messages) on spans; also on with {_CONTENT_ENV}=true. Off "
+                             "by default: logs hold prompts, code and secrets (docs/privacy.md)")
     common.add_argument("--metrics-file", type=Path, metavar="FILE",
                         help="write metrics as OTLP JSON Lines (one ExportMetricsServiceRequest "
                              "per line) to FILE")

@@ -7,6 +7,7 @@ still gets the right `gen_ai.conversation.id` and the same span ids.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,9 @@ from .._exceptions import ConfigError
 __all__ = ["EVENTS_FILE", "LogFile", "default_session_state", "find_logs", "scan_session_state"]
 
 EVENTS_FILE = "events.jsonl"
+
+logger = logging.getLogger(__name__)
+_REPORTED_LINKS: set[Path] = set()  # warned about once
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +46,14 @@ def log_file(path: Path) -> LogFile:
 def scan_session_state(root: Path) -> list[LogFile]:
     """Every `<session>/events.jsonl` directly under `root`, sorted by path; [] if none.
 
-    Lock and other dot-directories are skipped; so are entries that vanish while scanning.
+    Lock and other dot-directories are skipped; so are entries that vanish while scanning, and
+    symbolic links that lead out of `root`: the daemon reads only the tree it was pointed at,
+    whatever a session directory contains.
     """
     found: list[LogFile] = []
     try:
         entries = list(os.scandir(root))
+        real_root = root.resolve()
     except OSError:
         return found
     for entry in entries:
@@ -58,6 +65,15 @@ def scan_session_state(root: Path) -> list[LogFile]:
         except OSError:
             continue
         candidate = Path(entry.path) / EVENTS_FILE
+        try:
+            inside = candidate.resolve().is_relative_to(real_root)
+        except OSError:
+            continue
+        if not inside:
+            if candidate not in _REPORTED_LINKS:
+                _REPORTED_LINKS.add(candidate)
+                logger.warning("not following %s: it links outside %s", candidate, root)
+            continue
         if candidate.is_file():
             found.append(log_file(candidate))
     return sorted(found, key=lambda f: str(f.path))

@@ -32,6 +32,8 @@ from .._assembler import Assembler, AssemblerConfig
 from .._events import event_from_json
 from .._exceptions import ConfigError, EventDecodeError
 from .._metrics import MetricsRecorder
+from .._privacy import Scrubber
+from .._sampling import TraceSampler
 from ..export import SpanSink, build_resource, build_span_exporters
 
 __all__ = ["LiveBridge", "parent_from_traceparent"]
@@ -89,19 +91,23 @@ class LiveBridge:
             traceparent string, or (trace id, span id). None (default): one trace per task.
         environ: the environment to read; os.environ by default.
         resource: the spans' resource; by default as for the command line.
+        scrubber: redacts secrets in every span (the default patterns when not given).
+        sample_ratio: share of healthy traces exported (failures are always kept).
     """
 
     def __init__(self, span_exporters: Sequence[SpanExporter] | None = None, *,
                  metrics: MetricsRecorder | None = None, capture_content: bool | None = None,
                  parent: str | tuple[int, int] | None = None,
                  environ: Mapping[str, str] | None = None,
-                 resource: Resource | None = None) -> None:
+                 resource: Resource | None = None, scrubber: Scrubber | None = None,
+                 sample_ratio: float = 1.0) -> None:
         env = os.environ if environ is None else environ
         if capture_content is None:
             capture_content = env.get(_CONTENT_ENV, "").strip().lower() == "true"
         exporters = list(span_exporters) if span_exporters is not None else \
             build_span_exporters(env)
-        self._sink = SpanSink(exporters, resource or build_resource(env), metrics=metrics)
+        self._sink = SpanSink(exporters, resource or build_resource(env), metrics=metrics,
+                              scrubber=scrubber, sampler=TraceSampler(sample_ratio))
         self._assembler = Assembler(AssemblerConfig(capture_content=capture_content,
                                                     parent=_resolve_parent(parent, env)),
                                     metrics=metrics)

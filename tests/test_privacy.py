@@ -1,0 +1,199 @@
+"""Privacy defaults: content off, secrets scrubbed everywhere, sampling that keeps failures,
+safe exposure."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from otel_bridge import Assembler, AssemblerConfig, SpanRecord, StatusCode
+from otel_bridge._privacy import Scrubber, ScrubberConfig
+from otel_bridge._records import SpanKind
+from otel_bridge._sampling import TraceSampler
+from otel_bridge.sources import scan_session_state
+from tests.builder import Log
+from tests.spantree import by_name
+
+SECRETS = {  # kind: (text holding the secret, the part that must not survive)
+    "github_token": ("ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c", "Ab3dEf6hIj9kLm2n"),
+    "aws_access_key": ("AKIAQ3EXAMPLE7QZ5WJ2", "Q3EXAMPLE7QZ5WJ2"),
+    "private_key": ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+                    "-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAA"),
+    "jwt": ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJlLXBsYW50ZWQtMTIz",
+            "c2lnbmF0dXJlLXBsYW50ZWQtMTIz"),
+    "bearer_token": ("Authorization: Bearer Zm9vYmFyYmF6cXV4cXV1eDEyMzQ1",
+                     "Zm9vYmFyYmF6cXV4cXV1eDEyMzQ1"),
+    "url_password": ("https://deploy:Pl4nted-Pa55@git.example.com/repo.git", "Pl4nted-Pa55"),
+    "assignment": ("export DB_PASSWORD=pl4nted-db-pass", "pl4nted-db-pass"),
+    "google_api_key": ("AIzaSyPlantedKey0123456789abcdefghijkLM", "PlantedKey0123456789"),
+    "slack_token": ("xoxb-123456789012-PlantedSlackToken99", "PlantedSlackToken99"),
+    "high_entropy": ("token9 Zx9Qm2Lp8Vt4Rk7Wn3Bf6Hs1Jc5Dg0Ya2Ue8Oi4Xq", "Zx9Qm2Lp8Vt4Rk7W"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_each_kind_of_secret_is_redacted(kind: str) -> None:
+    secret, core = SECRETS[kind]
+    scrubbed = Scrubber().text(f"before {secret} after")
+    assert "[REDACTED:" in scrubbed
+    assert core not in scrubbed
+    assert scrubbed.startswith("before") and scrubbed.endswith("after")
+
+
+@pytest.mark.parametrize("innocent", [
+    "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3",  # a git commit
+    "d3ebfa08-de8a-4b43-93da-591db8061cb6",  # a session id
+    "/home/dev/project/src/otel_bridge/_assembler.py",
+    "The quick brown fox jumps over the lazy dog, twice.",
+    "call_44576fa8bc",
+    "chatcmpl-2b99c565f4a6",
+])
+def test_ordinary_text_is_left_alone(innocent: str) -> None:
+    assert Scrubber().text(innocent) == innocent
+
+
+def test_extra_patterns_lists_and_paths() -> None:
+    scrubber = Scrubber(ScrubberConfig(extra_patterns=(r"ACME-\d{6}",),
+                                       deny_attributes=frozenset({"copilot.prompt.length"}),
+                                       paths="basename"))
+    assert scrubber.text("ticket ACME-123456 done") == "ticket [REDACTED:custom] done"
+    assert scrubber.attributes({"copilot.prompt.length": 5, "x": "/a/b/c.txt"}) == {"x": "c.txt"}
+    hashed = Scrubber(ScrubberConfig(paths="hash")).text("read /etc/app/config.yml now")
+    assert hashed.startswith("read path:") and "config" not in hashed
+    only = Scrubber(ScrubberConfig(allow_attributes=frozenset({"keep"})))
+    assert only.attributes({"keep": 1, "drop": 2}) == {"keep": 1}
+    with pytest.raises(Exception):  # noqa: B017  (re.error)
+        ScrubberConfig(extra_patterns=("(unclosed",))
+
+
+def test_a_record_is_scrubbed_everywhere_it_carries_text() -> None:
+    from otel_bridge import SpanEventRecord
+
+    secret = SECRETS["github_token"][0]
+    record = SpanRecord(1, 2, None, f"execute_tool {secret}", SpanKind.INTERNAL, 0, 1,
+                        {"a": secret, "b": [secret, "ok"], "n": 3}, StatusCode.ERROR,
+                        f"failed with {secret}",
+                        (SpanEventRecord(f"e {secret}", 0, {"c": secret}),))
+    out = Scrubber().record(record)
+    assert secret not in repr(out)
+    assert out.attributes["n"] == 3 and out.attributes["b"][1] == "ok"
+
+
+def content_log() -> Log:
+    log = Log()
+    log.start()
+    log.user(content="planted prompt: fix the build")
+    log.turn("0")
+    log.usage("u1")
+    log.add("assistant.message", messageId="m1", content="planted answer", turnId="0",
+            toolRequests=[{"toolCallId": "c1", "name": "bash", "arguments": {"command": "ls"}}])
+    log.add("tool.execution_start", toolCallId="c1", toolName="bash",
+            arguments={"command": "cat /etc/planted"})
+    log.tool_done("c1", result={"content": "planted tool output " + "z" * 50})
+    log.turn_end("0")
+    log.simple_turn("1", "u2")
+    return log
+
+
+def assemble_with(config: AssemblerConfig) -> list[SpanRecord]:
+    assembler = Assembler(config)
+    return assembler.feed("s", content_log().events()) + assembler.end_stream("s")
+
+
+def test_content_is_off_by_default_sizes_only() -> None:
+    spans = assemble_with(AssemblerConfig())
+    assert "planted" not in repr(spans)
+    (root,) = by_name(spans, "invoke_agent")
+    assert root.attributes["copilot.prompt.length"] == len("planted prompt: fix the build")
+    (tool,) = by_name(spans, "execute_tool")
+    assert tool.attributes["copilot.tool.result.length"] == len("planted tool output ") + 50
+    assert "copilot.tool.arguments.length" in tool.attributes
+    assert by_name(spans, "turn 1")[0].attributes["copilot.response.length"] == 14
+
+
+def test_content_on_fills_the_genai_attributes_cut_to_the_limit() -> None:
+    spans = assemble_with(AssemblerConfig(capture_content=True, content_max_chars=30))
+    (root,) = by_name(spans, "invoke_agent")
+    messages = json.loads(root.attributes["gen_ai.input.messages"])
+    assert messages == [{"role": "user", "parts": [
+        {"type": "text", "content": "planted prompt: fix the build"}]}]
+    (tool,) = by_name(spans, "execute_tool")
+    assert tool.attributes["gen_ai.tool.call.arguments"].startswith('{"command": "cat /etc/')
+    assert tool.attributes["gen_ai.tool.call.result"].endswith("...[truncated]")
+    assert len(tool.attributes["gen_ai.tool.call.result"]) == 30 + len("...[truncated]")
+    answer = json.loads(by_name(spans, "turn 1")[0].attributes["gen_ai.output.messages"])
+    assert answer[0]["parts"][0]["content"] == "planted answer"
+
+
+def test_salted_hashes_match_equal_texts_without_sending_them() -> None:
+    first = assemble_with(AssemblerConfig(hash_salt="pepper"))
+    again = assemble_with(AssemblerConfig(hash_salt="pepper"))
+    other = assemble_with(AssemblerConfig(hash_salt="salt"))
+    key = "copilot.prompt.sha256"
+    root = lambda spans: by_name(spans, "invoke_agent")[0]  # noqa: E731
+    assert root(first).attributes[key] == root(again).attributes[key]
+    assert root(first).attributes[key] != root(other).attributes[key]
+    assert "planted" not in repr(first)
+
+
+def trace(trace_id: int, *, error: bool = False, outcome: str = "no_signal") -> list[SpanRecord]:
+    child = SpanRecord(trace_id, 2, 1, "execute_tool bash", SpanKind.INTERNAL, 0, 1,
+                       {"error.type": "failure"} if error else {},
+                       StatusCode.ERROR if error else StatusCode.UNSET)
+    root = SpanRecord(trace_id, 1, None, "invoke_agent copilot", SpanKind.INTERNAL, 0, 2,
+                      {"copilot.end_reason": "loop_end", "copilot.task.outcome": outcome})
+    return [child, root]
+
+
+def test_sampler_keeps_every_failure_and_a_ratio_of_the_rest() -> None:
+    sampler = TraceSampler(0.25)
+    kept_failures = sum(len(sampler.offer(trace(i, error=True))) for i in range(1, 201))
+    assert kept_failures == 400
+    for outcome in ("failed", "error", "aborted"):
+        assert len(TraceSampler(0.0).offer(trace(7, outcome=outcome))) == 2
+    healthy = [sampler.offer(trace(i * 0x9E3779B97F4A7C15 % (1 << 128) or 1))
+               for i in range(1, 4001)]
+    kept = sum(1 for spans in healthy if spans)
+    assert 0.2 < kept / 4000 < 0.3
+    assert all(len(spans) in (0, 2) for spans in healthy)  # whole traces, never halves
+
+
+def test_sampler_decisions_agree_across_replicas_and_hold_nothing_at_ratio_one() -> None:
+    a, b = TraceSampler(0.5), TraceSampler(0.5)
+    for i in range(1, 300):
+        assert bool(a.offer(trace(i * 7919))) == bool(b.offer(trace(i * 7919)))
+    child = trace(5)[0]
+    assert TraceSampler(1.0).offer([child]) == [child]  # no buffering by default
+
+
+def test_symlinks_out_of_the_watched_tree_are_not_followed(tmp_path, caplog) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "events.jsonl").write_text("secret\n")
+    root = tmp_path / "session-state"
+    (root / "inside").mkdir(parents=True)
+    (root / "inside" / "events.jsonl").write_text("")
+    (root / "evil").mkdir()
+    os.symlink(outside / "events.jsonl", root / "evil" / "events.jsonl")
+    os.symlink(outside, root / "linked-dir")
+    found = [log.path.parent.name for log in scan_session_state(root)]
+    assert found == ["inside"]
+    assert "links outside" in caplog.text
+
+
+def test_the_metrics_endpoint_binds_loopback_by_default() -> None:
+    from otel_bridge.cli import _build_parser
+
+    args = _build_parser().parse_args(["run"])
+    assert args.prometheus_host == "127.0.0.1"
+
+
+def test_checkpoints_are_private(tmp_path) -> None:
+    from otel_bridge._checkpoint import CheckpointStore
+
+    store = CheckpointStore(tmp_path / "state")
+    store.save({})
+    assert oct(Path(store.path).stat().st_mode & 0o777) == "0o600"
