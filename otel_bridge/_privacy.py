@@ -84,6 +84,15 @@ class ScrubberConfig:
 
 _PATH = re.compile(r"(?<![\w.:/])(?:/[\w.\-@+]+){2,}")
 
+#: Something every built-in pattern needs: when a text has none of these, it has no secret the
+#: patterns would find, and the full scan is skipped (most attribute values: ids, names).
+_TRIGGER = re.compile(
+    r"(?i)gh[pousr]_|github_pat_|\bA[A-Z0-9]{19}\b|AIza|xox|sk[_\-]|rk_|BEGIN|eyJ|bearer|"
+    r"basic|token|://|secret|passw|pwd|api.?key|access.?key|private|credential|auth|"
+    r"[A-Za-z0-9+/_\-=]{32}")
+_CACHE_LIMIT = 8192  # distinct short strings remembered (names and ids repeat on every span)
+_CACHEABLE = 256
+
 
 class Scrubber:
     """Redacts secrets in strings, and in everything a span record carries."""
@@ -92,11 +101,26 @@ class Scrubber:
         self.config = config or ScrubberConfig()
         kinds = [*_PATTERNS, *(("custom", p) for p in self.config.extra_patterns)]
         self._patterns = [(kind, re.compile(pattern)) for kind, pattern in kinds]
+        self._custom = bool(self.config.extra_patterns) or self.config.paths != "keep"
+        self._cache: dict[str, str] = {}
         self.redactions: Counter[str] = Counter()
 
     def text(self, value: str) -> str:
         """`value` with every secret replaced by [REDACTED:<kind>]."""
         if len(value) < 6:
+            return value
+        if len(value) <= _CACHEABLE:
+            cached = self._cache.get(value)
+            if cached is None:
+                cached = self._scan(value)
+                if len(self._cache) >= _CACHE_LIMIT:
+                    self._cache.clear()
+                self._cache[value] = cached
+            return cached
+        return self._scan(value)
+
+    def _scan(self, value: str) -> str:
+        if not self._custom and _TRIGGER.search(value) is None:
             return value
         for kind, pattern in self._patterns:
             value = pattern.sub(lambda m, k=kind: self._redact(m, k), value)
