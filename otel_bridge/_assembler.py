@@ -73,14 +73,12 @@ class AssemblerConfig:
             logs hold prompts, code and secrets (DESIGN.md, "Content").
         parent: (trace id, span id) of a span the interactions hang under (an app's request,
             a CI job); None: each interaction is its own trace.
-        content_max_chars: with content on, each content attribute is cut to this length.
         hash_salt: if set, prompts, answers and tool arguments and results also get a salted
             SHA-256 (content off or on), so equal texts can be matched without being sent.
     """
 
     capture_content: bool = False
     parent: tuple[int, int] | None = None
-    content_max_chars: int = 8192
     hash_salt: str | None = None
 
 
@@ -898,7 +896,8 @@ class SessionAssembler:
             return
         error_type = _str(event.data, "errorType") or "error"
         status_code = _int(event.data, "statusCode")
-        message = _str(event.data, "message")
+        # The message can quote the request (a prompt, a path): content, so opt-in only.
+        message = _str(event.data, "message") if self.config.capture_content else None
         attributes = _compact({sc.ERROR_TYPE: error_type, sc.COPILOT_ERROR_STATUS_CODE: status_code,
                                sc.COPILOT_ERROR_MESSAGE: message})
         self._add("copilot.session.errors", {
@@ -960,7 +959,7 @@ class SessionAssembler:
         kind = _str(result, "kind") if isinstance(result, dict) else None
         self._record("copilot.permission.wait.duration",
                      max(event.timestamp_ns - asked, 0) / 1e9,
-                     {"copilot.permission.result": _label(kind or "unknown")})
+                     {"copilot.permission.result": kind or "unknown"})
 
     # --- live-only events -------------------------------------------------------------------
 
@@ -1035,10 +1034,8 @@ class SessionAssembler:
             digest = hashlib.sha256(f"{self.config.hash_salt}\x00{text}".encode(
                 "utf-8", "replace")).hexdigest()
             attributes[f"{prefix}.sha256"] = digest
-        if self.config.capture_content:
-            limit = self.config.content_max_chars
-            cut = text if len(text) <= limit else text[:limit] + "...[truncated]"
-            attributes[content_key] = encode(cut) if encode is not None else cut
+        if self.config.capture_content:  # cut to size on export, after secrets are redacted
+            attributes[content_key] = encode(text) if encode is not None else text
 
     # --- metrics ---------------------------------------------------------------------------
 
@@ -1196,11 +1193,6 @@ def _agent_type(agent: _Agent) -> str:
 
 def _seconds(record: SpanRecord) -> float:
     return (record.end_ns - record.start_ns) / 1e9
-
-
-def _label(value: str) -> str:
-    """A metric label value from the log, cut short: labels must stay small."""
-    return value if len(value) <= 64 else value[:61] + "..."
 
 
 def _remember(memory: dict[Any, None], key: Any) -> bool:

@@ -18,14 +18,16 @@ from ._exceptions import EventDecodeError
 
 __all__ = ["Event", "event_from_json", "parse_timestamp_ns", "printable_type"]
 
-_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.:\-]{0,63}")
+# What every Copilot event type looks like: dotted lower-case words ("assistant.turn_start").
+_TYPE_NAME = re.compile(r"[a-z][a-z0-9_]{0,30}(?:\.[a-z][a-z0-9_]{0,30}){0,3}")
 
 
 def printable_type(event_type: str) -> str:
-    """An event type fit for a log line or a metric label: the name itself when it looks like
-    one (letters, digits, dots), else "<invalid>": the field comes from the log and could hold
-    anything, a secret included."""
-    return event_type if _TYPE_NAME.fullmatch(event_type) else "<invalid>"
+    """An event type fit for a log line or a metric label: the name itself when it has the
+    shape of one (dotted lower-case words, as every Copilot type), else "<invalid>": the field
+    comes from the log and could hold anything, a token included."""
+    return event_type if len(event_type) <= 64 and _TYPE_NAME.fullmatch(event_type) \
+        else "<invalid>"
 
 _EMPTY: Mapping[str, Any] = {}
 

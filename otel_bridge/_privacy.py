@@ -13,6 +13,7 @@ Pure: regular expressions only, no I/O.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from collections import Counter
@@ -30,7 +31,7 @@ DEFAULT_CONTENT_MAX_CHARS = 8192
 _PATTERNS: tuple[tuple[str, str], ...] = (
     ("private_key", r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
                     r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"),
-    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{20,255})"),
+    ("github_token", r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{20,255})"),
     ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
     ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
     ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
@@ -38,9 +39,9 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("openai_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}"),
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
     ("bearer_token", r"(?i)\b(?:bearer|token|basic)\s+[A-Za-z0-9._~+/\-]{16,}=*"),
-    ("url_password", r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+(@)"),
-    ("assignment", r"(?i)([\"']?[A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|pwd|api[_\-]?key|"
-                   r"access[_\-]?key|private[_\-]?key|credential|auth)[A-Za-z0-9_.\-]*[\"']?"
+    ("url_password", r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+(@)"),
+    ("assignment", r"(?i)([\"']?[A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|pwd|key|"
+                   r"credential|auth)[A-Za-z0-9_.\-]*[\"']?"
                    r"\s*(?:=|:)\s*)([\"']?)([^\s\"',;&]{6,})"),
 )
 
@@ -67,6 +68,9 @@ class ScrubberConfig:
         allow_attributes: if given, only these attribute keys are sent (and only scrubbed).
         paths: what to do with file paths in content: "keep", "basename", or "hash".
         entropy: also redact long high-entropy tokens (likely keys without a known prefix).
+        content_max_chars: content attributes (prompts, answers, tool arguments and results,
+            error messages) are cut to this many characters, after redaction: a cut never
+            splits a secret so that half of it escapes.
     """
 
     extra_patterns: Sequence[str] = ()
@@ -74,10 +78,13 @@ class ScrubberConfig:
     allow_attributes: frozenset[str] | None = None
     paths: str = "keep"
     entropy: bool = True
+    content_max_chars: int = DEFAULT_CONTENT_MAX_CHARS
 
     def __post_init__(self) -> None:
         if self.paths not in ("keep", "basename", "hash"):
             raise ValueError("paths must be keep, basename or hash")
+        if self.content_max_chars < 1:
+            raise ValueError("content_max_chars must be positive")
         for pattern in self.extra_patterns:
             re.compile(pattern)  # a bad pattern is a configuration error, raised here
 
@@ -88,8 +95,12 @@ _PATH = re.compile(r"(?<![\w.:/])(?:/[\w.\-@+]+){2,}")
 #: patterns would find, and the full scan is skipped (most attribute values: ids, names).
 _TRIGGER = re.compile(
     r"(?i)gh[pousr]_|github_pat_|\bA[A-Z0-9]{19}\b|AIza|xox|sk[_\-]|rk_|BEGIN|eyJ|bearer|"
-    r"basic|token|://|secret|passw|pwd|api.?key|access.?key|private|credential|auth|"
+    r"basic|token|://|secret|passw|pwd|key|private|credential|auth|"
     r"[A-Za-z0-9+/_\-=]{32}")
+_SECRET_NAME = re.compile(r"(?i)secret|token|passw|pwd|key|credential|auth")
+_JSON_CONTENT = frozenset({"gen_ai.input.messages", "gen_ai.output.messages",
+                           "gen_ai.tool.call.arguments"})
+_TEXT_CONTENT = frozenset({"gen_ai.tool.call.result", "copilot.error.message"})
 _CACHE_LIMIT = 8192  # distinct short strings remembered (names and ids repeat on every span)
 _CACHEABLE = 256
 
@@ -142,7 +153,9 @@ class Scrubber:
         token = match.group(0)
         if "REDACTED" in token or shannon_entropy(token) < _ENTROPY_THRESHOLD:
             return token
-        if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
+        digits = any(c.isdigit() for c in token)
+        mixed = any(c.isupper() for c in token) and any(c.islower() for c in token)
+        if not (digits or mixed) or not any(c.isalpha() for c in token):
             return token
         self.redactions["high_entropy"] += 1
         return "[REDACTED:high_entropy]"
@@ -162,10 +175,46 @@ class Scrubber:
         return value
 
     def attributes(self, attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
-        """Attributes filtered by the allow/deny lists, their values scrubbed."""
+        """Attributes filtered by the allow/deny lists, their values scrubbed; content ones
+        (JSON messages and arguments: string by string, as decoded) also cut to size."""
         allow, deny = self.config.allow_attributes, self.config.deny_attributes
-        return {key: self.value(value) for key, value in attributes.items()
-                if key not in deny and (allow is None or key in allow)}
+        out: dict[str, AttributeValue] = {}
+        for key, value in attributes.items():
+            if key in deny or (allow is not None and key not in allow):
+                continue
+            if key in _JSON_CONTENT and isinstance(value, str):
+                out[key] = self._json_content(value)
+            elif key in _TEXT_CONTENT and isinstance(value, str):
+                out[key] = self._cut(self.text(value))
+            else:
+                out[key] = self.value(value)
+        return out
+
+    def _cut(self, text: str) -> str:
+        limit = self.config.content_max_chars
+        return text if len(text) <= limit else text[:limit] + "...[truncated]"
+
+    def _json_content(self, text: str) -> str:
+        """Scrub JSON by its decoded strings: escapes would hide secrets from the patterns, and
+        a value under a secret-sounding key is a secret whatever it looks like."""
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return self._cut(self.text(text))
+
+        def walk(node: object, key: str | None = None) -> object:
+            if isinstance(node, str):
+                if key is not None and len(node) >= 6 and _SECRET_NAME.search(key):
+                    self.redactions["secret"] += 1
+                    return "[REDACTED:secret]"
+                return self._cut(self.text(node))
+            if isinstance(node, list):
+                return [walk(item) for item in node]
+            if isinstance(node, dict):
+                return {self.text(str(k)): walk(v, str(k)) for k, v in node.items()}
+            return node
+
+        return json.dumps(walk(data), ensure_ascii=False)
 
     def record(self, record: SpanRecord) -> SpanRecord:
         """A span record with its name, attributes, events and status message scrubbed."""
@@ -173,7 +222,8 @@ class Scrubber:
             record,
             name=self.text(record.name),
             attributes=self.attributes(record.attributes),
-            status_message=self.text(record.status_message) if record.status_message else None,
+            status_message=self._cut(self.text(record.status_message))
+            if record.status_message else None,
             events=tuple(SpanEventRecord(self.text(e.name), e.timestamp_ns,
                                          self.attributes(e.attributes)) for e in record.events),
             links=tuple(replace(link, attributes=self.attributes(link.attributes))

@@ -229,7 +229,8 @@ def _privacy(args: argparse.Namespace) -> tuple[Scrubber, TraceSampler]:
                                 deny_attributes=frozenset(args.deny_attribute),
                                 allow_attributes=frozenset(args.allow_attribute)
                                 if args.allow_attribute else None,
-                                paths=args.path_mode)
+                                paths=args.path_mode,
+                                content_max_chars=args.content_max_chars)
     except re.error as exc:
         raise ConfigError(f"--scrub-pattern: not a regular expression: {exc}") from exc
     return Scrubber(config), TraceSampler(args.sample_ratio)
@@ -245,7 +246,6 @@ def _non_negative_float(text: str) -> float:
 def _assembler_config(args: argparse.Namespace) -> AssemblerConfig:
     from_env = os.environ.get(_CONTENT_ENV, "").strip().lower() == "true"
     return AssemblerConfig(capture_content=args.capture_content or from_env,
-                           content_max_chars=args.content_max_chars,
                            hash_salt=args.content_hash_salt)
 
 
@@ -268,11 +268,11 @@ def _summarize_reading(stats: ReadStats) -> str:
 def _cmd_replay(args: argparse.Namespace) -> int:
     logs = find_logs(args.paths)
     resource = build_resource(os.environ)
+    scrubber, sampler = _privacy(args)
     # Metrics only where asked: their points carry the current time, not the logs' (DESIGN.md).
     metrics = build_metrics(os.environ, resource, MetricsOptions(
-        metrics_file=args.metrics_file, file_mode="w", prometheus_port=None))
+        metrics_file=args.metrics_file, file_mode="w", prometheus_port=None), scrubber)
     exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="w")
-    scrubber, sampler = _privacy(args)
     sink = SpanSink(exporters, resource, metrics=metrics.recorder, block_when_full=True,
                     scrubber=scrubber, sampler=sampler)
     assembler = Assembler(_assembler_config(args), metrics=metrics.recorder)
@@ -327,13 +327,13 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     roots = args.session_state or [default_session_state(os.environ)]
     resource = build_resource(os.environ)
+    scrubber, sampler = _privacy(args)
     metrics = build_metrics(os.environ, resource, MetricsOptions(
         default_exporters=("prometheus",), prometheus_host=args.prometheus_host,
         prometheus_port=None if args.no_prometheus else args.prometheus_port,
         metrics_file=args.metrics_file, file_mode="a",
-        export_interval_millis=int(args.metrics_interval * 1000)))
+        export_interval_millis=int(args.metrics_interval * 1000)), scrubber)
     exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="a")
-    scrubber, sampler = _privacy(args)
     sink = SpanSink(exporters, resource, metrics=metrics.recorder, queue_spans=args.queue_size,
                     scrubber=scrubber, sampler=sampler)
     assembler = Assembler(_assembler_config(args), metrics=metrics.recorder)

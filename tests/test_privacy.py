@@ -115,13 +115,15 @@ def test_content_is_off_by_default_sizes_only() -> None:
 
 
 def test_content_on_fills_the_genai_attributes_cut_to_the_limit() -> None:
-    spans = assemble_with(AssemblerConfig(capture_content=True, content_max_chars=30))
+    scrubber = Scrubber(ScrubberConfig(content_max_chars=30))  # cut on export, after redaction
+    spans = scrubber.records(assemble_with(AssemblerConfig(capture_content=True)))
     (root,) = by_name(spans, "invoke_agent")
     messages = json.loads(root.attributes["gen_ai.input.messages"])
     assert messages == [{"role": "user", "parts": [
         {"type": "text", "content": "planted prompt: fix the build"}]}]
     (tool,) = by_name(spans, "execute_tool")
-    assert tool.attributes["gen_ai.tool.call.arguments"].startswith('{"command": "cat /etc/')
+    assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {
+        "command": "cat /etc/planted"}  # cut string by string: still valid JSON
     assert tool.attributes["gen_ai.tool.call.result"].endswith("...[truncated]")
     assert len(tool.attributes["gen_ai.tool.call.result"]) == 30 + len("...[truncated]")
     answer = json.loads(by_name(spans, "turn 1")[0].attributes["gen_ai.output.messages"])
@@ -197,3 +199,16 @@ def test_checkpoints_are_private(tmp_path) -> None:
     store = CheckpointStore(tmp_path / "state")
     store.save({})
     assert oct(Path(store.path).stat().st_mode & 0o777) == "0o600"
+
+
+def test_json_content_is_scrubbed_as_decoded_and_cut_without_splitting_a_secret() -> None:
+    secret = SECRETS["github_token"][0]
+    arguments = json.dumps({"command": f"curl -H 'x: y'\nGH={secret}", "password": "hunter22",
+                            "note": "x" * 40 + secret})
+    scrubber = Scrubber(ScrubberConfig(content_max_chars=50))
+    out = json.loads(scrubber.attributes({"gen_ai.tool.call.arguments": arguments})[
+        "gen_ai.tool.call.arguments"])
+    assert secret[4:16] not in json.dumps(out)
+    assert out["password"] == "[REDACTED:secret]"
+    assert out["note"].startswith("x" * 40 + "[REDACTED:")  # redacted first, then cut
+    assert out["note"].endswith("...[truncated]")

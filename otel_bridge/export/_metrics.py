@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 #: Where `run` serves Prometheus by default: loopback only, the port OpenTelemetry uses for it.
 DEFAULT_PROMETHEUS_HOST = "127.0.0.1"
 DEFAULT_PROMETHEUS_PORT = 9464
+_LABEL_MAX = 64  # characters of a label value that comes from a log
 
 
 class OtelMetricsRecorder:
@@ -75,13 +76,20 @@ class OtelMetricsRecorder:
             session_id: str) -> None:
         counter = self._counters.get(name)
         if counter is not None:  # the session id is never a label
-            counter.add(value, self._scrubber.attributes(attributes))
+            counter.add(value, self._labels(attributes))
 
     def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
                session_id: str) -> None:
         histogram = self._histograms.get(name)
         if histogram is not None:
-            histogram.record(value, self._scrubber.attributes(attributes))
+            histogram.record(value, self._labels(attributes))
+
+    def _labels(self, attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+        """Scrubbed, then cut to 64 characters (cutting first could leave half a secret the
+        patterns no longer recognize)."""
+        return {key: (value if not isinstance(value, str) or len(value) <= _LABEL_MAX
+                      else value[:_LABEL_MAX - 3] + "...")
+                for key, value in self._scrubber.attributes(attributes).items()}
 
     def gauge(self, name: str, read: Callable[[], float]) -> None:
         """Report `read()` as the catalogue's gauge `name` whenever metrics are collected."""
@@ -140,7 +148,7 @@ class MetricsPipeline:
 
 
 def build_metrics(environ: Mapping[str, str], resource: Resource,
-                  options: MetricsOptions) -> MetricsPipeline:
+                  options: MetricsOptions, scrubber: Scrubber | None = None) -> MetricsPipeline:
     """Set up the metric readers the configuration asks for.
 
     Raises:
@@ -182,7 +190,7 @@ def build_metrics(environ: Mapping[str, str], resource: Resource,
     if not readers:
         return MetricsPipeline(None, None, closers, None)
     provider = MeterProvider(resource=resource, metric_readers=readers)
-    return MetricsPipeline(provider, OtelMetricsRecorder(provider), closers, server)
+    return MetricsPipeline(provider, OtelMetricsRecorder(provider, scrubber), closers, server)
 
 
 def _prometheus(host: str, port: int) -> tuple[MetricReader, TelemetryServer]:
