@@ -215,7 +215,6 @@ class SessionAssembler:
         self.mode = "interactive"
         self.model: str | None = None
         self.copilot_version: str | None = None
-        self.last_event_ns: int | None = None
         self._interaction: _Interaction | None = None
         self._previous: tuple[int, int] | None = None  # (trace id, span id) of the last root
         self._named = False  # session id confirmed by a session.start
@@ -267,8 +266,6 @@ class SessionAssembler:
         if _remember(self._seen_events, event.key):
             self.stats.duplicates += 1  # redelivered (an SDK resume replays history)
             return []
-        if self.last_event_ns is None or event.timestamp_ns > self.last_event_ns:
-            self.last_event_ns = event.timestamp_ns
         interaction = self._interaction
         if interaction is not None and interaction.dangling and event.type != "abort":
             self._end_dangling(interaction)

@@ -62,11 +62,6 @@ class ReadStats:
         self.invalid_utf8 += other.invalid_utf8
         self.unknown_types.update(other.unknown_types)
 
-    @property
-    def skipped(self) -> int:
-        """Lines that gave no event."""
-        return self.malformed + self.oversized
-
     def skips(self) -> dict[str, int]:
         """Lines lost, by reason (a torn line lost its truncated first event)."""
         return {"malformed": self.malformed, "oversized": self.oversized, "torn": self.torn}
