@@ -51,6 +51,7 @@ def main() -> None:
     start = time.perf_counter()
     metered = Assembler(metrics=OtelMetricsRecorder(provider))
     for stream, batch in batches:
+        metered.metrics.add("otel_bridge.events.read", len(batch), {}, "")  # as the sources do
         metered.feed(stream, batch)
         metered.end_stream(stream)
     metered_s = time.perf_counter() - start

@@ -272,7 +272,6 @@ class SessionAssembler:
         handler = self._handlers.get(event.type)
         if handler is not None:
             handler(event)
-        self._add("otel_bridge.events.read")  # after: a session.start may rename the session
         if event.type not in KNOWN_EVENT_TYPES:
             self._count_unknown(event.type)
         if interaction is not None and interaction is self._interaction:

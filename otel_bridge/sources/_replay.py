@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .._assembler import Assembler
+from .._events import Event
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from .._records import SpanRecord
 from ._discovery import LogFile
@@ -59,7 +60,8 @@ def replay_logs(
             with log.path.open("rb") as handle:
                 while chunk := handle.read(_CHUNK):
                     summary.bytes += len(chunk)
-                    records = assembler.feed(stream, decoder.feed(chunk), log.session_hint)
+                    records = assembler.feed(stream, _counted(decoder.feed(chunk), assembler),
+                                             log.session_hint)
                     summary.spans += len(records)
                     emit(records)
                     if on_progress is not None:
@@ -68,10 +70,19 @@ def replay_logs(
             why = exc.strerror or str(exc)
             logger.error("cannot read %s: %s", log.path, why)
             summary.failed.append((stream, why))
-        records = assembler.feed(stream, decoder.finish(), log.session_hint)
+        records = assembler.feed(stream, _counted(decoder.finish(), assembler),
+                                 log.session_hint)
         records += assembler.end_stream(stream)
         summary.spans += len(records)
         emit(records)
         summary.files += 1
         skips.update()
     return summary
+
+
+def _counted(events: list[Event], assembler: Assembler) -> list[Event]:
+    """Count decoded events into otel_bridge.events.read: once a batch, not once an event
+    (each observation costs the SDK a measurement)."""
+    if events:
+        assembler.metrics.add("otel_bridge.events.read", len(events), {}, "")
+    return events

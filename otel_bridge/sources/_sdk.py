@@ -143,6 +143,7 @@ class LiveBridge:
             logger.warning("live event skipped: %s", exc)
             return
         key = stream or "live"
+        self._assembler.metrics.add("otel_bridge.events.read", 1, {}, "")
         with self._lock:
             if self._closed:
                 return

@@ -316,6 +316,8 @@ class Tailer:
         follower.read_pos += len(chunk)
         follower.last_activity = now
         positions = follower.decoder.feed_positions(chunk)
+        if positions:  # once a chunk: each observation costs the SDK a measurement
+            self._assembler.metrics.add("otel_bridge.events.read", len(positions), {}, "")
         if follower.caught_up:  # catch-up reading is late by design; only live lag counts
             metrics = self._assembler.metrics
             for event, _ in positions:
