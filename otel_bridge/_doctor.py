@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .export import exporter_choice
+from ._exceptions import ConfigError
+from .export import trace_exporter_names
+from .export._common import otlp_protocol
 from .sources import scan_session_state
 
 __all__ = ["Check", "diagnose"]
@@ -51,16 +53,16 @@ def _check_root(root: Path) -> Check:
 
 def _check_exporters(environ: Mapping[str, str], traces_file: Path | None,
                      timeout: float) -> list[Check]:
-    choice = exporter_choice(environ, traces_file is not None)
+    names = trace_exporter_names(environ, traces_file is not None)
     checks: list[Check] = []
-    if not choice.names and traces_file is None:
+    if not names and traces_file is None:
         checks.append(Check(False, "no exporter: OTEL_TRACES_EXPORTER=none and no --traces-file"))
-    for name in choice.names:
+    for name in names:
         if name == "console":
             checks.append(Check(True, "exporter console: spans printed to stdout (set "
                                       "OTEL_EXPORTER_OTLP_ENDPOINT to send them to a collector)"))
         elif name == "otlp":
-            checks.append(_check_otlp(environ, choice.protocol, timeout))
+            checks.append(_check_otlp(environ, timeout))
         elif name != "none":
             checks.append(Check(False, f"exporter {name!r} is not supported: use otlp, console "
                                        f"or none"))
@@ -69,10 +71,11 @@ def _check_exporters(environ: Mapping[str, str], traces_file: Path | None,
     return checks
 
 
-def _check_otlp(environ: Mapping[str, str], protocol: str, timeout: float) -> Check:
-    if protocol not in _DEFAULT_PORTS:
-        return Check(False, f"OTLP protocol {protocol!r} is not supported: use grpc or "
-                            f"http/protobuf")
+def _check_otlp(environ: Mapping[str, str], timeout: float) -> Check:
+    try:
+        protocol = otlp_protocol(environ, "traces")
+    except ConfigError as exc:
+        return Check(False, str(exc))
     endpoint = (environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
                 or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
                 or f"http://localhost:{_DEFAULT_PORTS[protocol]}")

@@ -406,7 +406,7 @@ class _StatusLine:
         lag = self._tailer.last_lag
         stats = self._sink.stats
         logger.info("status: following %d logs (%d catching up), %.1f events/s, last lag %s, "
-                    "%d spans queued, %d exported, %d dropped, %d failed export attempts",
+                    "%d spans queued, %d exported, %d dropped, %d spans in failed attempts",
                     len(self._tailer.followed), self._tailer.catching_up, rate,
                     f"{lag:.1f}s" if lag is not None else "-", self._sink.queued,
                     stats.exported, stats.dropped, stats.failed)

@@ -3,19 +3,17 @@
 from ._metrics import MetricsOptions, MetricsPipeline, OtelMetricsRecorder, build_metrics
 from ._otel import (
     DEFAULT_SERVICE_NAME,
-    ExporterChoice,
     ExportStats,
     SpanSink,
     build_resource,
     build_span_exporters,
-    exporter_choice,
     to_readable_span,
+    trace_exporter_names,
 )
 
 __all__ = [
     "DEFAULT_SERVICE_NAME",
     "ExportStats",
-    "ExporterChoice",
     "MetricsOptions",
     "MetricsPipeline",
     "OtelMetricsRecorder",
@@ -23,6 +21,6 @@ __all__ = [
     "build_metrics",
     "build_resource",
     "build_span_exporters",
-    "exporter_choice",
     "to_readable_span",
+    "trace_exporter_names",
 ]

@@ -45,12 +45,11 @@ from ._queue import ExportWorker, RetryPolicy
 __all__ = [
     "DEFAULT_SERVICE_NAME",
     "ExportStats",
-    "ExporterChoice",
     "SpanSink",
     "build_resource",
     "build_span_exporters",
-    "exporter_choice",
     "to_readable_span",
+    "trace_exporter_names",
 ]
 
 logger = logging.getLogger(__name__)
@@ -103,16 +102,8 @@ def to_readable_span(record: SpanRecord, resource: Resource) -> ReadableSpan:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ExporterChoice:
-    """Which exporters the environment selects, and the OTLP protocol."""
-
-    names: tuple[str, ...]
-    protocol: str
-
-
-def exporter_choice(environ: Mapping[str, str], traces_file: bool) -> ExporterChoice:
-    """Read OTEL_TRACES_EXPORTER and the OTLP protocol, with the bridge's defaults."""
+def trace_exporter_names(environ: Mapping[str, str], traces_file: bool) -> tuple[str, ...]:
+    """The exporters OTEL_TRACES_EXPORTER selects, with the bridge's defaults when unset."""
     raw = environ.get("OTEL_TRACES_EXPORTER", "").strip()
     if raw:
         names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())
@@ -123,9 +114,7 @@ def exporter_choice(environ: Mapping[str, str], traces_file: bool) -> ExporterCh
         names = ("otlp",)
     else:
         names = ("console",)  # nothing configured: show the spans rather than fail to send
-    protocol = (environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-                or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip().lower()
-    return ExporterChoice(names, protocol)  # validated only where OTLP is used
+    return names
 
 
 def build_span_exporters(
@@ -146,9 +135,8 @@ def build_span_exporters(
     Raises:
         ConfigError: an exporter name or protocol we do not know, or a file we cannot open.
     """
-    choice = exporter_choice(environ, traces_file is not None)
     exporters: list[SpanExporter] = []
-    for name in choice.names:
+    for name in trace_exporter_names(environ, traces_file is not None):
         if name == "none":
             continue
         if name == "console":
