@@ -112,9 +112,9 @@ class Scrubber:
         self.config = config or ScrubberConfig()
         kinds = [*_PATTERNS, *(("custom", p) for p in self.config.extra_patterns)]
         self._patterns = [(kind, re.compile(pattern)) for kind, pattern in kinds]
-        self._custom = bool(self.config.extra_patterns) or self.config.paths != "keep"
+        # extra patterns and path rewriting can match where no built-in trigger is
+        self._always_scan = bool(self.config.extra_patterns) or self.config.paths != "keep"
         self._cache: dict[str, str] = {}
-        self.redactions: Counter[str] = Counter()
 
     def text(self, value: str) -> str:
         """`value` with every secret replaced by [REDACTED:<kind>]."""
@@ -131,7 +131,7 @@ class Scrubber:
         return self._scan(value)
 
     def _scan(self, value: str) -> str:
-        if not self._custom and _TRIGGER.search(value) is None:
+        if not self._always_scan and _TRIGGER.search(value) is None:
             return value
         for kind, pattern in self._patterns:
             value = pattern.sub(lambda m, k=kind: self._redact(m, k), value)
@@ -142,7 +142,6 @@ class Scrubber:
         return value
 
     def _redact(self, match: re.Match[str], kind: str) -> str:
-        self.redactions[kind] += 1
         if kind == "url_password":
             return f"{match.group(1)}[REDACTED:{kind}]{match.group(2)}"
         if kind == "assignment":
@@ -157,7 +156,6 @@ class Scrubber:
         mixed = any(c.isupper() for c in token) and any(c.islower() for c in token)
         if not (digits or mixed) or not any(c.isalpha() for c in token):
             return token
-        self.redactions["high_entropy"] += 1
         return "[REDACTED:high_entropy]"
 
     def _path(self, match: re.Match[str]) -> str:
@@ -205,7 +203,6 @@ class Scrubber:
         def walk(node: object, key: str | None = None) -> object:
             if isinstance(node, str):
                 if key is not None and len(node) >= 6 and _SECRET_NAME.search(key):
-                    self.redactions["secret"] += 1
                     return "[REDACTED:secret]"
                 return self._cut(self.text(node))
             if isinstance(node, list):

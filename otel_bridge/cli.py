@@ -286,9 +286,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         bar.close()
         undelivered = sink.shutdown(timeout=args.export_timeout)
         metrics.shutdown()
-    logger.info("replayed %d logs: %s; %d spans exported in %d traces",
+    logger.info("replayed %d logs: %s; %d spans exported in %d traces%s",
                 summary.files, _summarize_reading(summary.read), sink.stats.exported,
-                assembler.stats.interactions)
+                assembler.stats.interactions, _sampled(sink))
     if summary.failed:
         logger.error("%d logs could not be read: %s", len(summary.failed),
                      "; ".join(f"{path}: {why}" for path, why in summary.failed))
@@ -406,10 +406,16 @@ class _StatusLine:
         lag = self._tailer.last_lag
         stats = self._sink.stats
         logger.info("status: following %d logs (%d catching up), %.1f events/s, last lag %s, "
-                    "%d spans queued, %d exported, %d dropped, %d spans in failed attempts",
+                    "%d spans queued, %d exported, %d dropped, %d spans in failed attempts%s",
                     len(self._tailer.followed), self._tailer.catching_up, rate,
                     f"{lag:.1f}s" if lag is not None else "-", self._sink.queued,
-                    stats.exported, stats.dropped, stats.failed)
+                    stats.exported, stats.dropped, stats.failed, _sampled(self._sink))
+
+
+def _sampled(sink: SpanSink) -> str:
+    """", N spans sampled out" when sampling is on, else nothing."""
+    dropped = sink.sampler.dropped_spans
+    return f", {dropped} spans sampled out" if sink.sampler.ratio < 1 else ""
 
 
 def _state_dir(given: Path | None) -> Path:
