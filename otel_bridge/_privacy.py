@@ -12,6 +12,7 @@ Pure: regular expressions only, no I/O.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -134,7 +135,7 @@ class Scrubber:
         if not self._always_scan and _TRIGGER.search(value) is None:
             return value
         for kind, pattern in self._patterns:
-            value = pattern.sub(lambda m, k=kind: self._redact(m, k), value)
+            value = pattern.sub(functools.partial(self._redact, kind=kind), value)
         if self.config.entropy:
             value = _CANDIDATE.sub(self._entropy, value)
         if self.config.paths != "keep":

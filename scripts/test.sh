@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The README's test command: install everything the tests need on a fresh machine, then lint and
-# run the suite. Extra arguments go to pytest (e.g. `bash scripts/test.sh tests/e2e -x`).
+# The README's test command: install everything the tests need on a fresh machine, then check
+# the repository, lint, type-check and run the suite. Extra arguments go to pytest
+# (e.g. `bash scripts/test.sh tests/e2e -x`).
 #   - Debian's prometheus: a real Prometheus and promtool, which the tests start on 127.0.0.1
 #     (apt does not start it); needs root, or run the apt-get line with sudo first.
 #   - the real Copilot CLI 1.0.102 from npm, into ./node_modules (no package.json is written).
-#   - the package with its test extras (pytest, the OTLP protobufs, the Copilot SDK, Phoenix...).
+#   - the package with its test extras (pytest, mypy, the OTLP protobufs, the Copilot SDK,
+#     Phoenix...), at the exact versions of constraints.txt; the package itself only asks for
+#     ranges (pyproject.toml), so that apps can install it beside their own OpenTelemetry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +15,10 @@ if ! command -v promtool >/dev/null 2>&1; then
     apt-get update -q && apt-get install -y -q prometheus
 fi
 npm install --no-save --no-audit --no-fund --prefix . @github/copilot@1.0.102
-python -m pip install -e ".[test]"
+python -m pip install -c constraints.txt -e ".[test]"
+
+python scripts/check_repo.py  # no tracked file over 5 MiB, none that .gitignore excludes
 ruff check otel_bridge tests scripts bench
+ruff format --check otel_bridge tests scripts bench
+mypy  # strict, on otel_bridge (configuration in pyproject.toml)
 python -m pytest "$@"
