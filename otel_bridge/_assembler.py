@@ -4,7 +4,7 @@ Pure: no I/O, no clock, no threads. Time comes from the events, ids from `_ids`,
 same events twice yields the same records. One `SessionAssembler` holds the open state of one
 session log (or live session); `Assembler` routes the events of many streams to theirs.
 
-The span model (../shared/DESIGN.md):
+The span model (docs/architecture.md):
 
     invoke_agent copilot                  one trace per top-level user message (an interaction)
      +- turn <n>                          assistant.turn_start .. assistant.turn_end
@@ -14,7 +14,7 @@ The span model (../shared/DESIGN.md):
      +- turn <n+1> ...
 
 How an interaction ends when reading from disk, where `session.idle` is never written
-(../shared/copilot/EVENTS.md): a main-agent turn whose messages asked for no tool ends the loop
+(docs/events.md): a main-agent turn whose messages asked for no tool ends the loop
 (in autopilot only together with `session.task_complete`, since the CLI may nudge the model on with
 a continuation message); `session.error`, `abort`, `session.shutdown`, a new segment, the next
 top-level user message, and the caller (`end_stream` at end of input, `flush_quiet` after a quiet
@@ -70,7 +70,7 @@ class AssemblerConfig:
 
     Attributes:
         capture_content: put text from the log (tool error messages) on spans. Off by default:
-            logs hold prompts, code and secrets (DESIGN.md, "Content").
+            logs hold prompts, code and secrets (docs/privacy.md).
         parent: (trace id, span id) of a span the interactions hang under (an app's request,
             a CI job); None: each interaction is its own trace.
         hash_salt: if set, prompts, answers and tool arguments and results also get a salted
@@ -512,7 +512,7 @@ class SessionAssembler:
     def _agent_for(self, event: Event, interaction: _Interaction,
                    parent_call: str | None = None) -> _Agent:
         """The agent an event belongs to: main, or the sub-agent named by parentToolCallId or
-        agentId (sub-agent events carry both; see EVENTS.md "Sub-agents")."""
+        agentId (sub-agent events carry both; see docs/events.md, "Main agent and sub-agents")."""
         parent_call = parent_call or _str(event.data, "parentToolCallId")
         agent_id = event.agent_id
         if parent_call:
@@ -1024,7 +1024,7 @@ class SessionAssembler:
                  content_key: str,
                  encode: Callable[[str], str] | None = None) -> None:
         """Always the size of a text; its salted hash if configured; the text itself (cut to
-        the configured length) only with content capture on (DESIGN.md, "Content")."""
+        the configured length) only with content capture on (docs/privacy.md)."""
         attributes[f"{prefix}.length"] = len(text)
         if self.config.hash_salt is not None:
             digest = hashlib.sha256(f"{self.config.hash_salt}\x00{text}".encode(

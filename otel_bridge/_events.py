@@ -1,7 +1,7 @@
 """The decoded Copilot session event: the one type every source produces and the assembler reads.
 
 A Copilot event is an envelope `{type, data, id, timestamp, parentId, agentId?, ephemeral?}`
-(see ../shared/copilot/EVENTS.md). Sources turn raw JSON objects into `Event` values here, so the
+(see docs/events.md). Sources turn raw JSON objects into `Event` values here, so the
 assembler never sees a malformed envelope: what cannot become an `Event` is an `EventDecodeError`,
 which the source logs, counts and skips.
 """

@@ -1,9 +1,10 @@
 """Deterministic trace and span ids.
 
 Why: the same log replayed twice, a restart from a checkpoint, and the live SDK stream of the same
-session must all produce the same ids, so that a backend sees one span, never two (DESIGN.md,
-"idempotent export"). Ids are hashes of the session id and a stable key of the thing the span
-stands for (an event id, a tool call id, a usage id), never random.
+session must all produce the same ids, so that a backend sees one span, never two
+(docs/architecture.md, "Ids are derived, not random"). Ids are hashes of the session id and a
+stable key of the thing the span stands for (an event id, a tool call id, a usage id), never
+random.
 """
 
 from __future__ import annotations

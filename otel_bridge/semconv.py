@@ -72,7 +72,7 @@ COPILOT_ERROR_STATUS_CODE: Final = "copilot.error.status_code"
 COPILOT_ABORT_REASON: Final = "copilot.abort.reason"
 COPILOT_END_REASON: Final = "copilot.end_reason"
 
-# copilot.task.outcome values (DESIGN.md "Metrics")
+# copilot.task.outcome values (docs/metrics.md, copilot.tasks)
 OUTCOME_COMPLETED: Final = "completed"
 OUTCOME_FAILED: Final = "failed"
 OUTCOME_ERROR: Final = "error"

@@ -1,9 +1,13 @@
 """Print otel_bridge/_event_types.py from the CLI's session-events JSON Schema.
 
-    python scripts/gen_event_types.py ../shared/copilot/session-events.schema.json \
+    python scripts/gen_event_types.py path/to/session-events.schema.json \
         > otel_bridge/_event_types.py
 
-The schema ships inside the Copilot CLI; a new CLI version with new event types is one run of this.
+The schema comes with the Copilot CLI's npm packages as `schemas/session-events.schema.json`: in
+`@github/copilot` itself in older versions, in the platform package (`@github/copilot-linux-x64`
+and the like) since the umbrella package became a loader; that is where the Copilot SDK's code
+generator looks for it. The 1.0.102 packages that scripts/test.sh installs list no schema among
+their files. A new CLI version with new event types is one run of this.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ and runs.json (command lines, exit codes, wall times).
 `session.abort()` 2 s into the slow tool, then a second message in the same session.
 
 The three fixtures without a script.json (run1_cli_prompt_basic, run3_cli_autopilot,
-sdk1_two_user_messages) are copies of ../shared/copilot/captures whose scripts were not kept;
+sdk1_two_user_messages) are earlier real CLI captures whose scripts were not kept;
 this command leaves them alone.
 
 A fixture is replaced only when its scenario ran to the end; the exit status is 1 if any did

@@ -1,4 +1,5 @@
-"""Hand-built Copilot event logs for assembler tests, shaped like the real CLI's (EVENTS.md)."""
+"""Hand-built Copilot event logs for assembler tests, shaped like the real CLI's
+(docs/events.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The real Copilot CLI captures (../shared/copilot/captures, copied to tests/fixtures) assembled
-into span trees. Expected trees are drawn by hand from the event listings in EVENTS.md and the
-logs themselves; counts are cross-checked against the raw events."""
+"""The real Copilot CLI captures in tests/fixtures (docs/recorded-captures.md) assembled into
+span trees. Expected trees are drawn by hand from the logs themselves and the event listings in
+docs/recorded-captures.md; counts are cross-checked against the raw events."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One hand-built event log per rule of the span model (DESIGN.md, EVENTS.md)."""
+"""One hand-built event log per rule of the span model (docs/architecture.md, docs/events.md)."""
 
 from __future__ import annotations
 
@@ -153,7 +153,8 @@ def test_failed_tool_message_only_with_content_capture() -> None:
 
 
 def test_session_error_after_a_turn_whose_calls_all_failed() -> None:
-    """EVENTS.md: the turn opens and closes with no usage and no message, then session.error."""
+    """The turn opens and closes with no usage and no message, then session.error
+    (docs/events.md)."""
     log = Log()
     log.start()
     log.user()
@@ -261,7 +262,7 @@ def test_subagents_nested_and_parallel() -> None:
     log.turn_end("0", agent="A", parent="t1")
     log.add("subagent.completed", toolCallId="t2", agentName="review", agentDisplayName="Rv")
     log.tool_done("t2")
-    log.tool_done("t1")  # before its subagent.completed: EVENTS.md says either order occurs
+    log.tool_done("t1")  # before its subagent.completed: either order occurs
     log.add("subagent.completed", toolCallId="t1", agentName="explore", agentDisplayName="Ex")
     log.turn_end("0")
     log.simple_turn("1", "u-main-1")

@@ -5,7 +5,7 @@ standard way (`OTEL_METRICS_EXPORTER`: otlp, prometheus, console, none) with the
 defaults: `run` serves Prometheus on 127.0.0.1:9464 and adds OTLP when an OTLP endpoint is set;
 `replay` writes metrics only where asked (`--metrics-file`, or OTEL_METRICS_EXPORTER), because
 the SDK stamps points with the current time and a backfill would look like a burst of activity
-now (DESIGN.md, "Metrics and old logs").
+now (docs/architecture.md, "Metrics and old logs").
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ session's events.jsonl is replayed with `otel-bridge replay` (the tailed view): 
 give the same span ids for the interactions, turns, LLM calls and tool calls.
 
 The provider is given per session; COPILOT_OFFLINE must then not be set (the CLI refuses to
-start with both, shared/copilot/EVENTS.md).
+start with both).
 """
 
 from __future__ import annotations
