@@ -10,6 +10,11 @@ Why a decoder of our own rather than `for line in file`:
   bytes that are not UTF-8 are replaced; a line over the size cap is dropped without buffering it;
   a torn line (a truncated event that runs into a complete one, seen after `copilot --resume`)
   still yields the complete event.
+- Bad input must not flood the log either. Until a file read from its start has given an event,
+  its bad lines are counted, not logged: a file that never gives one is not a Copilot log at all
+  (a binary, some other JSON), and its reader says so in one line (`without_events`); if an event
+  does come, one line says how many bad lines came before it. After that, the first few bad lines
+  are logged with their place and the rest only counted.
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ logger = logging.getLogger(__name__)
 #: anything seen, and bounds memory per followed file).
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 
-#: Per file, this many bad lines are logged at WARNING; the rest are only counted.
-_LOGGED_PROBLEMS_PER_FILE = 20
+#: Per file, this many bad lines are logged at WARNING; the rest are only counted (the summary at
+#: the end of `replay` and `run` gives the counts).
+_LOGGED_PROBLEMS_PER_FILE = 5
 
 #: How many candidate object starts a torn line is searched at, to bound work on hostile input.
 _MAX_TORN_CANDIDATES = 64
@@ -98,6 +104,15 @@ class JsonLinesDecoder:
         self._offset = start_offset  # end of the last complete line consumed
         self._line_no = 0 if start_offset == 0 else None
         self._problems_logged = 0
+        #: Non-blank lines and events of this file (`stats` may be shared between files).
+        self.lines_read = 0
+        self.events_read = 0
+        # Bad lines held back (counted, not logged) until the first event: only for a file read
+        # from its start. A decoder that starts inside a file continues a log that was judged
+        # before (a checkpoint) or whose start was not read: its problems are logged at once.
+        self._holding = start_offset == 0
+        self._held = 0
+        self._first_held = ""  # where the first held-back bad line was, and what was wrong
 
     @property
     def offset(self) -> int:
@@ -148,6 +163,17 @@ class JsonLinesDecoder:
                 self._line_no += 1
             start = newline + 1
 
+    def without_events(self) -> str | None:
+        """Why this file does not look like a Copilot session log, or None.
+
+        "0 of 21 lines are events (line 1: not JSON)" when lines were read from the file's start
+        and none was an event; None when an event was read, no line yet (an empty file: a
+        session that has just started), or the file was not read from its start.
+        """
+        if not self._holding or not self.lines_read:
+            return None
+        return f"0 of {self.lines_read} lines are events ({self._first_held})"
+
     def finish(self) -> list[Event]:
         """End of input: decode a last line that has no newline, if it is a complete event.
 
@@ -179,13 +205,16 @@ class JsonLinesDecoder:
 
     def _oversized(self, offset: int) -> None:
         self.stats.lines += 1
+        self.lines_read += 1
         self.stats.oversized += 1
-        self._problem("line over %d bytes skipped", self._max, offset=offset)
+        self._problem(f"line over {self._max} bytes skipped", f"over {self._max} bytes",
+                      offset=offset)
 
     def _decode_line(self, line: bytes, offset: int) -> Event | None:
         if not line.strip():
             return None
         self.stats.lines += 1
+        self.lines_read += 1
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
@@ -194,19 +223,37 @@ class JsonLinesDecoder:
             text = line.decode("utf-8", errors="replace")
         try:
             event = event_from_json(json.loads(text))
-        except (ValueError, EventDecodeError) as exc:
-            event = self._recover_torn(text)
-            if event is None:
+        except (ValueError, RecursionError, EventDecodeError) as exc:
+            # RecursionError: JSON nested deeper than the decoder goes (hostile or corrupt).
+            torn = self._recover_torn(text)
+            if torn is None:
                 self.stats.malformed += 1
-                self._problem("malformed line skipped: %s", _short(exc), offset=offset)
+                self._problem(f"malformed line skipped: {_short(exc)}",
+                              "not JSON" if not isinstance(exc, EventDecodeError)
+                              else _short(exc), offset=offset)
                 return None
+            event = torn
             self.stats.torn += 1
+            self._first_event()
             self._problem("torn line: a truncated event was dropped, the event after it kept",
-                          offset=offset)
+                          "torn", offset=offset)
+        if self._holding:
+            self._first_event()
         self.stats.events += 1
+        self.events_read += 1
         if event.type not in KNOWN_EVENT_TYPES:
             self.stats.unknown_types[event.type] += 1
         return event
+
+    def _first_event(self) -> None:
+        """An event was read: the file is a Copilot log; say once what was held back."""
+        if not self._holding:
+            return
+        self._holding = False
+        if self._held:
+            logger.warning("%s: %d bad line%s before its first event skipped (the first, %s)",
+                           self.label, self._held, "s" if self._held != 1 else "",
+                           self._first_held)
 
     def _recover_torn(self, text: str) -> Event | None:
         """Find a complete event that ends the line after a truncated one."""
@@ -216,7 +263,7 @@ class JsonLinesDecoder:
             tries += 1
             try:
                 obj, end = _decoder.raw_decode(text, position)
-            except ValueError:
+            except (ValueError, RecursionError):
                 obj, end = None, -1
             if end >= 0 and not text[end:].strip():
                 try:
@@ -226,14 +273,24 @@ class JsonLinesDecoder:
             position = text.find('{"', position + 1)
         return None
 
-    def _problem(self, message: str, *args: object, offset: int) -> None:
+    def _problem(self, message: str, reason: str, *, offset: int) -> None:
+        """Log a bad line (`message`; `reason`, shorter, for the one-line verdicts), unless
+        it is held back or over the per-file cap."""
+        if self._holding:
+            self._held += 1
+            if self._held == 1:
+                place = f"line {self._line_no + 1}" if self._line_no is not None else \
+                    f"byte {offset}"
+                self._first_held = f"{place}: {reason}"
+            return
         self._problems_logged += 1
         if self._problems_logged > _LOGGED_PROBLEMS_PER_FILE:
             return
         where = f"{self.label}:{self._line_no + 1}" if self._line_no is not None else self.label
-        logger.warning("%s (byte %d): " + message, where, offset, *args)
+        logger.warning("%s (byte %d): %s", where, offset, message)
         if self._problems_logged == _LOGGED_PROBLEMS_PER_FILE:
-            logger.warning("%s: further bad lines are counted, not logged", self.label)
+            logger.warning("%s: further bad lines in this file are counted, not logged",
+                           self.label)
 
 
 def _short(exc: Exception) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -141,3 +143,97 @@ def test_timestamps(text: str, expected: int) -> None:
 def test_bad_timestamps_raise_value_error(text: str) -> None:
     with pytest.raises(ValueError):
         parse_timestamp_ns(text)
+
+
+# --- bad input gets one clear line ---------------------------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def binary_lines(count: int, seed: int = 7) -> bytes:
+    """`count` lines of random bytes (no newline inside, none blank): a binary file."""
+    rng = random.Random(seed)
+    return b"".join(bytes(rng.randrange(1, 256) for _ in range(60)).replace(b"\n", b"x") + b"\n"
+                    for _ in range(count))
+
+
+def decoder_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "otel_bridge._lines" and r.levelno >= logging.WARNING]
+
+
+def test_a_file_without_events_logs_nothing_per_line_and_says_why_once(caplog) -> None:
+    decoder = JsonLinesDecoder("bin/events.jsonl")
+    with caplog.at_level(logging.WARNING):
+        assert decoder.feed(binary_lines(21)) + decoder.finish() == []
+    assert decoder_warnings(caplog) == []  # held back: the reader says it in one line
+    assert decoder.stats.malformed == 21 and decoder.lines_read == 21
+    assert decoder.without_events() == "0 of 21 lines are events (line 1: not JSON)"
+
+
+def test_json_that_is_not_events_says_what_is_missing() -> None:
+    decoder = JsonLinesDecoder("f")
+    decoder.feed(b'{"name": "x"}\n{"name": "y"}\n[1]\n')
+    assert decoder.without_events() == "0 of 3 lines are events (line 1: event has no string " \
+                                       "'type')"
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n  \n"])
+def test_an_empty_file_is_not_judged(data: bytes) -> None:
+    decoder = JsonLinesDecoder("f")
+    decoder.feed(data)
+    decoder.finish()
+    assert decoder.without_events() is None and decoder.lines_read == 0
+
+
+def test_bad_lines_before_the_first_event_are_one_line_and_lose_no_event(caplog) -> None:
+    real = (FIXTURES / "run1_cli_prompt_basic" / "events.jsonl").read_bytes()
+    clean = JsonLinesDecoder("clean").feed(real)
+    decoder = JsonLinesDecoder("s/events.jsonl")
+    with caplog.at_level(logging.WARNING):
+        events = decoder.feed(b"{not json\n" + binary_lines(2) + real)
+    assert events == clean
+    assert decoder.without_events() is None and decoder.stats.malformed == 3
+    (message,) = decoder_warnings(caplog)
+    assert message == "s/events.jsonl: 3 bad lines before its first event skipped (the first, " \
+                      "line 1: not JSON)"
+
+
+@pytest.mark.parametrize("cut", [1, 40, -2])
+def test_a_log_whose_first_line_is_torn_keeps_every_later_event(cut: int) -> None:
+    """The first line cut (its start or its end lost), as a crash or a copy can leave it."""
+    real = (FIXTURES / "subagent_nested" / "events.jsonl").read_bytes()
+    first, rest = real.split(b"\n", 1)
+    clean = JsonLinesDecoder("clean").feed(rest)
+    for broken in (first[cut:] + b"\n" + rest, first[:cut] + b"\n" + rest,
+                   first[:cut] + rest):  # the last: torn, it runs into the second line
+        decoder = JsonLinesDecoder("f")
+        events = decoder.feed(broken) + decoder.finish()
+        assert events == clean  # only the broken first event is lost
+        assert decoder.without_events() is None
+
+
+def test_bad_lines_after_events_are_logged_five_times_then_counted(caplog) -> None:
+    decoder = JsonLinesDecoder("events.jsonl")
+    with caplog.at_level(logging.WARNING):
+        events = decoder.feed(line() + b"\n" + b"{bad\n" * 12 + line("session.resume") + b"\n")
+    assert [e.type for e in events] == ["user.message", "session.resume"]
+    assert decoder.stats.malformed == 12
+    messages = decoder_warnings(caplog)
+    assert [m.split(" ")[0] for m in messages[:5]] == [f"events.jsonl:{n}" for n in range(2, 7)]
+    assert messages[5:] == ["events.jsonl: further bad lines in this file are counted, not logged"]
+
+
+def test_a_decoder_started_inside_a_file_logs_at_once_and_does_not_judge(caplog) -> None:
+    decoder = JsonLinesDecoder("events.jsonl", start_offset=4096)  # resumed from a checkpoint
+    with caplog.at_level(logging.WARNING):
+        decoder.feed(b"{bad\n")
+    assert len(decoder_warnings(caplog)) == 1
+    assert decoder.without_events() is None  # its start, with its events, was not read here
+
+
+def test_json_nested_too_deep_is_a_malformed_line_not_a_crash() -> None:
+    decoder = JsonLinesDecoder("f")
+    events = decoder.feed(b"[" * 100_000 + b"\n" + b'x{"a":' * 5_000 + b"\n" + line() + b"\n")
+    assert [e.type for e in events] == ["user.message"]
+    assert decoder.stats.malformed == 2

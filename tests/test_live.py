@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 from copilot.generated.session_events import SessionEvent
 from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_bridge import ConfigError
+from otel_bridge.export import MetricsOptions, OtelMetricsRecorder, build_metrics, build_resource
 from otel_bridge.sources import LiveBridge, parent_from_traceparent
 from tests.builder import Log
 from tests.spantree import assemble_file
@@ -166,4 +169,95 @@ def test_bad_events_are_counted_not_raised(caplog) -> None:
     bridge.on_event(42)
     bridge.on_event(object())
     assert bridge.rejected == 3
+    bridge.close()
+
+
+class FakeSession:
+    """What attach needs of a CopilotSession: `.on(handler)` returning an unsubscribe."""
+
+    def __init__(self) -> None:
+        self.session_id = "30e81176-e0e8-4c2e-935d-833c9448ad7c"
+        self.handlers: list = []
+
+    def on(self, handler):
+        self.handlers.append(handler)
+        return lambda: self.handlers.remove(handler)
+
+
+def test_attach_subscribes_and_close_unsubscribes() -> None:
+    exporter = InMemorySpanExporter()
+    bridge = LiveBridge([exporter], environ={})
+    session = FakeSession()
+    bridge.attach(session)
+    for raw in live_events():
+        for handler in list(session.handlers):
+            handler(SessionEvent.from_dict(raw))
+    bridge.close()
+    assert session.handlers == []
+    assert sum(s.name == "invoke_agent copilot" for s in exporter.get_finished_spans()) == 2
+
+
+@pytest.mark.parametrize("thing", [object(), None, "session", {"on": print}])
+def test_attach_to_something_that_is_not_a_session_is_a_clear_type_error(thing) -> None:
+    bridge = LiveBridge([InMemorySpanExporter()], environ={})
+    with pytest.raises(TypeError, match=r"expects a Copilot SDK session \(copilot.CopilotSession, "
+                                        r"an object with .on\(handler\)\); got "
+                                        + type(thing).__name__):
+        bridge.attach(thing)
+    bridge.close()
+
+
+def test_attach_to_a_session_not_yet_awaited_says_to_await_it() -> None:
+    async def create_session() -> FakeSession:
+        return FakeSession()
+
+    bridge = LiveBridge([InMemorySpanExporter()], environ={})
+    pending = create_session()
+    with pytest.raises(TypeError, match=r"got coroutine \(await it first"):
+        bridge.attach(pending)
+    pending.close()
+    bridge.close()
+
+
+def metric_names(reader: InMemoryMetricReader) -> set[str]:
+    data = reader.get_metrics_data()
+    return {m.name for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+            if any(getattr(p, "value", getattr(p, "count", 0)) for p in m.data.data_points)}
+
+
+def test_metrics_are_recorded_only_when_given_a_recorder_of_the_apps_provider() -> None:
+    """README "Live sessions": LiveBridge(metrics=OtelMetricsRecorder(provider))."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    bridge = LiveBridge([InMemorySpanExporter()], environ={},
+                        metrics=OtelMetricsRecorder(provider))
+    for raw in live_events():
+        bridge.on_event(SessionEvent.from_dict(raw))
+    bridge.close()
+    names = metric_names(reader)
+    assert {"copilot.user_messages", "copilot.turns", "copilot.tasks",
+            "gen_ai.client.token.usage", "otel_bridge.events.read"} <= names
+    provider.shutdown()
+
+
+def test_metrics_exported_from_the_environment_as_the_readme_shows(tmp_path) -> None:
+    """README "Live sessions": build_metrics(...), LiveBridge(metrics=pipeline.recorder), then
+    bridge.close() and pipeline.shutdown() (here to a file, as --metrics-file)."""
+    out = tmp_path / "metrics.jsonl"
+    pipeline = build_metrics({}, build_resource({}), MetricsOptions(metrics_file=out))
+    assert pipeline.recorder is not None
+    bridge = LiveBridge([InMemorySpanExporter()], environ={}, metrics=pipeline.recorder)
+    for raw in live_events():
+        bridge.on_event(SessionEvent.from_dict(raw))
+    bridge.close()
+    pipeline.shutdown()
+    written = out.read_text()
+    assert '"copilot.user_messages"' in written and '"copilot.turns"' in written
+
+
+def test_without_a_recorder_no_metric_is_recorded_and_nothing_fails() -> None:
+    bridge = LiveBridge([InMemorySpanExporter()], environ={})
+    for raw in live_events():
+        bridge.on_event(SessionEvent.from_dict(raw))
+    assert type(bridge.assembler.metrics).__name__ == "NullRecorder"
     bridge.close()

@@ -16,12 +16,13 @@ from urllib.parse import unquote
 REPO = Path(__file__).resolve().parents[1]
 
 #: Tracked paths not scanned: real CLI logs kept as written (their `cwd` fields name the
-#: directories they were recorded in), and npm's install directory.
-_SKIPPED_PREFIXES = ("tests/fixtures/",)
+#: directories they were recorded in), this file (its examples are what it looks for), and
+#: npm's install directory.
+_SKIPPED_PREFIXES = ("tests/fixtures/", "tests/test_repository.py")
 _SKIPPED_PARTS = ("node_modules",)
 
 #: A path that climbs out of the checkout into a sibling `shared` directory, or an absolute path
-#: under /work or /root. Written so that this file does not match itself.
+#: under /work or /root.
 _OUTSIDE = re.compile(r"\.\./shared\b|(?<![\w.~$/-])/(?:work|root)(?:/|\b)")
 
 _FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)

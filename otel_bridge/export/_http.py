@@ -10,15 +10,17 @@ every path and nothing else. Loopback by default: metrics and health say what ag
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-__all__ = ["Readiness", "TelemetryServer"]
+__all__ = ["Readiness", "TelemetryServer", "cannot_serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,11 +32,36 @@ def _always_ready() -> tuple[bool, str]:
     return True, "ok"
 
 
+def cannot_serve(host: str, port: int, exc: OSError | OverflowError) -> str:
+    """Why the endpoint cannot be served on host:port, and what to do, in one line.
+
+    The OS says "Name or service not known" for a host that is not this machine's, and "Address
+    already in use" for a taken port; neither says which flag to change.
+    """
+    where = f"cannot serve /metrics on {host}:{port}"
+    if isinstance(exc, OverflowError):  # bind() checks the port range only this way
+        return f"{where}: the port is not from 0 to 65535"
+    if isinstance(exc, socket.gaierror) and ":" in host:  # the server is IPv4 (AF_INET)
+        return (f"{where}: IPv6 addresses are not supported (use 127.0.0.1, 0.0.0.0 or a local "
+                "interface's IPv4 address)")
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return (f"{where}: the host is not an address of this machine (use 127.0.0.1, 0.0.0.0 "
+                "or a local interface's address)")
+    if exc.errno == errno.EADDRINUSE:
+        return (f"{where}: the port is in use: pick another with --prometheus-port (0: any "
+                "free port), or --no-prometheus")
+    if exc.errno == errno.EACCES:
+        return (f"{where}: permission denied (ports below 1024 need privileges): pick another "
+                "with --prometheus-port")
+    return (f"{where}: {exc.strerror or exc}: check --prometheus-host and --prometheus-port, or "
+            "use --no-prometheus")
+
+
 class TelemetryServer:
     """Serves /metrics, /healthz and /readyz on a background thread.
 
     Raises:
-        OSError: the address cannot be bound (the caller turns it into a clear message).
+        OSError, OverflowError: the address cannot be bound (`cannot_serve` says why).
     """
 
     def __init__(self, host: str, port: int) -> None:

@@ -29,6 +29,11 @@ class ReplaySummary:
     spans: int = 0
     read: ReadStats = field(default_factory=ReadStats)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    # Read, but no line was an event: a binary or some other file named events.jsonl. A failure
+    # (`replay` exits 1): the user pointed at it, and nothing came of it.
+    not_logs: list[str] = field(default_factory=list)
+    # No line at all: a session that has just started. Not a failure, but said.
+    empty: list[str] = field(default_factory=list)
 
 
 def replay_logs(
@@ -42,7 +47,9 @@ def replay_logs(
     """Read each log to its end and feed its events through `assembler` into `emit`.
 
     Open spans at the end of each file close there (marked incomplete), so every span ends.
-    A file that cannot be read is logged and listed in the summary; the others go on.
+    A file that cannot be read is logged and listed in the summary; the others go on. So is a
+    file in which no line is a Copilot event (in one line, instead of one per bad line), and an
+    empty one (at INFO: a session that has just started has an empty log).
 
     Args:
         logs: the logs, each its own session.
@@ -56,6 +63,7 @@ def replay_logs(
     for log in logs:
         stream = str(log.path)
         decoder = JsonLinesDecoder(stream, max_line_bytes=max_line_bytes, stats=summary.read)
+        failures = len(summary.failed)
         try:
             with log.path.open("rb") as handle:
                 while chunk := handle.read(_CHUNK):
@@ -72,12 +80,25 @@ def replay_logs(
             summary.failed.append((stream, why))
         records = assembler.feed(stream, _counted(decoder.finish(), assembler),
                                  log.session_hint)
+        if len(summary.failed) == failures:  # read to its end
+            _judge(decoder, stream, summary)
         records += assembler.end_stream(stream)
         summary.spans += len(records)
         emit(records)
         summary.files += 1
         skips.update()
     return summary
+
+
+def _judge(decoder: JsonLinesDecoder, stream: str, summary: ReplaySummary) -> None:
+    """Say in one line when a whole file gave no event: not a log, or an empty one."""
+    why = decoder.without_events()
+    if why is not None:
+        logger.error("%s: not a Copilot session log: %s", stream, why)
+        summary.not_logs.append(stream)
+    elif not decoder.lines_read:
+        logger.info("%s: empty", stream)
+        summary.empty.append(stream)
 
 
 def _counted(events: list[Event], assembler: Assembler) -> list[Event]:
