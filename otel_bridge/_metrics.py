@@ -109,7 +109,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("otel_bridge.event.lag", Instrument.HISTOGRAM, "s",
                "From an event's timestamp to its processing, for events read live"),
     MetricSpec("otel_bridge.spans.exported", Instrument.COUNTER, "{span}",
-               "Spans delivered by the trace exporters"),
+               "Spans delivered to every trace destination"),
     MetricSpec("otel_bridge.spans.dropped", Instrument.COUNTER, "{span}",
                "Spans dropped because an exporter's queue was full"),
     MetricSpec("otel_bridge.export.failures", Instrument.COUNTER, "{failure}",

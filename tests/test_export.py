@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import io
+import logging
+import threading
 
 import pytest
-from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind as SdkSpanKind
 from opentelemetry.trace.status import StatusCode as SdkStatusCode
 
 from otel_bridge import ConfigError
-from otel_bridge.export import SpanSink, build_resource, build_span_exporters
+from otel_bridge.export import (
+    MetricsOptions,
+    SpanSink,
+    build_metrics,
+    build_resource,
+    build_span_exporters,
+)
+from otel_bridge.export._common import otlp_endpoint
+from otel_bridge.export._otel import unreachable_collector
 from otel_bridge.export._queue import RetryPolicy
 from tests.builder import Log
 from tests.spantree import assemble
@@ -65,15 +75,33 @@ def test_service_name_from_environment_wins(monkeypatch) -> None:
     assert build_resource(os.environ).attributes["service.name"] == "my-agents"
 
 
-@pytest.mark.parametrize(("env", "kinds"), [
-    ({}, ["ConsoleSpanExporter"]),
-    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, ["OTLPSpanExporter"]),
-    ({"OTEL_TRACES_EXPORTER": "otlp,console"}, ["OTLPSpanExporter", "ConsoleSpanExporter"]),
-    ({"OTEL_TRACES_EXPORTER": "none"}, []),
+ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}
+
+
+@pytest.mark.parametrize(("env", "traces_file", "kinds"), [
+    ({}, False, ["ConsoleSpanExporter"]),
+    (ENDPOINT, False, ["OTLPSpanExporter"]),
+    ({"OTEL_TRACES_EXPORTER": "otlp,console"}, False, ["OTLPSpanExporter",
+                                                       "ConsoleSpanExporter"]),
+    ({"OTEL_TRACES_EXPORTER": "none"}, False, []),
+    # --traces-file is one more destination, never instead of the others
+    ({}, True, ["_OwnedStreamExporter"]),
+    (ENDPOINT, True, ["OTLPSpanExporter", "_OwnedStreamExporter"]),
+    ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:1/v1/traces"}, True,
+     ["OTLPSpanExporter", "_OwnedStreamExporter"]),
+    ({**ENDPOINT, "OTEL_TRACES_EXPORTER": "otlp"}, True, ["OTLPSpanExporter",
+                                                          "_OwnedStreamExporter"]),
+    ({"OTEL_TRACES_EXPORTER": "console"}, True, ["ConsoleSpanExporter",
+                                                 "_OwnedStreamExporter"]),
+    ({"OTEL_TRACES_EXPORTER": "none"}, True, ["_OwnedStreamExporter"]),
+    ({**ENDPOINT, "OTEL_SDK_DISABLED": "true"}, True, []),  # the specification's kill switch
+    ({**ENDPOINT, "OTEL_SDK_DISABLED": "false"}, False, ["OTLPSpanExporter"]),
 ])
-def test_exporter_choice(env, kinds) -> None:
-    exporters = build_span_exporters(env)
+def test_exporter_choice(env, traces_file, kinds, tmp_path) -> None:
+    out = tmp_path / "t.jsonl"
+    exporters = build_span_exporters(env, traces_file=out if traces_file else None)
     assert [type(e).__name__ for e in exporters] == kinds
+    assert out.exists() == ("_OwnedStreamExporter" in kinds)
     for exporter in exporters:
         exporter.shutdown()
 
@@ -88,12 +116,6 @@ def test_protocol_choice_picks_the_grpc_or_http_exporter() -> None:
     with pytest.raises(ConfigError, match="grpc or http/protobuf"):
         build_span_exporters({"OTEL_TRACES_EXPORTER": "otlp",
                               "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
-
-
-def test_traces_file_alone_means_only_the_file(tmp_path) -> None:
-    exporters = build_span_exporters({}, traces_file=tmp_path / "t.jsonl")
-    assert len(exporters) == 1 and not isinstance(exporters[0], ConsoleSpanExporter)
-    exporters[0].shutdown()
 
 
 def test_unwritable_traces_file_is_a_config_error(tmp_path) -> None:
@@ -180,3 +202,196 @@ def test_replay_mode_waits_for_room_instead_of_dropping() -> None:
     assert sink.stats.dropped == 0
     assert len(exporter.get_finished_spans()) == len(records)
     sink.shutdown()
+
+
+# --- counted per span, whatever the number of destinations -----------------------------------
+
+
+def test_two_destinations_get_every_span_and_each_span_counts_once() -> None:
+    records, _, _ = spans_through_sink()
+    first, second = InMemorySpanExporter(), _DownThenUp(failures=2)
+    sink = SpanSink([first, second], build_resource({}), retry=FAST, max_batch=4)
+    sink.export(records)
+    assert sink.flush(timeout=5)
+    assert len(first.get_finished_spans()) == len(second.get_finished_spans()) == len(records)
+    assert sink.stats.exported == len(records)  # not twice as many
+    assert sorted(sink.stats.by_exporter.values()) == [len(records), len(records)]
+    assert sink.shutdown() == 0
+
+
+def test_a_span_one_destination_did_not_get_is_not_exported() -> None:
+    records, _, _ = spans_through_sink()
+    good = InMemorySpanExporter()
+    sink = SpanSink([good, _Failing()], build_resource({}), retry=FAST)
+    sink.export(records)
+    assert sink.flush(timeout=0.3) is False
+    assert len(good.get_finished_spans()) == len(records)
+    assert sink.stats.exported == 0  # delivered to every destination: none
+    assert sink.stats.by_exporter == {"InMemorySpanExporter": len(records), "_Failing": 0}
+    assert sink.shutdown(timeout=0.1) == len(records)  # each span once, not once per exporter
+    assert sink.watermark == 0
+
+
+def test_a_span_dropped_by_two_full_queues_counts_once(caplog) -> None:
+    records, _, _ = spans_through_sink()
+    down = [_DownThenUp(failures=1000), _DownThenUp(failures=1000)]
+    sink = SpanSink(down, build_resource({}), retry=FAST, queue_spans=2, max_batch=1)
+    for record in records:
+        sink.export([record])
+    per_queue = sum(int(r.getMessage().split("queue full, ")[1].split()[0])
+                    for r in caplog.records if "queue full" in r.getMessage())
+    dropped = sink.stats.dropped
+    assert 0 < dropped < per_queue  # the spans both queues dropped are counted once
+    assert dropped + sink.shutdown(timeout=0.1) == len(records)  # each span is one or other
+
+
+class _Stuck(InMemorySpanExporter):
+    """An exporter whose export call does not return until it is shut down (as the SDK's
+    exporters do in their own retry loop against a collector that does not answer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.released = threading.Event()
+        self.entered = threading.Event()
+
+    def export(self, spans):
+        self.entered.set()
+        self.released.wait(120)
+        return SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        self.released.set()
+        super().shutdown()
+
+
+def test_shutdown_gives_up_at_once_when_told_to_abort() -> None:
+    records, _, _ = spans_through_sink()
+    stuck = _Stuck()
+    sink = SpanSink([stuck], build_resource({}), retry=FAST)
+    sink.export(records)
+    assert stuck.entered.wait(5)
+    left = sink.shutdown(timeout=120, abort=lambda: True)
+    assert left == len(records)
+    assert stuck.released.is_set()  # the call in progress was cut short
+    assert sink.watermark == 0  # a checkpoint stays before them
+
+
+def test_shutdown_cuts_a_call_still_running_at_the_deadline_short() -> None:
+    records, _, _ = spans_through_sink()
+    stuck = _Stuck()
+    sink = SpanSink([stuck], build_resource({}), retry=FAST)
+    sink.export(records)
+    assert stuck.entered.wait(5)
+    assert sink.shutdown(timeout=0.2) == len(records)
+    assert stuck.released.is_set()
+
+
+# --- OTLP endpoints --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("env", "signal", "want"), [
+    ({}, "traces", ("localhost", 4318, "http://localhost:4318/v1/traces", None)),
+    ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "traces",
+     ("localhost", 4317, "http://localhost:4317", None)),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example/"}, "metrics",
+     ("collector.example", 443, "https://collector.example/v1/metrics",
+      "OTEL_EXPORTER_OTLP_ENDPOINT")),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":
+      "http://b:2/custom"}, "traces",
+     ("b", 2, "http://b:2/custom", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
+    ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
+     "traces", ("collector", 4317, "collector:4317", "OTEL_EXPORTER_OTLP_ENDPOINT")),
+    ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "[::1]:4317"},
+     "traces", ("::1", 4317, "[::1]:4317", "OTEL_EXPORTER_OTLP_ENDPOINT")),
+])
+def test_endpoints_the_exporters_accept(env, signal, want) -> None:
+    endpoint = otlp_endpoint(env, signal)
+    assert (endpoint.host, endpoint.port, endpoint.target, endpoint.variable) == want
+
+
+@pytest.mark.parametrize("value", ["not-a-url", "localhost:4318", "http://", "http://h:x",
+                                   "file:///tmp/x", "http//collector:4318"])
+def test_endpoints_that_are_not_urls_are_refused(value) -> None:
+    with pytest.raises(ConfigError, match=r"OTEL_EXPORTER_OTLP_ENDPOINT=.*expected an http://"):
+        build_span_exporters({"OTEL_EXPORTER_OTLP_ENDPOINT": value})
+
+
+# --- the SDK's chatter stays off the terminal ------------------------------------------------
+
+
+def test_a_refused_connection_is_one_warning_with_the_reason_and_no_sdk_lines(
+        monkeypatch, caplog) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")  # the SDK exporter reads os.environ
+    records, _, _ = spans_through_sink()
+    exporters = build_span_exporters({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"})
+    sink = SpanSink(exporters, build_resource({}), retry=FAST)
+    with caplog.at_level(logging.INFO):
+        sink.export(records)
+        assert sink.flush(timeout=3) is False
+        assert sink.shutdown(timeout=0.1) == len(records)
+    ours = [r for r in caplog.records if r.name.startswith("otel_bridge")]
+    failed = [r.getMessage() for r in ours if "export failed" in r.getMessage()]
+    assert failed == [f"otlp http://127.0.0.1:{port} (http/protobuf): export failed (Connection "
+                      f"refused); {len(records)} spans queued, retrying with back-off "
+                      f"(`otel-bridge doctor` checks the set-up)"]
+    assert sink.stats.failed >= len(records)  # attempts were made, and counted
+    assert not [r for r in caplog.records if not r.name.startswith("otel_bridge")]
+    # the same logger, on a thread that is not one of the bridge's exports, is left alone
+    logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter").warning("app's")
+    assert "app's" in caplog.text
+
+
+def test_failed_metric_exports_are_counted_not_printed(monkeypatch, tmp_path, caplog) -> None:
+    import json
+    import os
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "otlp")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+    out = tmp_path / "metrics.jsonl"
+    pipeline = build_metrics(os.environ, build_resource({}), MetricsOptions(
+        metrics_file=out, export_interval_millis=3_600_000))
+    with caplog.at_level(logging.INFO):
+        pipeline.provider.force_flush()  # the OTLP export fails, and is counted...
+        pipeline.provider.force_flush()
+        pipeline.shutdown(timeout=1)
+    counted = 0
+    for line in out.read_text().splitlines():  # ...as the file says
+        for resource in json.loads(line)["resourceMetrics"]:
+            for scope in resource["scopeMetrics"]:
+                for metric in scope["metrics"]:
+                    if metric["name"] == "otel_bridge.export.failures":
+                        for point in metric["sum"]["dataPoints"]:
+                            labels = {a["key"]: a["value"]["stringValue"]
+                                      for a in point["attributes"]}
+                            assert labels == {"otel_bridge.exporter": "OTLPMetricExporter"}
+                            counted = max(counted, int(point["asInt"]))
+    assert counted >= 1
+    warnings = [r.getMessage() for r in caplog.records if "metrics export failed" in
+                r.getMessage()]
+    assert len(warnings) == 1 and "Connection refused" in warnings[0]
+    assert not [r for r in caplog.records if not r.name.startswith("otel_bridge")]
+
+
+def test_an_unreachable_collector_is_said_in_one_line_before_anything_is_sent() -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}
+    line = unreachable_collector(env)
+    assert line == (f"OTLP endpoint http://127.0.0.1:{port} (http/protobuf) refused the "
+                    f"connection: is the collector running? `otel-bridge doctor` checks the "
+                    f"set-up")
+    assert unreachable_collector({**env, "OTEL_TRACES_EXPORTER": "console"}) is None
+    assert unreachable_collector({**env, "OTEL_SDK_DISABLED": "true"}) is None

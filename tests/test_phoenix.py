@@ -94,8 +94,7 @@ def test_phoenix_shows_the_tree_the_bridge_built(phoenix: PhoenixServer, tmp_pat
     traces_file = tmp_path / "bridge.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
     env.update({
-        # --traces-file alone would mean "only the file": ask for OTLP as well
-        "OTEL_TRACES_EXPORTER": "otlp",
+        # no OTEL_TRACES_EXPORTER: an endpoint means OTLP, and the file is one more destination
         "OTEL_EXPORTER_OTLP_ENDPOINT": phoenix.url,
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={PROJECT}",

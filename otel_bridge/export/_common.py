@@ -1,16 +1,52 @@
-"""What the trace and metric sinks share: OTLP protocol choice and output files."""
+"""What the trace and metric sinks share: OTLP protocol and endpoint, output files, the SDK's
+kill switch, and keeping the SDK exporters' retry chatter off the user's terminal."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import enum
+import functools
+import logging
+import re
+import socket
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+from urllib.parse import urlsplit
 
 from .._exceptions import ConfigError
 
-__all__ = ["OTLP_PROTOCOLS", "open_output", "otlp_protocol"]
+__all__ = [
+    "DEFAULT_ENDPOINTS",
+    "OTLP_PROTOCOLS",
+    "OtlpEndpoint",
+    "capture_exporter_logs",
+    "describe_exception",
+    "failure_reason",
+    "http_session",
+    "open_output",
+    "otlp_endpoint",
+    "otlp_protocol",
+    "quiet_exporter_logs",
+    "reachability",
+    "sdk_disabled",
+]
 
 OTLP_PROTOCOLS = ("grpc", "http/protobuf")
+
+#: Where the SDK exporters send when no endpoint variable is set (the specification's defaults).
+DEFAULT_ENDPOINTS = {"grpc": "http://localhost:4317", "http/protobuf": "http://localhost:4318"}
+
+#: host:port, which the gRPC exporter takes as a channel target as it is (TLS unless
+#: OTEL_EXPORTER_OTLP_INSECURE=true); an IPv6 host in brackets.
+_HOST_PORT = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(?P<port>[0-9]{1,5})$")
+
+
+def sdk_disabled(environ: Mapping[str, str]) -> bool:
+    """OTEL_SDK_DISABLED=true: the specification's switch that turns every signal off."""
+    return environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
 
 
 def otlp_protocol(environ: Mapping[str, str], signal: str) -> str:
@@ -28,6 +64,93 @@ def otlp_protocol(environ: Mapping[str, str], signal: str) -> str:
     return protocol
 
 
+@dataclass(frozen=True, slots=True)
+class OtlpEndpoint:
+    """Where one signal's OTLP exporter sends, checked at start.
+
+    Attributes:
+        url: the value as configured (or the default), for messages.
+        variable: the variable it came from; None when none is set (the default).
+        protocol: grpc or http/protobuf.
+        host, port: what a TCP connection goes to.
+        target: what the SDK exporter is given: for http/protobuf the full URL of the signal
+            (the general variable plus /v1/<signal>, the signal's own variable as it is), for
+            grpc the value as it is (the exporter keeps only host:port of a URL).
+    """
+
+    url: str
+    variable: str | None
+    protocol: str
+    host: str
+    port: int
+    target: str
+
+    def describe(self) -> str:
+        """'http://host:4318 (http/protobuf)': what a person recognises from their set-up."""
+        return f"{self.url} ({self.protocol})"
+
+
+def otlp_endpoint(environ: Mapping[str, str], signal: str) -> OtlpEndpoint:
+    """The endpoint of one signal (traces, metrics), validated, so that a typo is a clear
+    error at start rather than an exporter retrying an unusable address for minutes.
+
+    Raises:
+        ConfigError: not an http(s) URL with a host (for grpc, nor host:port), or a bad protocol;
+            the message names the variable and what is expected.
+    """
+    protocol = otlp_protocol(environ, signal)
+    specific = f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"
+    variable: str | None = None
+    for name in (specific, "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        if environ.get(name, "").strip():
+            variable = name
+            break
+    url = environ[variable].strip() if variable else DEFAULT_ENDPOINTS[protocol]
+    example = DEFAULT_ENDPOINTS[protocol]
+    expected = (f"an http:// or https:// URL with a host, e.g. {example}"
+                + (", or host:port" if protocol == "grpc" else ""))
+    if protocol == "grpc" and (match := _HOST_PORT.match(url)):
+        number = int(match["port"])
+        if not 0 < number < 65536:
+            raise ConfigError(f"{variable}={url!r}: port {number} is out of range")
+        return OtlpEndpoint(url, variable, protocol, match["host"].strip("[]"), number, url)
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:  # a port that is not a number or out of range
+        raise ConfigError(f"{variable}={url!r} is not a usable OTLP endpoint ({exc}): expected "
+                          f"{expected}") from exc
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        raise ConfigError(f"{variable}={url!r} is not a usable OTLP endpoint: expected "
+                          f"{expected}")
+    if port is None:  # what the exporters' transports then use
+        port = 443 if parts.scheme.lower() == "https" or protocol == "grpc" else 80
+    target = url
+    if protocol == "http/protobuf" and variable != specific:
+        target = f"{url.removesuffix('/')}/v1/{signal}"
+    return OtlpEndpoint(url, variable, protocol, host, port, target)
+
+
+def reachability(endpoint: OtlpEndpoint, timeout: float = 2.0) -> str | None:
+    """Open one TCP connection to the endpoint: None when it was accepted, else what went
+    wrong, as words that follow the endpoint ("refused the connection", ...).
+
+    Only TCP: it says whether something listens, not whether it speaks OTLP (an export says
+    that), which is what goes wrong in practice (a collector not started, a wrong port).
+    """
+    try:
+        with socket.create_connection((endpoint.host, endpoint.port), timeout=timeout):
+            return None
+    except ConnectionRefusedError:
+        return "refused the connection"
+    except socket.gaierror as exc:
+        return f"is not reachable: cannot resolve {endpoint.host!r} ({exc.strerror or exc})"
+    except TimeoutError:
+        return f"did not accept a connection within {timeout:g} s"
+    except OSError as exc:
+        return f"is not reachable ({exc.strerror or exc})"
+
+
 def open_output(path: Path, mode: str, what: str) -> IO[str]:
     """Open a JSON Lines output file ("w" to start afresh, "a" to append).
 
@@ -39,3 +162,165 @@ def open_output(path: Path, mode: str, what: str) -> IO[str]:
         return path.open(mode, encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot write {what} to {path}: {exc.strerror or exc}") from exc
+
+
+# --- the SDK exporters' own logging ----------------------------------------------------------
+#
+# The SDK's OTLP exporters retry inside each export call and log every attempt (and urllib3
+# may add its own lines): a collector that is down for a minute fills the terminal. The
+# bridge's queue already retries, logs one warning when an exporter starts failing (with the
+# reason, taken from these records) and one line when it recovers, and counts failures in
+# otel_bridge.export.failures. So while one of the bridge's own exports runs, on that thread,
+# the SDK's records are kept for the reason and not shown, unless the bridge logs at DEBUG.
+# Records from any other thread (an application's own exporters, next to LiveBridge) pass.
+
+_SDK_LOGGERS = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+    "opentelemetry.exporter.otlp.proto.http._common",
+    "opentelemetry.exporter.otlp.common.http",
+    "opentelemetry.exporter.otlp.proto.grpc.exporter",
+    "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.grpc.metric_exporter",
+    "urllib3.connectionpool",
+    "urllib3.connection",
+    "urllib3.util.retry",
+)
+_SDK_PREFIXES = ("opentelemetry.exporter.", "urllib3")
+_MAX_KEPT = 20  # records kept per export call: the first ones say what went wrong
+_local = threading.local()
+_install_lock = threading.Lock()
+_bridge_logger = logging.getLogger("otel_bridge")
+
+
+class _ExportChatter(logging.Filter):
+    """Keeps SDK records emitted during the bridge's exports, and hides them below DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kept: list[logging.LogRecord] | None = getattr(_local, "records", None)
+        if kept is None:
+            return True
+        if len(kept) < _MAX_KEPT:
+            kept.append(record)
+        return _bridge_logger.isEnabledFor(logging.DEBUG)
+
+
+_CHATTER = _ExportChatter()
+
+
+def quiet_exporter_logs() -> None:
+    """Put the filter on the SDK exporters' and urllib3's loggers (a logger's filter sees only
+    what that very logger emits, hence one per logger). Idempotent; call once the exporter
+    modules are imported, so that their loggers exist."""
+    with _install_lock:
+        names = set(_SDK_LOGGERS)
+        names.update(name for name, item in list(logging.Logger.manager.loggerDict.items())
+                     if name.startswith(_SDK_PREFIXES) and isinstance(item, logging.Logger))
+        for name in names:
+            target = logging.getLogger(name)
+            if _CHATTER not in target.filters:
+                target.addFilter(_CHATTER)
+
+
+@contextlib.contextmanager
+def capture_exporter_logs() -> Iterator[list[logging.LogRecord]]:
+    """Within the block, on this thread, the SDK's log records are collected (and hidden
+    below DEBUG); the list holds them for `failure_reason`."""
+    previous = getattr(_local, "records", None)
+    records: list[logging.LogRecord] = []
+    _local.records = records
+    try:
+        yield records
+    finally:
+        _local.records = previous
+
+
+def http_session(environ: Mapping[str, str], signal: str) -> Any:
+    """A requests session for an OTLP/HTTP exporter that notes among the export's records
+    what each request came to (a refused response's status, a connection error), since the
+    SDK's last message after its retries ("due to timeout, max retries or shutdown") no longer
+    says.
+
+    None (the exporter makes its own) when a credential provider is configured: that one
+    makes the session.
+    """
+    if (environ.get("OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER")
+            or environ.get(f"OTEL_PYTHON_EXPORTER_OTLP_HTTP_{signal.upper()}_CREDENTIAL_PROVIDER")):
+        return None
+    return _noting_session_class()()
+
+
+@functools.cache
+def _noting_session_class() -> type:
+    import requests
+
+    class NotingSession(requests.Session):
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                response = super().request(*args, **kwargs)
+            except Exception as exc:
+                _note("request failed: %s", (exc,))
+                raise
+            if response.status_code >= 300:
+                _note("collector answered %d %s", (response.status_code, response.reason or ""))
+            return response
+
+    return NotingSession
+
+
+def _note(message: str, args: tuple[Any, ...]) -> None:
+    """Add a record to the current export's, if one is being captured on this thread."""
+    kept: list[logging.LogRecord] | None = getattr(_local, "records", None)
+    if kept is not None and len(kept) < _MAX_KEPT:
+        kept.append(logging.LogRecord("otel_bridge.export", logging.WARNING, __file__, 0,
+                                      message, args, None))
+
+
+def failure_reason(records: Sequence[logging.LogRecord]) -> str:
+    """One short phrase for why an export failed, from the SDK's records of that call.
+
+    The SDK's messages are worded for its own retry loop ("retrying in 1.02s"), which the
+    bridge's user does not see, so the cause is taken from their arguments where it can be: the
+    root cause of an exception ("Connection refused"), a gRPC status and its details, an HTTP
+    status; else the first warning or error is quoted.
+    """
+    for record in records:
+        args = record.args if isinstance(record.args, tuple) else ()
+        for arg in args:
+            if isinstance(arg, BaseException):
+                return describe_exception(arg)
+        texts = [arg for arg in args if isinstance(arg, str)]
+        for arg in args:
+            if isinstance(arg, enum.Enum):  # grpc.StatusCode, followed by its details
+                return _clip(f"{arg.name}: {texts[-1]}" if texts else arg.name)
+            if isinstance(arg, int) and not isinstance(arg, bool) and 100 <= arg < 600:
+                return _clip(f"HTTP {arg} {texts[-1]}" if texts else f"HTTP {arg}")
+        if str(record.msg).startswith("Transient error") and texts:
+            return _clip(texts[0])  # the HTTP exporter's reason phrase ("Service Unavailable")
+    for record in records:
+        if record.levelno >= logging.WARNING:
+            return _clip(record.getMessage())
+    return "the exporter reported a failure"
+
+
+def describe_exception(exc: BaseException) -> str:
+    """The innermost OS error under an exception (what urllib3 and requests wrap three deep:
+    "[Errno 111] Connection refused"), else the exception itself, clipped."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.strerror:
+            return current.strerror
+        nested = [current.__cause__, current.__context__, getattr(current, "reason", None),
+                  *current.args]
+        todo.extend(item for item in nested if isinstance(item, BaseException))
+    return _clip(f"{type(exc).__name__}: {exc}")
+
+
+def _clip(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Iterable, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -22,7 +24,9 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
     ConsoleMetricExporter,
     MetricExporter,
+    MetricExportResult,
     MetricReader,
+    MetricsData,
     PeriodicExportingMetricReader,
 )
 from opentelemetry.sdk.resources import Resource
@@ -33,8 +37,17 @@ from .._metrics import BUCKETS, CATALOGUE, Instrument
 from .._privacy import Scrubber
 from .._records import AttributeValue
 from .._version import __version__
-from ._common import open_output, otlp_protocol
-from ._http import TelemetryServer
+from ._common import (
+    capture_exporter_logs,
+    describe_exception,
+    failure_reason,
+    http_session,
+    open_output,
+    otlp_endpoint,
+    quiet_exporter_logs,
+    sdk_disabled,
+)
+from ._http import TelemetryServer, cannot_serve
 
 __all__ = ["MetricsOptions", "MetricsPipeline", "OtelMetricsRecorder", "build_metrics"]
 
@@ -136,13 +149,30 @@ class MetricsPipeline:
         self._closers = closers
         self._closed = False
 
-    def shutdown(self) -> None:
-        """Export a last time and stop. Idempotent."""
+    def shutdown(self, timeout: float = 30.0, abort: Callable[[], bool] | None = None) -> None:
+        """Export a last time and stop, within `timeout` seconds or until `abort()` says to
+        quit at once (a second Ctrl-C: the last export is then left to the process's end).
+        Idempotent."""
         if self._closed:
             return
         self._closed = True
         if self.provider is not None:
-            self.provider.shutdown()
+            provider = self.provider
+            done = threading.Event()
+
+            def last_export() -> None:
+                try:
+                    provider.shutdown(timeout_millis=max(timeout, 0.0) * 1000)
+                finally:
+                    done.set()
+
+            # On its own thread, so that waiting for it can be given up: the SDK's final
+            # export against a collector that is down retries for its whole timeout.
+            threading.Thread(target=last_export, name="metrics-shutdown", daemon=True).start()
+            deadline = time.monotonic() + max(timeout, 0.0) + 5.0
+            while not done.wait(0.1):
+                if (abort is not None and abort()) or time.monotonic() > deadline:
+                    break
         for close in self._closers:
             close()
 
@@ -151,70 +181,166 @@ def build_metrics(environ: Mapping[str, str], resource: Resource,
                   options: MetricsOptions, scrubber: Scrubber | None = None) -> MetricsPipeline:
     """Set up the metric readers the configuration asks for.
 
+    With OTEL_SDK_DISABLED=true no metric goes anywhere (the caller says so); the Prometheus
+    port, when asked for, still serves /healthz and /readyz, so that probes do not restart a
+    bridge that was deliberately quietened.
+
+    The caller must call `shutdown()` on the pipeline (it makes the last export): no atexit
+    hook does it, since one would retry a collector that is down at the process's very end,
+    after a second Ctrl-C asked to quit at once.
+
     Raises:
-        ConfigError: an unknown exporter, a port that cannot be bound, a file not writable.
+        ConfigError: an unknown exporter, an OTLP endpoint that is not a URL, a port that
+            cannot be bound, a file not writable.
     """
-    raw = environ.get("OTEL_METRICS_EXPORTER", "").strip()
-    if raw:
-        names = [n.strip().lower() for n in raw.split(",") if n.strip()]
-    else:
-        names = list(options.default_exporters)
-        if names and (environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-                      or environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")):
-            names.append("otlp")
+    names = metric_exporter_names(environ, options.default_exporters)
     readers: list[MetricReader] = []
     closers: list[Callable[[], Any]] = []
     server: TelemetryServer | None = None
     interval = options.export_interval_millis
+    disabled = sdk_disabled(environ)
+    if "otlp" in names and not disabled:
+        otlp_endpoint(environ, "metrics")  # a bad one is an error before a port is bound
+    counted: list[_QuietMetricExporter] = []  # they count their failures once there are metrics
     for name in names:
         if name == "none":
             continue
         if name == "prometheus":
             if options.prometheus_port is None:
                 continue
-            reader, server = _prometheus(options.prometheus_host, options.prometheus_port)
-            readers.append(reader)
+            reader, server = _prometheus(options.prometheus_host, options.prometheus_port,
+                                         with_metrics=not disabled)
+            if reader is not None:
+                readers.append(reader)
             closers.append(server.close)
+        elif disabled:
+            continue
         elif name == "otlp":
-            readers.append(PeriodicExportingMetricReader(_otlp_exporter(environ), interval))
+            counted.append(_otlp_exporter(environ))
+            readers.append(PeriodicExportingMetricReader(counted[-1], interval))
         elif name == "console":
             readers.append(PeriodicExportingMetricReader(
                 ConsoleMetricExporter(out=options.console_stream or sys.stdout), interval))
         else:
             raise ConfigError(f"OTEL_METRICS_EXPORTER={name!r} is not supported: use otlp, "
                               "prometheus, console or none (comma-separated)")
-    if options.metrics_file is not None:
+    if options.metrics_file is not None and not disabled:
         exporter, stream = _file_exporter(options.metrics_file, options.file_mode)
         readers.append(PeriodicExportingMetricReader(exporter, interval))
         closers.append(stream.close)  # after the provider's last export
     if not readers:
-        return MetricsPipeline(None, None, closers, None)
-    provider = MeterProvider(resource=resource, metric_readers=readers)
-    return MetricsPipeline(provider, OtelMetricsRecorder(provider, scrubber), closers, server)
+        return MetricsPipeline(None, None, closers, server)
+    # No atexit hook: the command shuts the pipeline down itself, within its export timeout
+    # (the SDK's hook would make a last export at exit, retrying a collector that is down).
+    provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
+    recorder = OtelMetricsRecorder(provider, scrubber)
+    for quiet in counted:
+        quiet.recorder = recorder
+    return MetricsPipeline(provider, recorder, closers, server)
 
 
-def _prometheus(host: str, port: int) -> tuple[MetricReader, TelemetryServer]:
+def metric_exporter_names(environ: Mapping[str, str], defaults: Sequence[str]) -> list[str]:
+    """OTEL_METRICS_EXPORTER, else `defaults` plus otlp when an OTLP endpoint is set (and there
+    are defaults: replay has none, so that old logs do not make metrics of now)."""
+    raw = environ.get("OTEL_METRICS_EXPORTER", "").strip()
+    if raw:
+        return [n.strip().lower() for n in raw.split(",") if n.strip()]
+    names = list(defaults)
+    if names and "otlp" not in names and (
+            environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+            or environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "").strip()):
+        names.append("otlp")
+    return names
+
+
+def _prometheus(host: str, port: int, *, with_metrics: bool = True
+                ) -> tuple[MetricReader | None, TelemetryServer]:
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
 
-    reader = PrometheusMetricReader()
+    reader = PrometheusMetricReader() if with_metrics else None
     try:
         server = TelemetryServer(host, port)
-    except OSError as exc:
-        raise ConfigError(f"cannot serve Prometheus metrics on {host}:{port}: "
-                          f"{exc.strerror or exc}; choose another --prometheus-port, or "
-                          f"--no-prometheus") from exc
-    logger.info("serving http://%s/metrics (and /healthz, /readyz)", server.address)
+    except (OSError, OverflowError) as exc:
+        raise ConfigError(cannot_serve(host, port, exc)) from exc
+    if reader is None:
+        logger.info("serving http://%s/healthz and /readyz (no metrics: OTEL_SDK_DISABLED)",
+                    server.address)
+    else:
+        logger.info("serving http://%s/metrics (and /healthz, /readyz)", server.address)
     return reader, server
 
 
-def _otlp_exporter(environ: Mapping[str, str]) -> MetricExporter:
-    if otlp_protocol(environ, "metrics") == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-        return OTLPMetricExporter()
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-        OTLPMetricExporter as HttpMetricExporter,
-    )
-    return HttpMetricExporter()
+def _otlp_exporter(environ: Mapping[str, str]) -> _QuietMetricExporter:
+    endpoint = otlp_endpoint(environ, "metrics")
+    try:
+        if endpoint.protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                OTLPMetricExporter,
+            )
+            inner: MetricExporter = OTLPMetricExporter(endpoint=endpoint.target)
+        else:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+                OTLPMetricExporter as HttpMetricExporter,
+            )
+            inner = HttpMetricExporter(endpoint=endpoint.target,
+                                       session=http_session(environ, "metrics"))
+    except (ValueError, TypeError, RuntimeError, OSError) as exc:  # e.g. a timeout not a number
+        raise ConfigError(f"cannot set up the OTLP metric exporter ({endpoint.describe()}): "
+                          f"{exc}; check the OTEL_EXPORTER_OTLP_* variables") from exc
+    quiet_exporter_logs()
+    return _QuietMetricExporter(inner, f"otlp {endpoint.describe()}")
+
+
+class _QuietMetricExporter(MetricExporter):
+    """The SDK's OTLP metric exporter, failing the way the span exporters do: its own retry
+    messages kept off the terminal, one warning when it starts failing (with the reason) and
+    one line when it works again, every failed export counted in otel_bridge.export.failures
+    (a metric point that could not be sent is sent cumulatively with the next one)."""
+
+    def __init__(self, inner: MetricExporter, label: str) -> None:
+        super().__init__(preferred_temporality=getattr(inner, "_preferred_temporality", None),
+                         preferred_aggregation=getattr(inner, "_preferred_aggregation", None))
+        self._inner = inner
+        self._label = label
+        self._name = type(inner).__name__
+        self._failing_since: float | None = None
+        self._shut = False  # a failure while being shut down is the shutdown's, not news
+        self.recorder: OtelMetricsRecorder | None = None  # set once the provider exists
+
+    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000,
+               **kwargs: Any) -> MetricExportResult:
+        with capture_exporter_logs() as records:
+            try:
+                result = self._inner.export(metrics_data, timeout_millis=timeout_millis,
+                                            **kwargs)
+                reason = "" if result is MetricExportResult.SUCCESS else failure_reason(
+                    records)
+            except Exception as exc:  # an exporter bug must not stop the metrics
+                result, reason = MetricExportResult.FAILURE, describe_exception(exc)
+        if result is MetricExportResult.SUCCESS:
+            if self._failing_since is not None:
+                logger.info("%s: exporting metrics again after %.0f s of failures",
+                            self._label, time.monotonic() - self._failing_since)
+                self._failing_since = None
+            return result
+        if self.recorder is not None:
+            self.recorder.add("otel_bridge.export.failures", 1,
+                              {"otel_bridge.exporter": self._name}, "")
+        if self._failing_since is None and not self._shut:
+            self._failing_since = time.monotonic()
+            logger.warning("%s: metrics export failed (%s); trying again at the next interval",
+                           self._label, reason)
+        else:
+            logger.debug("%s: metrics export failed again (%s)", self._label, reason)
+        return result
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return self._inner.force_flush(timeout_millis=timeout_millis)
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        self._shut = True
+        with capture_exporter_logs():
+            self._inner.shutdown(timeout_millis=timeout_millis, **kwargs)
 
 
 def _file_exporter(path: Path, mode: str) -> tuple[MetricExporter, IO[str]]:

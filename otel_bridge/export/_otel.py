@@ -6,9 +6,10 @@ spans with the current time and random ids, which is exactly what the bridge mus
 
 Exporters are chosen the standard way (https://opentelemetry.io/docs/specs/otel/configuration/
 sdk-environment-variables/): `OTEL_TRACES_EXPORTER` (otlp, console, none), and for OTLP
-`OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL` (grpc or http/protobuf, the spec's default). Endpoint,
-headers, TLS, compression and timeout are read by the SDK exporters themselves from their
-`OTEL_EXPORTER_OTLP_*` variables; we do not parse them again.
+`OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL` (grpc or http/protobuf, the spec's default). The endpoint
+is checked at start (a typo is a configuration error, not minutes of retries) and handed to the
+exporter; headers, TLS, compression and timeout are read by the SDK exporters themselves from
+their `OTEL_EXPORTER_OTLP_*` variables. `OTEL_SDK_DISABLED=true` turns every exporter off.
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event as SdkEvent
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 from opentelemetry.trace import SpanKind as SdkSpanKind
@@ -39,7 +42,16 @@ from .._privacy import Scrubber
 from .._records import SpanKind, SpanRecord, StatusCode
 from .._sampling import TraceSampler
 from .._version import __version__
-from ._common import open_output, otlp_protocol
+from ._common import (
+    OtlpEndpoint,
+    http_session,
+    open_output,
+    otlp_endpoint,
+    quiet_exporter_logs,
+    reachability,
+    sdk_disabled,
+)
+from ._metrics import metric_exporter_names
 from ._queue import ExportWorker, RetryPolicy
 
 __all__ = [
@@ -50,6 +62,7 @@ __all__ = [
     "build_span_exporters",
     "to_readable_span",
     "trace_exporter_names",
+    "unreachable_collector",
 ]
 
 logger = logging.getLogger(__name__)
@@ -103,18 +116,31 @@ def to_readable_span(record: SpanRecord, resource: Resource) -> ReadableSpan:
 
 
 def trace_exporter_names(environ: Mapping[str, str], traces_file: bool) -> tuple[str, ...]:
-    """The exporters OTEL_TRACES_EXPORTER selects, with the bridge's defaults when unset."""
+    """The exporters OTEL_TRACES_EXPORTER selects, with the bridge's defaults when unset: otlp
+    when an OTLP endpoint is set (--traces-file or not: the file is one more destination, never
+    a replacement), console when neither an endpoint nor a file is given, else none but the
+    file."""
     raw = environ.get("OTEL_TRACES_EXPORTER", "").strip()
     if raw:
         names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())
-    elif traces_file:
-        names = ()  # --traces-file alone means: only the file
-    elif environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get(
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+    elif environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or environ.get(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip():
         names = ("otlp",)
+    elif traces_file:
+        names = ()  # the file is where the spans go
     else:
         names = ("console",)  # nothing configured: show the spans rather than fail to send
     return names
+
+
+#: How each exporter the bridge made is called in log lines and summaries.
+_LABELS: weakref.WeakKeyDictionary[SpanExporter, str] = weakref.WeakKeyDictionary()
+
+
+def exporter_label(exporter: SpanExporter) -> str:
+    """'otlp http://collector:4318/v1/traces (http/protobuf)', 'file traces.jsonl', 'console';
+    the class name of an exporter the bridge did not make."""
+    return _LABELS.get(exporter) or type(exporter).__name__
 
 
 def build_span_exporters(
@@ -123,6 +149,7 @@ def build_span_exporters(
     traces_file: Path | None = None,
     file_mode: str = "w",
     console_stream: IO[str] | None = None,
+    console_format: str | None = None,
 ) -> list[SpanExporter]:
     """The exporters the configuration asks for.
 
@@ -131,36 +158,91 @@ def build_span_exporters(
         traces_file: also write OTLP JSON Lines here (the OpenTelemetry file-exporter format).
         file_mode: "w" to start the file afresh (replay), "a" to append (run).
         console_stream: where the console exporter writes; stdout by default.
+        console_format: how it writes: "summary" (a line per task), "tree" or "json" (one
+            span per line); None: summary on a terminal, json otherwise (see _console.py).
+
+    Returns:
+        none when OTEL_SDK_DISABLED=true (the caller says so once).
 
     Raises:
-        ConfigError: an exporter name or protocol we do not know, or a file we cannot open.
+        ConfigError: an exporter name or protocol we do not know, an OTLP endpoint that is not
+            a URL, or a file we cannot open.
     """
+    if sdk_disabled(environ):
+        return []
     exporters: list[SpanExporter] = []
     for name in trace_exporter_names(environ, traces_file is not None):
         if name == "none":
             continue
         if name == "console":
-            exporters.append(ConsoleSpanExporter(
-                out=console_stream or sys.stdout,
-                formatter=lambda span: span.to_json(indent=None) + "\n"))
+            from ._console import ConsoleSpanExporter
+
+            exporters.append(ConsoleSpanExporter(console_stream or sys.stdout, console_format))
+            _LABELS[exporters[-1]] = "console"
         elif name == "otlp":
-            exporters.append(_otlp_exporter(otlp_protocol(environ, "traces")))
+            endpoint = otlp_endpoint(environ, "traces")
+            exporters.append(_otlp_exporter(endpoint, environ))
+            _LABELS[exporters[-1]] = f"otlp {endpoint.describe()}"
         else:
             raise ConfigError(f"OTEL_TRACES_EXPORTER={name!r} is not supported: "
                               "use otlp, console or none (comma-separated)")
     if traces_file is not None:
         exporters.append(_file_exporter(traces_file, file_mode))
+        _LABELS[exporters[-1]] = f"file {traces_file}"
     return exporters
 
 
-def _otlp_exporter(protocol: str) -> SpanExporter:
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-        return OTLPSpanExporter()
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-        OTLPSpanExporter as HttpSpanExporter,
-    )
-    return HttpSpanExporter()
+def unreachable_collector(environ: Mapping[str, str], *, traces_file: Path | None = None,
+                          metric_defaults: Sequence[str] = (), timeout: float = 2.0
+                          ) -> str | None:
+    """One line about the first OTLP endpoint the configuration sends to that does not accept
+    a TCP connection, naming it and pointing to `otel-bridge doctor`; None when all do (or
+    none is used, or OTEL_SDK_DISABLED=true).
+
+    Why: the SDK exporters retry a refused connection for their whole timeout at every batch,
+    so a replay to a collector that is not running would take a minute to say so.
+
+    Raises:
+        ConfigError: an endpoint that is not a URL, or a protocol the bridge cannot speak.
+    """
+    if sdk_disabled(environ):
+        return None
+    endpoints = []
+    if "otlp" in trace_exporter_names(environ, traces_file is not None):
+        endpoints.append(otlp_endpoint(environ, "traces"))
+    if "otlp" in metric_exporter_names(environ, metric_defaults):
+        endpoints.append(otlp_endpoint(environ, "metrics"))
+    seen: set[tuple[str, int]] = set()
+    for endpoint in endpoints:
+        if (endpoint.host, endpoint.port) in seen:
+            continue
+        seen.add((endpoint.host, endpoint.port))
+        problem = reachability(endpoint, timeout)
+        if problem is not None:
+            return (f"OTLP endpoint {endpoint.describe()} {problem}: is the collector running? "
+                    f"`otel-bridge doctor` checks the set-up")
+    return None
+
+
+def _otlp_exporter(endpoint: OtlpEndpoint, environ: Mapping[str, str]) -> SpanExporter:
+    """The SDK's exporter for the protocol, given the endpoint that was checked (the rest of
+    its settings it reads from the environment). Its own retry messages are kept for the
+    bridge's one warning instead of reaching the terminal (`quiet_exporter_logs`)."""
+    try:
+        if endpoint.protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+            exporter: SpanExporter = OTLPSpanExporter(endpoint=endpoint.target)
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+                OTLPSpanExporter as HttpSpanExporter,
+            )
+            exporter = HttpSpanExporter(endpoint=endpoint.target,
+                                        session=http_session(environ, "traces"))
+    except (ValueError, TypeError, RuntimeError, OSError) as exc:  # e.g. a timeout not a number
+        raise ConfigError(f"cannot set up the OTLP trace exporter ({endpoint.describe()}): "
+                          f"{exc}; check the OTEL_EXPORTER_OTLP_* variables") from exc
+    quiet_exporter_logs()
+    return exporter
 
 
 def _file_exporter(path: Path, mode: str) -> SpanExporter:
@@ -190,11 +272,20 @@ class _OwnedStreamExporter(SpanExporter):
 
 @dataclass
 class ExportStats:
-    """Spans delivered, failed export attempts, and spans dropped (queue overflow)."""
+    """What became of the spans, each span counted once however many destinations it has.
+
+    Attributes:
+        exported: spans delivered to every destination.
+        failed: spans in failed export attempts (retried; a span counts at each attempt).
+        dropped: spans dropped from a full queue (of at least one destination).
+        by_exporter: spans delivered, per destination (its label), for a summary that says
+            which destination fell behind when there are several.
+    """
 
     exported: int = 0
     failed: int = 0
     dropped: int = 0
+    by_exporter: dict[str, int] = field(default_factory=dict)
 
 
 #: Spans each exporter's queue holds while its collector cannot take them (run); about 2 KiB
@@ -210,6 +301,8 @@ class SpanSink:
     when a queue is full, `run` drops its oldest span (counted, logged) and `replay` waits
     (`block_when_full`). `watermark` tells how far delivery has got, for checkpoints.
     `export` may be called from one thread at a time.
+
+    Every destination gets every span; a span counts as exported once all of them have it.
 
     Args:
         exporters: where spans go; none is allowed (a dry run).
@@ -237,13 +330,20 @@ class SpanSink:
         self._lock = threading.Lock()
         self._seq = 0
         self._closed = False
+        self._left = 0
         self.stats = ExportStats()
         self.metrics: MetricsRecorder = metrics or NullRecorder()
+        # sequence number -> destinations that have not got the span yet; a span leaves when
+        # the last one has it (exported) or when a full queue drops it (dropped)
+        self._pending: dict[int, int] = {}
+        labels = _unique([exporter_label(exporter) for exporter in exporters])
         self._workers = [ExportWorker(exporter, capacity=queue_spans, max_batch=max_batch,
                                       block_when_full=block_when_full,
-                                      block_seconds=block_seconds,
-                                      retry=retry or RetryPolicy(), on_result=self._result)
-                         for exporter in exporters]
+                                      block_seconds=block_seconds, label=label,
+                                      retry=retry or RetryPolicy(),
+                                      on_result=partial(self._result, label))
+                         for exporter, label in zip(exporters, labels, strict=True)]
+        self.stats.by_exporter = dict.fromkeys(labels, 0)
 
     @property
     def sequence(self) -> int:
@@ -260,6 +360,11 @@ class SpanSink:
         """Spans waiting in the fullest exporter queue."""
         return max((w.depth for w in self._workers), default=0)
 
+    @property
+    def destinations(self) -> int:
+        """How many exporters the spans go to."""
+        return len(self._workers)
+
     def failing(self) -> tuple[str, float] | None:
         """The exporter that has failed the longest on its current batch, and for how many
         seconds; None when none is failing."""
@@ -268,7 +373,7 @@ class SpanSink:
         for worker in self._workers:
             since = worker.failing_since
             if since is not None and (worst is None or now - since > worst[1]):
-                worst = (worker.name, now - since)
+                worst = (worker.label, now - since)
         return worst
 
     def export(self, records: Iterable[SpanRecord]) -> None:
@@ -280,7 +385,10 @@ class SpanSink:
         for record in self.scrubber.records(records):
             self._seq += 1
             items.append((self._seq, to_readable_span(record, self._resource)))
-        if items:
+        if items and self._workers:
+            with self._lock:
+                for seq, _ in items:
+                    self._pending[seq] = len(self._workers)
             for worker in self._workers:
                 worker.put(items)
 
@@ -289,36 +397,70 @@ class SpanSink:
         deadline = time.monotonic() + timeout
         return all(w.wait_idle(max(deadline - time.monotonic(), 0)) for w in self._workers)
 
-    def shutdown(self, timeout: float = 10.0) -> int:
+    def shutdown(self, timeout: float = 10.0, abort: Callable[[], bool] | None = None) -> int:
         """Deliver what can be within `timeout`, shut the exporters down. Idempotent.
 
+        Args:
+            timeout: seconds to keep trying, for all exporters together.
+            abort: polled while waiting; when it returns True, stop trying at once (a second
+                Ctrl-C). What is not delivered then is counted as such, as on a timeout.
+
         Returns:
-            the spans left undelivered (logged); a checkpoint has not gone past them.
+            the spans not delivered to every destination (each logged per exporter); a
+            checkpoint has not gone past them.
         """
         if self._closed:
-            return 0
+            return self._left
         self._queue(self.sampler.flush())  # traces whose root never came: decided as they are
         self._closed = True
         deadline = time.monotonic() + timeout
-        left = 0
+        for worker in self._workers:  # all deliver at once, not one after the other
+            worker.begin_stop(deadline)
         for worker in self._workers:
-            undelivered = worker.stop(max(deadline - time.monotonic(), 0))
+            undelivered = worker.finish_stop(abort)
             if undelivered:
-                logger.error("%s: %d spans not delivered at shutdown", worker.name,
+                logger.error("%s: %d spans not delivered at shutdown", worker.label,
                              undelivered)
-            left += undelivered
-        return left
+        with self._lock:
+            self._left = len(self._pending)
+        return self._left
 
-    def _result(self, exporter: str, spans: int, ok: bool | None) -> None:
+    def _result(self, label: str, exporter: str, sequence: Sequence[int],
+                ok: bool | None) -> None:
         with self._lock:
             if ok is None:
-                self.stats.dropped += spans
-                logger.warning("%s: queue full, %d spans dropped", exporter, spans)
-                self.metrics.add("otel_bridge.spans.dropped", spans, {}, "")
+                dropped = sum(self._pending.pop(seq, None) is not None for seq in sequence)
+                logger.warning("%s: queue full, %d spans dropped", label, len(sequence))
+                if dropped:
+                    self.stats.dropped += dropped
+                    self.metrics.add("otel_bridge.spans.dropped", dropped, {}, "")
             elif ok:
-                self.stats.exported += spans
-                self.metrics.add("otel_bridge.spans.exported", spans, {}, "")
+                self.stats.by_exporter[label] = self.stats.by_exporter.get(label, 0) + len(
+                    sequence)
+                done = 0
+                for seq in sequence:
+                    left = self._pending.get(seq)
+                    if left is None:  # dropped by another destination's queue
+                        continue
+                    if left <= 1:
+                        del self._pending[seq]
+                        done += 1
+                    else:
+                        self._pending[seq] = left - 1
+                if done:
+                    self.stats.exported += done
+                    self.metrics.add("otel_bridge.spans.exported", done, {}, "")
             else:
-                self.stats.failed += spans
+                self.stats.failed += len(sequence)
                 self.metrics.add("otel_bridge.export.failures", 1,
                                  {"otel_bridge.exporter": exporter}, "")
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """Labels made unique (two console exporters: 'console', 'console #2')."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return out

@@ -9,6 +9,10 @@ runs ahead of what was exported.
 Every span gets a sequence number when queued. A worker delivers its exporter's queue in order;
 its watermark is the highest sequence number delivered (or dropped because the queue
 overflowed). The sink's watermark is the lowest over its workers.
+
+A worker logs one warning when its exporter starts failing (with the reason) and one line when it
+works again; the SDK exporters' own retry messages are kept off the terminal (see
+`_common.capture_exporter_logs`), and every failed attempt is counted by the sink.
 """
 
 from __future__ import annotations
@@ -23,9 +27,18 @@ from dataclasses import dataclass
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from ._common import capture_exporter_logs, describe_exception, failure_reason
+
 __all__ = ["ExportWorker", "RetryPolicy"]
 
 logger = logging.getLogger(__name__)
+
+#: Called with (exporter class name, the sequence numbers of the spans, ok): ok True when
+#: delivered, False for a failed attempt (retried), None when dropped from a full queue.
+ResultCallback = Callable[[str, Sequence[int], bool | None], None]
+
+#: How often a waiting stop() looks at its abort condition.
+_ABORT_POLL_SECONDS = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +49,7 @@ class RetryPolicy:
     max_seconds: float = 30.0
 
     def delay(self, attempt: int) -> float:
-        return min(self.initial_seconds * (2 ** max(attempt - 1, 0)), self.max_seconds)
+        return min(self.initial_seconds * (2.0 ** max(attempt - 1, 0)), self.max_seconds)
 
 
 class ExportWorker:
@@ -50,17 +63,19 @@ class ExportWorker:
             of dropping the oldest queued span (run: a live source cannot wait).
         block_seconds: how long a full queue is waited on before its oldest span is dropped.
         retry: back-off between attempts at a failed batch.
-        on_result: called with (exporter name, spans, ok) after each attempt, from the worker
-            thread; and with ok=None for spans dropped on overflow.
+        on_result: called with (exporter class name, sequence numbers, ok) after each attempt,
+            from the worker thread; and with ok=None for spans dropped on overflow.
+        label: the exporter as a person knows it ("otlp http://collector:4318/v1/traces"), for
+            log lines; its class name by default.
     """
 
     def __init__(self, exporter: SpanExporter, *, capacity: int, max_batch: int,
-                 block_when_full: bool, retry: RetryPolicy,
-                 on_result: Callable[[str, int, bool | None], None],
-                 block_seconds: float = 60.0) -> None:
+                 block_when_full: bool, retry: RetryPolicy, on_result: ResultCallback,
+                 block_seconds: float = 60.0, label: str | None = None) -> None:
         if capacity < 1 or max_batch < 1:
             raise ValueError("capacity and max_batch must be positive")
         self.name = type(exporter).__name__
+        self.label = label or self.name
         self._exporter = exporter
         self._capacity = capacity
         self._max_batch = max_batch
@@ -76,7 +91,10 @@ class ExportWorker:
         self._in_flight_first = 0  # the lowest sequence number among them
         self._last_seq = 0  # the highest sequence number ever queued
         self._abandoned_from: int | None = None  # the first span left undelivered at stop
+        self._shut = False
         self.failing_since: float | None = None  # monotonic time the current batch first failed
+        # A daemon thread: one stuck in an exporter call (a collector that does not answer)
+        # must not keep the process alive once the command is done with it.
         self._thread = threading.Thread(target=self._run, name=f"export-{self.name}",
                                         daemon=True)
         self._thread.start()
@@ -102,7 +120,7 @@ class ExportWorker:
 
     def put(self, items: Sequence[tuple[int, ReadableSpan]]) -> None:
         """Queue spans (sequence numbers ascending). Blocks or drops when full, as configured."""
-        dropped = 0
+        dropped: list[int] = []
         with self._cond:
             for item in items:
                 if len(self._queue) + self._in_flight >= self._capacity and self._block:
@@ -111,11 +129,10 @@ class ExportWorker:
                                         + self._in_flight < self._capacity, self._block_seconds)
                 if len(self._queue) + self._in_flight >= self._capacity:
                     if self._queue:
-                        self._queue.popleft()  # the oldest goes
-                        dropped += 1
+                        dropped.append(self._queue.popleft()[0])  # the oldest goes
                     else:  # everything is in flight: this one cannot wait
                         self._last_seq = max(self._last_seq, item[0])
-                        dropped += 1
+                        dropped.append(item[0])
                         continue
                 self._queue.append(item)
                 self._last_seq = max(self._last_seq, item[0])
@@ -129,13 +146,38 @@ class ExportWorker:
             return self._cond.wait_for(lambda: not self._queue and not self._in_flight,
                                        timeout)
 
-    def stop(self, timeout: float) -> int:
-        """Deliver what it can within `timeout`, then stop. Returns the spans left undelivered."""
+    def begin_stop(self, deadline: float) -> None:
+        """Deliver what is queued until `deadline` (monotonic), then stop; see `finish_stop`."""
         with self._cond:
             self._stopping = True
-            self._deadline = time.monotonic() + timeout
+            self._deadline = deadline
             self._cond.notify_all()
-        self._thread.join(timeout + 5)
+
+    def finish_stop(self, abort: Callable[[], bool] | None = None) -> int:
+        """Wait for the worker to deliver what it can before its deadline, or until `abort()`
+        says to quit at once, then shut the exporter down. Returns the spans left undelivered
+        (the watermark stays before the first of them).
+
+        An exporter call still running then (the SDK exporters retry inside a call for up to
+        their own timeout) is cut short by shutting the exporter down, which ends their
+        back-off waits and closes their connections.
+        """
+        aborted = False
+        while self._thread.is_alive():
+            if abort is not None and abort():
+                aborted = True
+                break
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self._thread.join(min(remaining, _ABORT_POLL_SECONDS))
+        if self._thread.is_alive():
+            with self._cond:
+                self._deadline = float("-inf")  # no further attempt
+                self._cond.notify_all()
+            self._shutdown_exporter()
+            if not aborted:  # let it put its batch back; a quit does not wait
+                self._thread.join(2.0)
         with self._cond:
             left = len(self._queue) + self._in_flight
             if self._in_flight:
@@ -143,52 +185,91 @@ class ExportWorker:
             elif self._queue:
                 self._abandoned_from = self._queue[0][0]
             self._queue.clear()
-        try:
-            self._exporter.shutdown()
-        except Exception:
-            logger.exception("exporter %s failed to shut down", self.name)
+        self._shutdown_exporter()
         return left
+
+    def stop(self, timeout: float, abort: Callable[[], bool] | None = None) -> int:
+        """Deliver what it can within `timeout`, then stop. Returns the spans left undelivered."""
+        self.begin_stop(time.monotonic() + timeout)
+        return self.finish_stop(abort)
+
+    def _shutdown_exporter(self) -> None:
+        with self._cond:
+            if self._shut:
+                return
+            self._shut = True
+        try:
+            with capture_exporter_logs():
+                self._exporter.shutdown()
+        except Exception:
+            logger.exception("exporter %s failed to shut down", self.label)
+
+    def _past_deadline(self) -> bool:
+        """Stopping, and the time to deliver is up. Call with the lock held."""
+        return self._stopping and time.monotonic() >= self._deadline
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._queue or self._stopping)
-                if not self._queue:
+                if not self._queue or self._past_deadline():
                     return
                 batch = [self._queue.popleft()
                          for _ in range(min(self._max_batch, len(self._queue)))]
                 self._in_flight = len(batch)
                 self._in_flight_first = batch[0][0]
-            attempt = 0
-            while True:
-                attempt += 1
-                ok = self._attempt([span for _, span in batch])
-                self._on_result(self.name, len(batch), ok)
-                if ok:
-                    self.failing_since = None
-                    break
-                if self.failing_since is None:
-                    self.failing_since = time.monotonic()
-                delay = self._retry.delay(attempt)
-                with self._cond:
-                    give_up = self._stopping and time.monotonic() + delay > self._deadline
-                    if give_up:
-                        self._queue.extendleft(reversed(batch))  # counted as left by stop()
-                        self._in_flight = 0
-                        self._cond.notify_all()
-                        return
-                    logger.warning("%s: export of %d spans failed (attempt %d); retrying in "
-                                   "%.1fs, %d spans queued", self.name, len(batch), attempt,
-                                   delay, len(self._queue) + len(batch))
-                    self._cond.wait_for(lambda: self._stopping and
-                                        time.monotonic() > self._deadline, delay)
+            if not self._deliver(batch):
+                return
             with self._cond:
                 self._in_flight = 0
                 self._cond.notify_all()
 
-    def _attempt(self, spans: list[ReadableSpan]) -> bool:
-        try:
-            return self._exporter.export(spans) is SpanExportResult.SUCCESS
-        except Exception:  # an exporter bug must not stop the bridge
-            logger.exception("exporter %s raised", self.name)
-            return False
+    def _deliver(self, batch: list[tuple[int, ReadableSpan]]) -> bool:
+        """Try a batch until it goes through (True), or until stopping's deadline: then it is
+        put back at the head of the queue, for stop() to count (False)."""
+        spans = [span for _, span in batch]
+        sequence = [seq for seq, _ in batch]
+        attempt = 0
+        while True:
+            attempt += 1
+            ok, reason = self._attempt(spans)
+            self._on_result(self.name, sequence, ok)
+            if ok:
+                if self.failing_since is not None:
+                    logger.info("%s: exporting again after %.0f s of failures; %d spans queued",
+                                self.label, time.monotonic() - self.failing_since, self.depth)
+                    self.failing_since = None
+                return True
+            delay = self._retry.delay(attempt)
+            # A call that finish_stop cut short is no news; the start of an outage is.
+            if self.failing_since is None and not self._shut:
+                self.failing_since = time.monotonic()
+                logger.warning("%s: export failed (%s); %d spans queued, retrying with back-off "
+                               "(`otel-bridge doctor` checks the set-up)", self.label, reason,
+                               self.depth)
+            else:
+                logger.debug("%s: export of %d spans failed again (attempt %d: %s); retrying in "
+                             "%.1f s", self.label, len(batch), attempt, reason, delay)
+            with self._cond:
+                # Give up when the wait would end past the deadline, or once it has passed
+                # while waiting (finish_stop moves it to now to quit at once).
+                give_up = self._stopping and time.monotonic() + delay > self._deadline
+                if not give_up:
+                    self._cond.wait_for(self._past_deadline, delay)
+                    give_up = self._past_deadline()
+                if give_up:
+                    self._queue.extendleft(reversed(batch))  # counted as left by stop()
+                    self._in_flight = 0
+                    self._cond.notify_all()
+                    return False
+
+    def _attempt(self, spans: list[ReadableSpan]) -> tuple[bool, str]:
+        """One export call: whether it went through, and if not, why (from what the SDK
+        logged meanwhile, which is kept off the terminal)."""
+        with capture_exporter_logs() as records:
+            try:
+                ok = self._exporter.export(spans) is SpanExportResult.SUCCESS
+            except Exception as exc:  # an exporter bug must not stop the bridge
+                logger.debug("exporter %s raised", self.label, exc_info=True)
+                return False, f"the exporter raised {describe_exception(exc)}"
+        return ok, "" if ok else failure_reason(records)

@@ -18,6 +18,7 @@ Usage (github-copilot-sdk, see README "Live sessions"):
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -35,6 +36,7 @@ from .._metrics import MetricsRecorder
 from .._privacy import Scrubber
 from .._sampling import TraceSampler
 from ..export import SpanSink, build_resource, build_span_exporters
+from ..export._common import sdk_disabled
 
 __all__ = ["LiveBridge", "parent_from_traceparent"]
 
@@ -82,7 +84,8 @@ class LiveBridge:
 
     Args:
         span_exporters: where spans go; by default the exporters the OTEL_* environment
-            selects (console when nothing is set), as for `otel-bridge run`.
+            selects (console when nothing is set, none with OTEL_SDK_DISABLED=true), as for
+            `otel-bridge run`.
         metrics: where metric observations go; none by default.
         capture_content: as `--capture-content`; default from
             OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT.
@@ -104,8 +107,12 @@ class LiveBridge:
         env = os.environ if environ is None else environ
         if capture_content is None:
             capture_content = env.get(_CONTENT_ENV, "").strip().lower() == "true"
-        exporters = list(span_exporters) if span_exporters is not None else \
-            build_span_exporters(env)
+        if span_exporters is not None:  # the app's own choice: OTEL_SDK_DISABLED is its call
+            exporters = list(span_exporters)
+        else:
+            exporters = build_span_exporters(env)  # validates the OTLP endpoint: ConfigError
+            if sdk_disabled(env):
+                logger.warning("OTEL_SDK_DISABLED=true: LiveBridge exports no spans")
         self._sink = SpanSink(exporters, resource or build_resource(env), metrics=metrics,
                               scrubber=scrubber, sampler=TraceSampler(sample_ratio))
         self._assembler = Assembler(AssemblerConfig(capture_content=capture_content,
@@ -122,13 +129,24 @@ class LiveBridge:
         return self._assembler
 
     def attach(self, session: Any) -> Callable[[], Any]:
-        """Subscribe to a github-copilot-sdk session; returns its unsubscribe function."""
+        """Subscribe to a github-copilot-sdk session; returns its unsubscribe function.
+
+        Raises:
+            TypeError: `session` has no callable `.on` (the client, or the result of a call,
+                passed by mistake): said here, rather than as an AttributeError from inside.
+        """
+        if not callable(getattr(session, "on", None)):
+            hint = " (await it first: create_session() is a coroutine)" \
+                if inspect.isawaitable(session) else ""
+            raise TypeError("LiveBridge.attach() expects a Copilot SDK session "
+                            "(copilot.CopilotSession, an object with .on(handler)); got "
+                            f"{type(session).__name__}{hint}")
         stream = str(getattr(session, "session_id", None) or f"session-{id(session)}")
 
         def handler(event: Any) -> None:
             self.on_event(event, stream)
 
-        unsubscribe = session.on(handler)
+        unsubscribe: Callable[[], Any] = session.on(handler)
         self._unsubscribe.append(unsubscribe)
         return unsubscribe
 
