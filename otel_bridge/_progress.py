@@ -1,19 +1,67 @@
-"""A small progress bar for long replays, on stderr, only when stderr is a terminal.
+"""The terminal the bridge shares: a progress bar, log records and console output.
 
-No dependency: one line redrawn with a carriage return, at most ten times a second.
+The bar is one line on stderr redrawn with a carriage return; log records (stderr) and console
+spans (stdout, written by an exporter's worker thread) can land on the same screen at any
+moment. Whatever lands on the bar's line would be glued to it and then overwritten by the next
+redraw, so every write goes through `write()`: under one lock, it wipes the bar, writes its
+text, and draws the bar again below. `TerminalHandler` is the logging handler that does so.
+
+No dependency (tqdm and rich can do this too, but the bridge needs only this much).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
+import threading
 import time
-from typing import TextIO
+from typing import IO, TYPE_CHECKING, TextIO
 
-__all__ = ["ProgressBar"]
+__all__ = ["ProgressBar", "TerminalHandler", "write"]
+
+#: Serialises every write to the terminal (bar, logs, console spans) across threads. Re-entrant
+#: so that a write made while drawing cannot deadlock; nothing logs while holding it.
+_LOCK = threading.RLock()
+_active: ProgressBar | None = None  # the bar on the screen, if any
+
+if TYPE_CHECKING:
+    _StreamHandler = logging.StreamHandler[TextIO]
+else:  # not subscriptable at run time before Python 3.11
+    _StreamHandler = logging.StreamHandler
+
+
+def write(stream: IO[str], text: str) -> None:
+    """Write `text` (whole lines) to `stream` without garbling the progress bar.
+
+    When a bar is on the screen and `stream` is a terminal, the bar's line is wiped first and
+    the bar drawn again after `text`, so both stay readable. To a file or a pipe, nothing but
+    `text` is written.
+    """
+    with _LOCK:
+        bar = _active if _active is not None and _active.shown and _isatty(stream) else None
+        if bar is not None:
+            bar.wipe()
+        stream.write(text)
+        stream.flush()
+        if bar is not None:
+            bar.draw()
+
+
+class TerminalHandler(_StreamHandler):
+    """A `logging.StreamHandler` whose records go through `write()`, around the progress bar."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            write(self.stream, self.format(record) + self.terminator)
+        except RecursionError:
+            raise
+        except Exception:  # as StreamHandler: a broken stderr must not stop the bridge
+            self.handleError(record)
 
 
 class ProgressBar:
-    """Shows bytes done of a known total.
+    """Shows bytes done of a known total, on one line it redraws at most ten times a second.
 
     Args:
         total: bytes expected.
@@ -25,35 +73,76 @@ class ProgressBar:
     def __init__(self, total: int, label: str, stream: TextIO | None = None,
                  enabled: bool | None = None) -> None:
         self._stream = stream or sys.stderr
-        self._enabled = self._stream.isatty() if enabled is None else enabled
+        self._enabled = _isatty(self._stream) if enabled is None else enabled
         self._total = max(total, 1)
         self._label = label
         self._done = 0
         self._last_draw = 0.0
+        self._drawn = 0  # characters of the bar now on the line
+        self.shown = False  # the bar is on the screen (and others must write around it)
 
     def advance(self, amount: int) -> None:
         """Count `amount` more bytes done, redrawing now and then."""
+        global _active
         self._done += amount
         now = time.monotonic()
         if self._enabled and (now - self._last_draw >= 0.1 or self._done >= self._total):
             self._last_draw = now
-            self._draw()
+            with _LOCK:
+                _active = self
+                self.draw()
 
     def close(self) -> None:
         """Finish the line so that later output starts on its own line."""
-        if self._enabled:
-            self._draw()
+        global _active
+        if not self._enabled:
+            return
+        with _LOCK:
+            self.draw()
             self._stream.write("\n")
             self._stream.flush()
+            self.shown = False
+            self._drawn = 0
+            if _active is self:
+                _active = None
 
-    def _draw(self) -> None:
+    def wipe(self) -> None:
+        """Blank the bar's line and put the cursor at its start (caller holds the lock)."""
+        if self.shown:
+            # Spaces rather than an ANSI erase: works on any terminal, TERM=dumb included.
+            self._stream.write("\r" + " " * self._drawn + "\r")
+            self._stream.flush()
+            self.shown = False
+
+    def draw(self) -> None:
+        """Draw the bar over its line (caller holds the lock)."""
+        columns = _columns(self._stream)
         fraction = min(self._done / self._total, 1.0)
-        width = 30
+        tail = f" {fraction:6.1%} {_size(self._done)}/{_size(self._total)}"
+        # Never wider than the terminal: a wrapped bar cannot be redrawn with "\r".
+        width = max(min(30, columns - 1 - len(self._label) - len(tail) - 3), 5)
         filled = int(fraction * width)
-        bar = "#" * filled + "-" * (width - filled)
-        self._stream.write(f"\r{self._label} [{bar}] {fraction:6.1%} "
-                           f"{_size(self._done)}/{_size(self._total)}")
+        line = f"{self._label} [{'#' * filled}{'-' * (width - filled)}]{tail}"[:columns - 1]
+        padding = " " * max(self._drawn - len(line), 0)
+        self._stream.write("\r" + line + padding)
         self._stream.flush()
+        self._drawn = len(line)
+        self.shown = True
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def _columns(stream: IO[str]) -> int:
+    """The width of the terminal `stream` is on (80 when that cannot be told)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (AttributeError, OSError, ValueError):
+        return 80
 
 
 def _size(n: float) -> str:

@@ -2,17 +2,25 @@
 
 The numbers come from the same observations the assembler makes for the OpenTelemetry metrics
 (a `MetricsRecorder` that keeps them in memory, per session), so the table and a dashboard can
-never disagree about what a task or a tool failure is.
+never disagree about what a task or a tool failure is. What tells sessions apart for a person
+(when it started, the model, the directory it ran in) is not a metric: `StatsAssembler` notes
+it from the events on their way through.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import shutil
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import IO
 
-from ._records import AttributeValue
+from ._assembler import Assembler, AssemblerConfig
+from ._events import Event, parse_timestamp_ns
+from ._privacy import Scrubber, ScrubberConfig
+from ._records import AttributeValue, SpanRecord
 
-__all__ = ["SessionStats", "StatsCollector", "render_table"]
+__all__ = ["SessionStats", "StatsAssembler", "StatsCollector", "render_table", "table_width"]
 
 OUTCOMES = ("completed", "failed", "error", "aborted", "no_signal")
 _COUNTED = frozenset({"copilot.user_messages", "copilot.turns", "copilot.tasks",
@@ -25,6 +33,9 @@ class SessionStats:
     """What one session did (or all of them, summed)."""
 
     session: str
+    started: str | None = None  # ISO 8601, UTC: the session.start (else the first event)
+    model: str | None = None  # the main agent's model at the end of the log
+    directory: str | None = None  # the working directory, as --paths says to show it
     user_messages: int = 0
     continuations: int = 0
     tasks: int = 0
@@ -57,10 +68,29 @@ class SessionStats:
 
 
 class StatsCollector:
-    """A `MetricsRecorder` that sums, per session, what the table shows."""
+    """A `MetricsRecorder` that sums, per session, what the table shows.
 
-    def __init__(self) -> None:
+    Args:
+        paths: how to show working directories, as `--paths`: "keep" the whole path, its
+            "basename", or a "hash" (the one spans carry with `--paths hash`). Secrets in them
+            are redacted either way.
+    """
+
+    def __init__(self, paths: str = "basename") -> None:
         self.sessions: dict[str, SessionStats] = {}
+        self._scrubber = Scrubber(ScrubberConfig(paths=paths))
+
+    def describe(self, session_id: str, *, started_ns: int | None = None,
+                 model: str | None = None, cwd: str | None = None) -> None:
+        """Note what a session is: its first start and directory stay, the model follows."""
+        stats = self._of(session_id)
+        if started_ns is not None and stats.started is None:
+            moment = datetime.fromtimestamp(started_ns / 1e9, tz=timezone.utc)
+            stats.started = moment.isoformat(timespec="milliseconds")
+        if model:
+            stats.model = model
+        if cwd and stats.directory is None:
+            stats.directory = self._scrubber.text(cwd)
 
     def _of(self, session_id: str) -> SessionStats:
         stats = self.sessions.get(session_id)
@@ -112,35 +142,191 @@ class StatsCollector:
         return total
 
 
-_COLUMNS = ("session", "messages", "turns", "turns/msg", "tools", "tool err", "completed",
-            "failed", "error", "aborted", "no signal", "in tokens", "out tokens")
+class StatsAssembler(Assembler):
+    """An assembler that also tells `collector` when each session started, its model and
+    directory: from `session.start` (`startTime`, `context.cwd`; `session.resume` for logs
+    that lost it) and the main agent's model as the assembler follows it."""
+
+    def __init__(self, collector: StatsCollector, config: AssemblerConfig | None = None) -> None:
+        super().__init__(config, metrics=collector)
+        self._collector = collector
+
+    def feed(self, stream: str, events: Iterable[Event],
+             session_id: str | None = None) -> list[SpanRecord]:
+        events = list(events)
+        records = super().feed(stream, events, session_id)
+        if not events:
+            return records
+        session = self.session(stream)
+        started: int | None = events[0].timestamp_ns  # kept only if nothing better comes first
+        cwd = None
+        for event in events:
+            if event.type in ("session.start", "session.resume"):
+                context = event.data.get("context")
+                if isinstance(context, Mapping) and isinstance(context.get("cwd"), str):
+                    cwd = cwd or context["cwd"]
+            if event.type == "session.start":
+                started = _start_time(event)
+                break
+        self._collector.describe(session.session_id, started_ns=started, model=session.model,
+                                 cwd=cwd)
+        return records
 
 
-def _row(stats: SessionStats) -> list[str]:
+def _start_time(event: Event) -> int:
+    text = event.data.get("startTime")
+    if isinstance(text, str):
+        try:
+            return parse_timestamp_ns(text)
+        except ValueError:
+            pass
+    return event.timestamp_ns
+
+
+def table_width(environ: Mapping[str, str], stream: IO[str]) -> int | None:
+    """How wide the table may be: $COLUMNS, else the terminal's width; None (no limit) when
+    printing to a pipe or file, which gets every column."""
+    columns = environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return shutil.get_terminal_size().columns if tty else None
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    header: str
+    cell: Callable[[SessionStats], str]
+    left: bool = False  # text, aligned left; numbers go right
+    group: str = ""  # a heading over adjacent columns of the same group
+    cut: bool = False  # may be cut ("...") to fit: long model and directory names
+
+
+def _short(stats: SessionStats) -> str:
+    return stats.session if stats.session == "total" else stats.session[:8]
+
+
+def _started(date_only: bool) -> Callable[[SessionStats], str]:
+    def cell(stats: SessionStats) -> str:
+        if stats.started is None:
+            return ""
+        local = datetime.fromisoformat(stats.started).astimezone()  # people read local time
+        return local.strftime("%Y-%m-%d" if date_only else "%Y-%m-%d %H:%M")
+    return cell
+
+
+def _compact(n: int) -> str:
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def _per_message(stats: SessionStats) -> str:
     per_message = stats.turns_per_message
-    return [stats.session, str(stats.user_messages), str(stats.turns),
-            f"{per_message:.2f}" if per_message is not None else "-",
-            str(stats.tool_calls), str(stats.tool_failures),
-            *(str(stats.outcomes.get(o, 0)) for o in OUTCOMES),
-            f"{stats.input_tokens:,}", f"{stats.output_tokens:,}"]
+    return f"{per_message:.2f}" if per_message is not None else "-"
 
 
-def render_table(sessions: Sequence[SessionStats], total: SessionStats) -> str:
-    """A plain-text table: one row per session, then the total.
+def _tasks_ok(stats: SessionStats) -> str:
+    return f"{stats.outcomes.get('completed', 0)}/{stats.tasks}"
+
+
+_SESSION_FULL = _Column("session", lambda s: s.session, left=True)
+_SESSION = _Column("session", _short, left=True)
+_STARTED = _Column("started", _started(False), left=True)
+_DATE = _Column("started", _started(True), left=True)
+_MODEL = _Column("model", lambda s: s.model or "", left=True, cut=True)
+_DIRECTORY = _Column("directory", lambda s: s.directory or "", left=True, cut=True)
+
+
+def _outcome(outcome: str) -> Callable[[SessionStats], str]:
+    return lambda stats: str(stats.outcomes.get(outcome, 0))
+
+
+_OUTCOME_COLUMNS = [_Column(o.replace("_", " "), _outcome(o), group="tasks by outcome")
+                    for o in OUTCOMES]
+_MESSAGES = _Column("messages", lambda s: str(s.user_messages))
+_TURNS = _Column("turns", lambda s: str(s.turns))
+_PER_MESSAGE = _Column("turns/msg", _per_message)
+_TOOLS = _Column("tools", lambda s: str(s.tool_calls))
+_TOOL_ERRORS = _Column("tool err", lambda s: str(s.tool_failures))
+
+#: From the widest to the narrowest; the first that fits is printed (help of `stats` says so).
+_LAYOUTS: list[list[_Column]] = [
+    [_SESSION_FULL, _STARTED, _MODEL, _DIRECTORY, _MESSAGES, _TURNS, _PER_MESSAGE, _TOOLS,
+     _TOOL_ERRORS, *_OUTCOME_COLUMNS, _Column("in tokens", lambda s: f"{s.input_tokens:,}"),
+     _Column("out tokens", lambda s: f"{s.output_tokens:,}")],
+    [_SESSION, _STARTED, _MODEL, _DIRECTORY, _MESSAGES, _TURNS, _PER_MESSAGE, _TOOLS,
+     _TOOL_ERRORS, *_OUTCOME_COLUMNS, _Column("in tok", lambda s: _compact(s.input_tokens)),
+     _Column("out tok", lambda s: _compact(s.output_tokens))],
+    [_SESSION, _STARTED, _MODEL, _DIRECTORY, _MESSAGES, _TURNS, _PER_MESSAGE, _TOOLS,
+     _TOOL_ERRORS, _Column("ok/tasks", _tasks_ok),
+     _Column("tokens in/out", lambda s: f"{_compact(s.input_tokens)}/"
+                                         f"{_compact(s.output_tokens)}")],
+    [_SESSION, _DATE, _MODEL, _Column("dir", _DIRECTORY.cell, left=True, cut=True), _TURNS,
+     _TOOLS, _Column("err", lambda s: str(s.tool_failures)), _Column("ok/tasks", _tasks_ok),
+     _Column("tokens", lambda s: f"{_compact(s.input_tokens)}/{_compact(s.output_tokens)}")],
+]
+_MIN_CUT = 5  # a model or directory name is never cut shorter than this
+
+
+def render_table(sessions: Sequence[SessionStats], total: SessionStats,
+                 width: int | None = None) -> str:
+    """A plain-text table: one row per session, then the total; at most `width` wide.
 
     `turns` counts every turn (sub-agents' too); `turns/msg` is main-agent turns per task, as
-    the `copilot.turns_per_message` metric; `tools`/`failed` are tool calls and those that
-    failed; the five outcome columns are tasks by outcome.
+    the `copilot.turns_per_message` metric; `tools`/`tool err` are tool calls and those that
+    failed; the five outcome columns are tasks by outcome. With no `width`, every column; when
+    narrower, the first of `_LAYOUTS` that fits: the full session id becomes its first 8
+    characters and tokens are shortened (12.3k), then the outcomes become completed/all
+    ("ok/tasks"), then messages and turns per message go and the start shows its date only;
+    then long model and directory names are cut, and at last the lines.
     """
-    rows = [_row(s) for s in sessions] + [_row(total)]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(_COLUMNS)]
-    group = " " * (sum(widths[:6]) + 2 * 6) + "tasks by outcome".center(
-        sum(widths[6:11]) + 2 * 4)
+    for columns in _LAYOUTS:
+        lines = _layout(columns, sessions, total, None)
+        if width is None or max(map(len, lines)) <= width:
+            return "\n".join(lines)
+    return "\n".join(line[:width] for line in _layout(_LAYOUTS[-1], sessions, total, width))
+
+
+def _layout(columns: Sequence[_Column], sessions: Sequence[SessionStats], total: SessionStats,
+            width: int | None) -> list[str]:
+    rows = [[c.cell(s) for c in columns] for s in sessions]
+    last = [c.cell(total) for c in columns]
+    widths = [max(len(c.header), *(len(r[i]) for r in [*rows, last]))
+              for i, c in enumerate(columns)]
+    if width is not None:  # cut the cuttable columns, the widest first, until it fits
+        while sum(widths) + 2 * (len(widths) - 1) > width:
+            cuttable = [i for i, c in enumerate(columns) if c.cut and widths[i] > _MIN_CUT]
+            if not cuttable:
+                break
+            widest = max(cuttable, key=lambda i: widths[i])
+            widths[widest] -= 1
+
+    def fit(text: str, size: int) -> str:
+        return text if len(text) <= size else text[:size - 3] + "..."
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+        return "  ".join(fit(cell, w).ljust(w) if c.left else fit(cell, w).rjust(w)
+                         for cell, w, c in zip(cells, widths, columns, strict=True)).rstrip()
 
+    groups = []
+    for i, column in enumerate(columns):
+        if column.group and (i == 0 or columns[i - 1].group != column.group):
+            span = [j for j, c in enumerate(columns) if c.group == column.group]
+            start = sum(widths[:span[0]]) + 2 * span[0]
+            size = sum(widths[j] for j in span) + 2 * (len(span) - 1)
+            groups.append((start, column.group.center(size)))
+    heading = ""
+    for start, text in groups:
+        heading = heading.ljust(start) + text
     rule = "  ".join("-" * w for w in widths)
-    body = [line(r) for r in rows[:-1]]
-    return "\n".join([group.rstrip(), line(_COLUMNS), rule, *body, rule, line(rows[-1])])
+    out = [line([c.header for c in columns]), rule, *(line(r) for r in rows), rule, line(last)]
+    return [heading.rstrip(), *out] if heading.strip() else out

@@ -13,9 +13,11 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -81,12 +83,13 @@ class _Follower:
         # Where a restart may resume: after the last line past which no interaction was open,
         # with the session's state there (see _checkpoint.py).
         self.safe_offset = offset
-        self.safe_session: dict = {}
+        self.safe_session: dict[str, Any] = {}
         # Safe places whose spans may still be queued for export: (sequence number of the
         # last span emitted before it, offset, session state). See Tailer.save_checkpoints.
-        self.pending: list[tuple[int, int, dict]] = []
+        self.pending: list[tuple[int, int, dict[str, Any]]] = []
         self.fingerprint: tuple[str, int] | None = None
         self.error: str | None = None  # why it could not be read last time (logged once)
+        self.not_a_log_said = False  # "does not look like a Copilot session log" (logged once)
         # Has read to the end once: later events are live. Until then (a log caught up at
         # start, or one copied in whole) events are late by design and their lag not counted.
         self.caught_up = False
@@ -99,6 +102,7 @@ class _Follower:
         self.safe_session = {}
         self.pending = []
         self.fingerprint = None
+        self.not_a_log_said = False
         self.decoder = JsonLinesDecoder(self.stream, max_line_bytes=self._options.max_line_bytes,
                                         stats=self._stats)
 
@@ -181,14 +185,40 @@ class Tailer:
         if self._store is not None:
             self._resume = self._store.load()
         now = self._clock()
+        starts: Counter[str] = Counter()
         for root in self.roots:
             if not root.is_dir():
                 logger.warning("%s does not exist yet; watching for it to appear", root)
             for log in scan_session_state(root):
-                self._follow(log, at_start=True, now=now)
+                starts[self._follow(log, at_start=True, now=now)] += 1
         self._watch()
-        logger.info("following %d session logs under %s", len(self._followers),
-                    ", ".join(map(str, self.roots)))
+        logger.info("%s", self._start_summary(starts))
+
+    def _start_summary(self, starts: Counter[str]) -> str:
+        """One line for the start-up (each log's own is at DEBUG): how many logs, and where
+        each is read from. Logs followed from their end give no span until they grow, so a
+        first run among old sessions would show nothing without a word: say why, and how to
+        read them."""
+        roots = ", ".join(map(str, self.roots))
+        followed = sum(n for start, n in starts.items() if start)  # "": vanished meanwhile
+        text = f"following {followed} session log{'' if followed == 1 else 's'} under {roots}"
+        parts = []
+        if starts["checkpoint"]:
+            parts.append(f"{starts['checkpoint']} resumed from "
+                         f"{_their(starts['checkpoint'])} checkpoint")
+        if starts["beginning"]:
+            recent = "" if self.options.backfill else \
+                f" (modified in the last {_minutes(self.options.catch_up_seconds)})"
+            parts.append(f"{starts['beginning']} read from {_their(starts['beginning'])} "
+                         f"beginning{recent}")
+        if parts:
+            text += ": " + ", ".join(parts)
+        if starts["end"]:
+            one = starts["end"] == 1
+            text += (f"; {starts['end']} older log{' is' if one else 's are'} followed from "
+                     f"{_their(starts['end'])} end; `--backfill` or `otel-bridge replay` "
+                     f"reads {'it' if one else 'them'}")
+        return text
 
     def poll_once(self) -> int:
         """Read what has been appended, pick up new logs, close quiet interactions.
@@ -259,27 +289,35 @@ class Tailer:
                 continue
             self._observers[root] = observer
 
-    def _follow(self, log: LogFile, *, at_start: bool, now: float) -> None:
+    def _follow(self, log: LogFile, *, at_start: bool, now: float) -> str:
+        """Follow a log; returns where from: "beginning", "end", "checkpoint" ("" if gone)."""
         try:
             st = log.path.stat()
         except OSError:
-            return
+            return ""
         offset = 0
+        start = "beginning"
         resume = self._resume.pop(str(log.path), None)
         if resume is not None and resume.matches(log.path):
             offset = resume.offset
+            start = "checkpoint"
             self._assembler.session(str(log.path), log.session_hint).restore(resume.session)
         elif resume is not None:
             logger.info("%s was replaced or truncated since its checkpoint", log.path)
         elif at_start and not self.options.backfill and \
                 now - st.st_mtime > self.options.catch_up_seconds:
             offset = _end_of_last_line(log.path, st.st_size)
-        logger.info("following %s from byte %d", log.path, offset)
+            start = "end"
+        if at_start:  # summed up in one line by start()
+            logger.debug("following %s from byte %d (%s)", log.path, offset, start)
+        else:  # a session that started while we run
+            logger.info("following %s from byte %d", log.path, offset)
         follower = _Follower(log, offset, (st.st_dev, st.st_ino), st.st_mtime, self.options,
                              self.stats)
         if resume is not None and offset:
             follower.safe_session = dict(resume.session)
         self._followers[str(log.path)] = follower
+        return start
 
     def _read(self, follower: _Follower, now: float) -> int:
         path = follower.log.path
@@ -325,9 +363,10 @@ class Tailer:
                 metrics.record("otel_bridge.event.lag", self.last_lag, {}, "")
         if follower.read_pos >= st.st_size:
             follower.caught_up = True
+            self._judge(follower)
         session = self._assembler.session(follower.stream, follower.log.session_hint)
         records = []
-        safe: tuple[int, dict] | None = None
+        safe: tuple[int, dict[str, Any]] | None = None
         for event, end in positions:
             records.extend(session.feed(event))
             if not session.has_open_interaction:
@@ -339,6 +378,16 @@ class Tailer:
             if len(follower.pending) > _MAX_PENDING:  # exports stalled: keep every other one
                 follower.pending = follower.pending[1::2]
         return len(positions)
+
+    @staticmethod
+    def _judge(follower: _Follower) -> None:
+        """Say once, instead of a warning per line, that a log read to its end has given no
+        event. It is still followed: a log could yet become one (its bad lines were counted)."""
+        why = follower.decoder.without_events()
+        if why is not None and not follower.not_a_log_said:
+            logger.warning("%s: does not look like a Copilot session log so far: %s; still "
+                           "following it", follower.log.path, why)
+            follower.not_a_log_said = True
 
     @staticmethod
     def _failed(follower: _Follower, message: str) -> None:
@@ -379,6 +428,15 @@ class Tailer:
                 self._emit(self._assembler.close_stream(follower.stream))
                 follower.pending.append((self._sequence(), follower.decoder.offset,
                                          self._assembler.session(follower.stream).snapshot()))
+
+
+def _their(count: int) -> str:
+    return "its" if count == 1 else "their"
+
+
+def _minutes(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{minutes / 60:g} h" if minutes >= 120 and not minutes % 60 else f"{minutes:g} min"
 
 
 def _end_of_last_line(path: Path, size: int) -> int:

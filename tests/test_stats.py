@@ -1,0 +1,122 @@
+"""`otel-bridge stats`: rows a person can tell apart, in the width of their terminal."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from otel_bridge._stats import StatsAssembler, StatsCollector, render_table
+from otel_bridge.cli import main
+from otel_bridge.sources import find_logs, replay_logs
+
+FIXTURES = Path(__file__).parent / "fixtures"
+LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
+
+
+def stats(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
+    return subprocess.run([sys.executable, "-m", "otel_bridge", "stats", *args], env=env,
+                          capture_output=True, text=True, check=True)
+
+
+def first_event(path: Path) -> dict:
+    return json.loads(path.read_text().splitlines()[0])
+
+
+def collected(paths: str = "basename") -> StatsCollector:
+    collector = StatsCollector(paths=paths)
+    replay_logs(find_logs([FIXTURES]), StatsAssembler(collector), lambda records: None)
+    return collector
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120, 60])
+def test_the_table_fits_columns(columns) -> None:
+    lines = stats(str(FIXTURES), columns=columns).stdout.splitlines()
+    assert len(lines) == len(LOGS) + 4  # header, rule, a row per session, rule, total
+    assert max(map(len, lines)) <= columns
+
+
+def test_at_80_columns_a_row_says_which_session_when_where_and_which_model() -> None:
+    lines = stats(str(FIXTURES), columns=80).stdout.splitlines()
+    for path in LOGS:
+        start = first_event(path)
+        session = start["data"]["sessionId"]
+        row = next(line for line in lines if line.startswith(session[:8]))
+        date = datetime.fromisoformat(start["data"]["startTime"].replace("Z", "+00:00"))
+        assert date.astimezone().strftime("%Y-%m-%d") in row
+        assert start["data"]["selectedModel"] in row
+        assert Path(start["data"]["context"]["cwd"]).name in row
+    assert lines[-1].startswith("total")
+
+
+def test_piped_without_columns_the_table_is_whole() -> None:
+    lines = stats(str(FIXTURES)).stdout.splitlines()
+    assert "tasks by outcome" in lines[0]
+    header = lines[1].split()
+    for column in ("started", "model", "directory", "messages", "turns/msg", "completed",
+                   "aborted", "tokens"):
+        assert column in header
+    sessions = {first_event(p)["data"]["sessionId"] for p in LOGS}
+    assert {line.split()[0] for line in lines[3:-2]} == sessions  # whole ids
+
+
+def test_narrower_tables_keep_the_numbers_they_show_right() -> None:
+    collector = collected()
+    sessions = sorted(collector.sessions.values(), key=lambda s: s.session)
+    total = collector.total()
+    wide = render_table(sessions, total)
+    assert max(map(len, wide.splitlines())) > 150
+    for width in (150, 120, 100, 80, 70, 50):
+        assert max(map(len, render_table(sessions, total, width).splitlines())) <= width
+    narrow = render_table(sessions, total, 80).splitlines()
+    assert narrow[-1].split()[:4] == ["total", str(total.turns), str(total.tool_calls),
+                                      str(total.tool_failures)]
+    assert narrow[-1].split()[4] == f"{total.outcomes['completed']}/{total.tasks}"
+
+
+@pytest.mark.parametrize(("mode", "shown"), [
+    ("keep", lambda cwd: cwd),
+    ("basename", lambda cwd: Path(cwd).name),
+    ("hash", lambda cwd: "path:" + hashlib.sha256(cwd.encode()).hexdigest()[:16]),
+])
+def test_paths_decides_how_the_directory_is_shown(mode, shown, capsys) -> None:
+    assert main(["stats", str(FIXTURES), "--json", "--paths", mode]) == 0
+    report = json.loads(capsys.readouterr().out)
+    by_id = {s["session"]: s for s in report["sessions"]}
+    for path in LOGS:
+        start = first_event(path)["data"]
+        entry = by_id[start["sessionId"]]
+        assert entry["directory"] == shown(start["context"]["cwd"])
+        assert entry["model"] == start["selectedModel"]
+        assert datetime.fromisoformat(entry["started"]) == datetime.fromisoformat(
+            start["startTime"].replace("Z", "+00:00"))
+    assert report["total"]["directory"] is None
+
+
+def test_sessions_are_listed_by_start(capsys) -> None:
+    assert main(["stats", str(FIXTURES), "--json"]) == 0
+    started = [s["started"] for s in json.loads(capsys.readouterr().out)["sessions"]]
+    assert started == sorted(started) and len(started) == len(LOGS)
+
+
+def test_a_log_without_its_start_still_gets_a_date(tmp_path) -> None:
+    source = FIXTURES / "run1_cli_prompt_basic" / "events.jsonl"
+    lines = source.read_text().splitlines(keepends=True)
+    log = tmp_path / "d3ebfa08-de8a-4b43-93da-591db8061cb6" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_text("".join(lines[1:]))  # session.start lost
+    collector = StatsCollector()
+    replay_logs(find_logs([log]), StatsAssembler(collector), lambda records: None)
+    (entry,) = collector.sessions.values()
+    second = json.loads(lines[1])["timestamp"].replace("Z", "+00:00")
+    assert datetime.fromisoformat(entry.started or "") == datetime.fromisoformat(second)
+    assert entry.directory is None and entry.model is None
