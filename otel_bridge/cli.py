@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import re
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -24,13 +25,15 @@ from ._doctor import diagnose
 from ._exceptions import BridgeError, ConfigError
 from ._lines import DEFAULT_MAX_LINE_BYTES, ReadStats
 from ._privacy import Scrubber, ScrubberConfig
-from ._progress import ProgressBar
+from ._progress import ProgressBar, TerminalHandler
 from ._sampling import TraceSampler
-from ._stats import StatsCollector, render_table
+from ._stats import StatsAssembler, StatsCollector, render_table, table_width
 from ._version import __version__
 from .export import MetricsOptions, SpanSink, build_metrics, build_resource, build_span_exporters
+from .export._common import sdk_disabled
+from .export._console import CONSOLE_FORMATS
 from .export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
-from .export._otel import DEFAULT_QUEUE_SPANS
+from .export._otel import DEFAULT_QUEUE_SPANS, unreachable_collector
 from .sources import Tailer, TailOptions, default_session_state, find_logs, replay_logs
 
 __all__ = ["main"]
@@ -48,7 +51,8 @@ Where spans go is set the standard OpenTelemetry way:
   OTEL_EXPORTER_OTLP_PROTOCOL=grpc                    ... or gRPC (e.g. endpoint :4317)
   OTEL_TRACES_EXPORTER=otlp,console                   choose exporters (otlp, console, none)
   OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES         resource of the spans
-With nothing set, spans are printed to the console (one JSON object per line).
+With nothing set, spans are printed to the console: a line per finished task on a terminal,
+one JSON object per span in a pipe (--console-format summary, tree or json to choose).
 """
 
 _EPILOG = """\
@@ -67,16 +71,22 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="otel-bridge", description=_DESCRIPTION, epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    log_level_help = "what the bridge logs about itself, on stderr (default: INFO)"
     parser.add_argument("--log-level", default="INFO",
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-                        help="what the bridge logs about itself, on stderr (default: INFO)")
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"], help=log_level_help)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Also after the command (`run --log-level DEBUG`); SUPPRESS: the one before the command
+    # (or its default) stays unless this one is given.
+    logging_options = argparse.ArgumentParser(add_help=False)
+    logging_options.add_argument("--log-level", default=argparse.SUPPRESS,
+                                 choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                                 help=log_level_help)
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--traces-file", type=Path, metavar="FILE",
                         help="write spans as OTLP JSON Lines (one ExportTraceServiceRequest per "
-                             "line) to FILE; alone, this is the only output unless "
-                             "OTEL_TRACES_EXPORTER says otherwise")
+                             "line) to FILE, beside OTLP when an endpoint is set; with neither "
+                             "endpoint nor OTEL_TRACES_EXPORTER, the only output")
     common.add_argument("--capture-content", action="store_true",
                         help="put the texts (prompts, answers, tool arguments and results, "
                              f"error messages) on spans; also on with {_CONTENT_ENV}=true. Off "
@@ -113,15 +123,22 @@ def _build_parser() -> argparse.ArgumentParser:
     common.add_argument("--max-line-bytes", type=_positive_int, default=DEFAULT_MAX_LINE_BYTES,
                         metavar="N", help="skip (and count) log lines longer than N bytes "
                                           f"(default: {DEFAULT_MAX_LINE_BYTES})")
+    common.add_argument("--console-format", choices=CONSOLE_FORMATS, default=None,
+                        help="how spans going to the console are printed: summary (a line per "
+                             "finished task: outcome, turns, tools, tokens, model, duration), "
+                             "tree (the span tree), json (one span per line, OpenTelemetry's "
+                             "console format). Default: summary on a terminal, json otherwise")
 
     replay = commands.add_parser(
-        "replay", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+        "replay", parents=[common, logging_options],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         help="export the spans of session logs once, then exit",
         description="Read session logs from start to end and export their spans with their "
                     "original timestamps. Spans still open at the end of a log are closed at "
                     "its last event and marked copilot.incomplete=true.\n\nExit status: 0 when "
-                    "every log was read and exported, 1 when a log could not be read or an "
-                    "exporter failed, 2 for a bad path or option.")
+                    "every log was read and exported, 1 when a log could not be read, was not "
+                    "a Copilot session log (no line was an event) or an exporter failed, 2 for "
+                    "a bad path or option.")
     replay.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                         help="an events.jsonl file, a session directory, or a session-state "
                              "directory holding many sessions")
@@ -129,7 +146,8 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="do not draw the progress bar (it is drawn only on a terminal)")
 
     run = commands.add_parser(
-        "run", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+        "run", parents=[common, logging_options],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         help="follow session logs as they grow and export spans continuously",
         description="Watch session-state directories, follow every events.jsonl in them as it "
                     "grows, pick up new sessions as they start, and export each interaction's "
@@ -153,18 +171,18 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--idle-timeout", type=_non_negative_float, default=900.0, metavar="S",
                      help="close an interaction whose log has been quiet for S seconds "
                           "(default: 900; logs never say when an agent stopped for good)")
-    run.add_argument("--poll-interval", type=_positive_float, default=0.5, metavar="S",
+    run.add_argument("--poll-interval", type=_poll_interval, default=0.5, metavar="S",
                      help="longest wait between checks for new lines, in seconds; file "
                           "system notifications usually wake it sooner (default: 0.5)")
     run.add_argument("--prometheus-host", default=DEFAULT_PROMETHEUS_HOST, metavar="ADDR",
                      help="address of the Prometheus /metrics endpoint (default: "
                           f"{DEFAULT_PROMETHEUS_HOST}; 0.0.0.0 exposes it to the network)")
-    run.add_argument("--prometheus-port", type=int, default=DEFAULT_PROMETHEUS_PORT,
+    run.add_argument("--prometheus-port", type=_port, default=DEFAULT_PROMETHEUS_PORT,
                      metavar="PORT", help="port of the Prometheus endpoint (default: "
                                           f"{DEFAULT_PROMETHEUS_PORT}; 0 picks a free one)")
     run.add_argument("--no-prometheus", action="store_true",
                      help="do not serve Prometheus metrics")
-    run.add_argument("--metrics-interval", type=_positive_float, default=60.0, metavar="S",
+    run.add_argument("--metrics-interval", type=_metrics_interval, default=60.0, metavar="S",
                      help="how often OTLP, console and file metrics are exported (default: 60)")
     run.add_argument("--queue-size", type=_positive_int, default=DEFAULT_QUEUE_SPANS,
                      metavar="N", help="spans kept per exporter while its collector is down or "
@@ -181,18 +199,29 @@ def _build_parser() -> argparse.ArgumentParser:
                           "notification was lost (default: 5)")
 
     stats = commands.add_parser(
-        "stats", formatter_class=argparse.RawDescriptionHelpFormatter,
+        "stats", parents=[logging_options], formatter_class=argparse.RawDescriptionHelpFormatter,
         help="print a table of what the sessions in some logs did",
-        description="Read session logs and print, per session and in total: user messages, "
-                    "turns, main-agent turns per message, tool calls and failures, tasks by "
-                    "outcome and tokens. The numbers are the same the metrics export.")
+        description="Read session logs and print, per session and in total: when it started, "
+                    "its model and\ndirectory, user messages, turns, main-agent turns per "
+                    "message, tool calls and failures,\ntasks by outcome and tokens. The numbers "
+                    "are the same the metrics export.\n\nThe table fits the terminal ($COLUMNS "
+                    "or its width; to a pipe or file it is printed whole).\nWhen narrow, the "
+                    "session id is cut to 8 characters and tokens shortened (12.3k); then the\n"
+                    "five outcome columns become one (completed/tasks); then messages and "
+                    "turns per message\nare dropped and the start shows its date only; then "
+                    "long model and directory names are cut.\n--json has everything.")
     stats.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                        help="as for replay")
     stats.add_argument("--json", action="store_true",
                        help="print JSON (one object with sessions and total) instead")
+    stats.add_argument("--paths", dest="path_mode", choices=["keep", "basename", "hash"],
+                       default="basename",
+                       help="the directory a session ran in: the whole path, its last part, or "
+                            "a hash of it as spans carry with --paths hash (default: basename)")
 
     doctor = commands.add_parser(
-        "doctor", help="check what run would watch and whether the exporters are reachable",
+        "doctor", parents=[logging_options],
+        help="check what run would watch and whether the exporters are reachable",
         description="Say which session-state directories run would watch and what is in them, "
                     "which exporters the environment selects, and whether an OTLP endpoint "
                     "accepts connections. Exit status 0 when all is well, 1 otherwise.")
@@ -202,25 +231,61 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be a positive whole number")
+# Argument types. Each raises ArgumentTypeError for every bad input (never ValueError, which
+# argparse reports as "invalid _ratio value", naming the function instead of what was expected):
+# "argument --sample-ratio: 'abc' is not a number between 0 and 1", exit status 2.
+
+#: Longest duration accepted: waits beyond threading.TIMEOUT_MAX (about 9.2e9 s) raise
+#: OverflowError deep inside the exporters and the poll loop.
+_MAX_SECONDS = 1e9
+
+
+def _whole(text: str, low: int, high: int | None, expected: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {expected}")
     return value
+
+
+def _number(text: str, ok: Callable[[float], bool], expected: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not ok(value):  # nan and inf, too, make no duration
+        raise argparse.ArgumentTypeError(f"{text!r} is not {expected}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole(text, 1, None, "a whole number of 1 or more")
+
+
+def _port(text: str) -> int:
+    return _whole(text, 0, 65535, "a port number from 0 to 65535 (0: any free port)")
 
 
 def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than zero")
-    return value
+    return _number(text, lambda v: 0 < v <= _MAX_SECONDS,
+                   f"a number greater than 0 and at most {_MAX_SECONDS:.0f}")
+
+
+def _poll_interval(text: str) -> float:
+    # A stop (SIGTERM, Ctrl-C) is noticed at the end of a wait: an hour's wait would ignore it.
+    return _number(text, lambda v: 0 < v <= 60, "a number greater than 0 and at most 60")
+
+
+def _metrics_interval(text: str) -> float:
+    # The SDK's reader takes whole milliseconds and refuses 0.
+    return _number(text, lambda v: 0.001 <= v <= _MAX_SECONDS,
+                   f"a number from 0.001 to {_MAX_SECONDS:.0f}")
 
 
 def _ratio(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError("must be between 0 and 1")
-    return value
+    return _number(text, lambda v: 0 <= v <= 1, "a number between 0 and 1")
 
 
 def _privacy(args: argparse.Namespace) -> tuple[Scrubber, TraceSampler]:
@@ -237,10 +302,8 @@ def _privacy(args: argparse.Namespace) -> tuple[Scrubber, TraceSampler]:
 
 
 def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must not be negative")
-    return value
+    return _number(text, lambda v: 0 <= v <= _MAX_SECONDS,
+                   f"a number from 0 to {_MAX_SECONDS:.0f}")
 
 
 def _assembler_config(args: argparse.Namespace) -> AssemblerConfig:
@@ -267,12 +330,25 @@ def _summarize_reading(stats: ReadStats) -> str:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     logs = find_logs(args.paths)
+    if sdk_disabled(os.environ):
+        logger.warning("OTEL_SDK_DISABLED=true: nothing is exported, no spans and no metrics "
+                       "(files included); unset it to export")
+    # Before anything is written (--traces-file is truncated): a collector that is not running
+    # is one clear line now, not a minute of retries and then every span failed.
+    unreachable = unreachable_collector(os.environ, traces_file=args.traces_file)
+    if unreachable is not None:
+        logger.error("%s; nothing was replayed%s", unreachable,
+                     " (OTEL_TRACES_EXPORTER=none writes only --traces-file)"
+                     if args.traces_file is not None else "")
+        return 1
     resource = build_resource(os.environ)
     scrubber, sampler = _privacy(args)
-    # Metrics only where asked: their points carry the current time, not the logs' (DESIGN.md).
+    # Metrics only where asked: their points carry the current time, not the logs'
+    # (docs/architecture.md, "Metrics and old logs").
     metrics = build_metrics(os.environ, resource, MetricsOptions(
         metrics_file=args.metrics_file, file_mode="w", prometheus_port=None), scrubber)
-    exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="w")
+    exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="w",
+                                     console_format=args.console_format)
     sink = SpanSink(exporters, resource, metrics=metrics.recorder, block_when_full=True,
                     scrubber=scrubber, sampler=sampler)
     assembler = Assembler(_assembler_config(args), metrics=metrics.recorder)
@@ -282,16 +358,30 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     try:
         summary = replay_logs(logs, assembler, sink.export, on_progress=bar.advance,
                               max_line_bytes=args.max_line_bytes)
+    except KeyboardInterrupt:
+        if sink.queued:
+            logger.warning("interrupted; delivering %d queued spans for up to %g s (Ctrl-C "
+                           "again to quit now)", sink.queued, args.export_timeout)
+        raise
     finally:
         bar.close()
         undelivered = sink.shutdown(timeout=args.export_timeout)
         metrics.shutdown()
-    logger.info("replayed %d logs: %s; %d spans exported in %d traces%s",
-                summary.files, _summarize_reading(summary.read), sink.stats.exported,
-                assembler.stats.interactions, _sampled(sink))
+    verdicts = []  # files that gave no event, each also said in its own line
+    if summary.not_logs:
+        verdicts.append(f"{len(summary.not_logs)} failed: not a Copilot session log")
+    if summary.empty:
+        verdicts.append(f"{len(summary.empty)} empty")
+    logger.info("replayed %d log%s%s: %s; %d spans exported in %d traces%s",
+                summary.files, "" if summary.files == 1 else "s",
+                f" ({', '.join(verdicts)})" if verdicts else "",
+                _summarize_reading(summary.read), sink.stats.exported,
+                assembler.stats.interactions, _sampled(sink) + _destinations(sink))
     if summary.failed:
         logger.error("%d logs could not be read: %s", len(summary.failed),
                      "; ".join(f"{path}: {why}" for path, why in summary.failed))
+        return 1
+    if summary.not_logs:  # each said so in its own line, already
         return 1
     if undelivered or sink.stats.dropped:
         logger.error("%d spans could not be exported", undelivered + sink.stats.dropped)
@@ -301,18 +391,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 def _cmd_stats(args: argparse.Namespace) -> int:
     logs = find_logs(args.paths)
-    collector = StatsCollector()
-    assembler = Assembler(metrics=collector)
+    collector = StatsCollector(paths=args.path_mode)
+    assembler = StatsAssembler(collector)
     summary = replay_logs(logs, assembler, lambda records: None)
-    sessions = sorted(collector.sessions.values(), key=lambda s: s.session)
+    sessions = sorted(collector.sessions.values(), key=lambda s: (s.started or "", s.session))
     total = collector.total()
     if args.json:
         print(json.dumps({"sessions": [s.to_dict() for s in sessions],
                           "total": total.to_dict()}, indent=2))
     else:
-        print(render_table(sessions, total))
+        print(render_table(sessions, total, table_width(os.environ, sys.stdout)))
     logger.info("read %d logs: %s", summary.files, _summarize_reading(summary.read))
-    return 1 if summary.failed else 0
+    return 1 if summary.failed or summary.not_logs else 0
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -320,20 +410,30 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     checks = diagnose(roots, os.environ, args.traces_file)
     print(f"otel-bridge {__version__}")
     for check in checks:
-        print(f"  [{'ok' if check.ok else '!!'}] {check.message}")
-    return 0 if all(check.ok for check in checks) else 1
+        mark = "!!" if not check.ok else "warn" if check.warning else "ok"
+        print(f"  [{mark}] {check.message}")
+    return 0 if all(check.ok for check in checks) else 1  # a warning alone is not a failure
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     roots = args.session_state or [default_session_state(os.environ)]
     resource = build_resource(os.environ)
     scrubber, sampler = _privacy(args)
+    disabled = sdk_disabled(os.environ)
+    if disabled:  # checkpoints stay put: once it is unset, what was read now is exported then
+        logger.warning("OTEL_SDK_DISABLED=true: nothing is exported, no spans and no metrics "
+                       "(files included), and checkpoints are left where they are; unset it "
+                       "to export")
+    # A bad endpoint is an error (exit 2) before anything starts; one that refuses is a warning
+    unreachable = unreachable_collector(os.environ, traces_file=args.traces_file,
+                                        metric_defaults=("prometheus",))
     metrics = build_metrics(os.environ, resource, MetricsOptions(
         default_exporters=("prometheus",), prometheus_host=args.prometheus_host,
         prometheus_port=None if args.no_prometheus else args.prometheus_port,
         metrics_file=args.metrics_file, file_mode="a",
         export_interval_millis=int(args.metrics_interval * 1000)), scrubber)
-    exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="a")
+    exporters = build_span_exporters(os.environ, traces_file=args.traces_file, file_mode="a",
+                                     console_format=args.console_format)
     sink = SpanSink(exporters, resource, metrics=metrics.recorder, queue_spans=args.queue_size,
                     scrubber=scrubber, sampler=sampler)
     assembler = Assembler(_assembler_config(args), metrics=metrics.recorder)
@@ -341,7 +441,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                           idle_timeout_seconds=args.idle_timeout,
                           rescan_seconds=args.rescan_interval,
                           max_line_bytes=args.max_line_bytes)
-    store = None if args.no_checkpoints else CheckpointStore(_state_dir(args.state_dir))
+    store = None if args.no_checkpoints or disabled else CheckpointStore(
+        _state_dir(args.state_dir))
     tailer = Tailer(roots, assembler, sink.export, options, checkpoints=store,
                     sequence=lambda: sink.sequence)
 
@@ -372,21 +473,42 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # with the very code it interrupted, which may hold that lock.
         signals.append(signum)
 
+    def quit_now() -> bool:  # a second Ctrl-C (or SIGTERM) while stopping
+        return len(signals) > 1
+
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
     logger.info("otel-bridge %s watching %s", __version__, ", ".join(map(str, roots)))
+    if unreachable is not None:  # run goes on: spans wait in the queue until it accepts them
+        logger.warning("%s; spans are queued until it accepts them", unreachable)
+    deadline = float("inf")
     try:
         tailer.run(lambda: bool(signals), poll_interval=args.poll_interval,
                    after_poll=after_poll)
-        logger.info("received %s; flushing and stopping", signal.Signals(signals[0]).name)
+        deadline = time.monotonic() + args.export_timeout
+        name = signal.Signals(signals[0]).name
+        if sink.queued:
+            logger.info("received %s; delivering %d queued spans for up to %g s (Ctrl-C again "
+                        "to quit now; %s)", name, sink.queued, args.export_timeout,
+                        "what is not delivered is read again at the next start"
+                        if store is not None else "without checkpoints, what is not "
+                        "delivered is lost")
+        else:
+            logger.info("received %s; stopping", name)
     finally:
         tailer.close()
-        sink.shutdown(timeout=args.export_timeout)
-        tailer.save_checkpoints(sink.watermark)
-        metrics.shutdown()
-        logger.info("stopped: %s; %d spans exported", _summarize_reading(tailer.stats),
-                    sink.stats.exported)
-    return 0
+        left = sink.shutdown(timeout=args.export_timeout, abort=quit_now)
+        tailer.save_checkpoints(sink.watermark)  # only up to what was delivered
+        if quit_now():
+            logger.warning("received %s again: quitting now, %d spans not delivered%s",
+                           signal.Signals(signals[1]).name, left,
+                           " (read again at the next start)" if store is not None else "")
+        # a last export of the metrics, in what is left of the time (at least a moment)
+        metrics.shutdown(timeout=max(deadline - time.monotonic(),
+                                     min(args.export_timeout, 1.0)), abort=quit_now)
+        logger.info("stopped: %s; %d spans exported%s", _summarize_reading(tailer.stats),
+                    sink.stats.exported, _destinations(sink))
+    return 128 + signals[1] if quit_now() else 0  # 130 after a second Ctrl-C
 
 
 class _StatusLine:
@@ -410,6 +532,16 @@ class _StatusLine:
                     len(self._tailer.followed), self._tailer.catching_up, rate,
                     f"{lag:.1f}s" if lag is not None else "-", self._sink.queued,
                     stats.exported, stats.dropped, stats.failed, _sampled(self._sink))
+
+
+def _destinations(sink: SpanSink) -> str:
+    """" (to each of 2 destinations; otlp ...: 6, file ...: 6)" when spans go to several, so
+    that a destination that fell behind shows; else nothing."""
+    if sink.destinations < 2:
+        return ""
+    return (f" (to each of {sink.destinations} destinations; "
+            + ", ".join(f"{label}: {count}" for label, count in sink.stats.by_exporter.items())
+            + ")")
 
 
 def _sampled(sink: SpanSink) -> str:
@@ -438,7 +570,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = _build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+    # Through the progress bar's terminal: a record never lands on the bar's line.
+    logging.basicConfig(level=args.log_level, handlers=[TerminalHandler(sys.stderr)],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command is None:
         parser.print_help()
