@@ -219,3 +219,11 @@ def test_docs_define_every_metric() -> None:
             # the two GenAI labels every GenAI metric has are named once, above the group
             where = text if attribute in COMMON_GENAI_LABELS else section
             assert attribute.replace(".", "_") in where, (spec.name, attribute)
+
+
+def test_every_metric_name_in_semconv_is_in_the_catalogue() -> None:
+    """The assembler takes metric names from semconv; each must be a catalogue entry."""
+    from otel_bridge import semconv
+
+    names = {value for key, value in vars(semconv).items() if key.startswith("METRIC_")}
+    assert names and names <= {spec.name for spec in CATALOGUE}
