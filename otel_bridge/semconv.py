@@ -131,10 +131,28 @@ OUTCOME_ERROR: Final = "error"
 OUTCOME_ABORTED: Final = "aborted"
 OUTCOME_NO_SIGNAL: Final = "no_signal"
 
+# copilot.end_reason values (docs/architecture.md, "When an interaction ends")
+END_LOOP: Final = "loop_end"
+END_TASK_COMPLETE: Final = "task_complete"
+END_SESSION_ERROR: Final = "session_error"
+END_ABORT: Final = "abort"
+END_NEXT_MESSAGE: Final = "next_message"
+END_SHUTDOWN: Final = "shutdown"
+END_SEGMENT: Final = "segment_end"
+END_OF_INPUT: Final = "end_of_input"
+END_IDLE: Final = "idle"
+
+# copilot.mode values
+MODE_INTERACTIVE: Final = "interactive"
+MODE_PLAN: Final = "plan"
+MODE_AUTOPILOT: Final = "autopilot"
+
 # error.type values of our own (others come from the log: session.error errorType, tool codes)
 ERROR_ABORTED: Final = "aborted"
 ERROR_TOOL_FAILED: Final = "tool_error"
 ERROR_SUBAGENT_FAILED: Final = "subagent_failed"
+ERROR_SESSION: Final = "error"  # a session.error without errorType
+ERROR_MODEL_CALL_FAILED: Final = "model_call_failure"  # a model.call_failure without a code
 
 # --- metric names the assembler observes (each defined in `_metrics.CATALOGUE` and
 # docs/metrics.md; a test checks that every one is in the catalogue) ------------------------
