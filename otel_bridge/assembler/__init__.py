@@ -14,6 +14,7 @@ streams (one per log or live session) to one `SessionAssembler` each.
     _content.py     content policy: sizes, salted hashes, opt-in text
     _fields.py      typed readers of event fields
     _meter.py       metric observations of a session
+    _spanmetrics.py metrics that follow from finished spans, computed from the SpanRecords
     _config.py      AssemblerConfig, AssemblerStats
 
 A new event type: a handler in `handlers/` and a row in `handlers.HANDLERS`

@@ -18,6 +18,7 @@ from .. import semconv as sc
 from .._events import Event
 from ._config import AssemblerStats
 from ._fields import read_str
+from ._meter import SessionMeter
 from ._state import Agent, Error, Interaction, SessionFacts
 from .spans import SpanBuilders
 
@@ -27,11 +28,14 @@ __all__ = ["Lifecycle", "restore", "snapshot"]
 class Lifecycle:
     """The open interaction of one session, and the rules that open and close it."""
 
-    def __init__(self, facts: SessionFacts, stats: AssemblerStats, spans: SpanBuilders) -> None:
+    def __init__(
+        self, facts: SessionFacts, stats: AssemblerStats, spans: SpanBuilders, meter: SessionMeter
+    ) -> None:
         self.interaction: Interaction | None = None
         self._facts = facts
         self._stats = stats
         self._spans = spans
+        self._meter = meter
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -144,6 +148,16 @@ class Lifecycle:
         if interaction.root_exported:
             return
         spans.agent.finish_root(interaction, end_ns, reason, incomplete=incomplete, error=error)
+        # Tool calls per task: a count of the state, not on any span.
+        self._meter.record(
+            sc.METRIC_INVOKE_AGENT_TOOL_CALLS,
+            interaction.tool_calls,
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
+                sc.GEN_AI_AGENT_NAME: sc.MAIN_AGENT_NAME,
+            },
+        )
         self._facts.previous = (interaction.root.trace_id, interaction.root.span_id)
         self._facts.previous_in_segment = True
 

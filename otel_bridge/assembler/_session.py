@@ -65,7 +65,7 @@ class SessionAssembler:
             self.facts,
             self.config.parent,
         )
-        self.lifecycle = Lifecycle(self.facts, self.stats, self.spans)
+        self.lifecycle = Lifecycle(self.facts, self.stats, self.spans, self.meter)
         self.permissions: dict[str, int] = {}
         self._seen_events = SeenSet()
 

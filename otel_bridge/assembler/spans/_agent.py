@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ... import semconv as sc
 from ..._events import Event
 from ..._records import LinkRecord
 from .._content import ContentPolicy, as_messages
-from .._fields import compact, read_str
+from .._fields import read_str
 from .._state import MAIN, Agent, Error, Interaction, OpenSpan, SessionFacts
 from ._factory import ID_INTERACTION, ID_SUBAGENT, ID_TOOL, SpanFactory
 
@@ -16,14 +14,6 @@ __all__ = ["UNNAMED_AGENT", "AgentSpans"]
 
 #: The name of a sub-agent whose agentName is not known (yet).
 UNNAMED_AGENT = "subagent"
-_GENAI_AGENT: Mapping[str, str] = {
-    sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-    sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
-}
-
-
-def _seconds(start_ns: int, end_ns: int) -> float:
-    return (end_ns - start_ns) / 1e9
 
 
 class AgentSpans:
@@ -121,25 +111,7 @@ class AgentSpans:
         root.attributes[sc.COPILOT_USER_MESSAGES] = interaction.user_messages
         if interaction.continuations:
             root.attributes[sc.COPILOT_CONTINUATIONS] = interaction.continuations
-        record = root.finish(end_ns)
-        self._factory.emit(record)
-        meter = self._factory.meter
-        mode = str(root.attributes.get(sc.COPILOT_MODE, self._facts.mode))
-        meter.record(sc.METRIC_TURNS_PER_MESSAGE, interaction.main.turns, {sc.COPILOT_MODE: mode})
-        meter.add(
-            sc.METRIC_TASKS,
-            {
-                sc.COPILOT_TASK_OUTCOME: root.attributes[sc.COPILOT_TASK_OUTCOME],
-                sc.COPILOT_MODE: mode,
-            },
-        )
-        agent_attributes = {**_GENAI_AGENT, sc.GEN_AI_AGENT_NAME: sc.MAIN_AGENT_NAME}
-        meter.record(
-            sc.METRIC_INVOKE_AGENT_DURATION,
-            _seconds(record.start_ns, record.end_ns),
-            compact({**agent_attributes, sc.ERROR_TYPE: root.attributes.get(sc.ERROR_TYPE)}),
-        )
-        meter.record(sc.METRIC_INVOKE_AGENT_TOOL_CALLS, interaction.tool_calls, agent_attributes)
+        self._factory.emit(root.finish(end_ns))
 
     def subagent(
         self,
@@ -203,16 +175,6 @@ class AgentSpans:
     def finish_subagent(
         self, agent: Agent, end_ns: int, *, error: Error | None = None, incomplete: bool = False
     ) -> None:
+        """End a sub-agent: completed, failed with `error`, or incomplete."""
         agent.done = True
-        record = self._factory.finish(agent.span, end_ns, error, incomplete)
-        self._factory.meter.record(
-            sc.METRIC_INVOKE_AGENT_DURATION,
-            _seconds(record.start_ns, record.end_ns),
-            compact(
-                {
-                    **_GENAI_AGENT,
-                    sc.GEN_AI_AGENT_NAME: record.attributes.get(sc.GEN_AI_AGENT_NAME),
-                    sc.ERROR_TYPE: record.attributes.get(sc.ERROR_TYPE),
-                }
-            ),
-        )
+        self._factory.finish(agent.span, end_ns, error, incomplete)

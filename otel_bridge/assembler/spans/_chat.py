@@ -81,28 +81,6 @@ class ChatSpans:
             attributes=attributes,
         )
         self._factory.emit(span.finish(end_ns))
-        meter = self._factory.meter
-        model_attributes = compact(
-            {
-                sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
-                sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
-                sc.GEN_AI_REQUEST_MODEL: model,
-                sc.GEN_AI_RESPONSE_MODEL: read_str(usage, "model"),
-            }
-        )
-        if duration_ms is not None:
-            meter.record(sc.METRIC_OPERATION_DURATION, duration_ms / 1000.0, model_attributes)
-        for token_type, key in (
-            (sc.TOKEN_TYPE_INPUT, "inputTokens"),
-            (sc.TOKEN_TYPE_OUTPUT, "outputTokens"),
-        ):
-            tokens = read_int(usage, key)
-            if tokens is not None:
-                meter.record(
-                    sc.METRIC_TOKEN_USAGE,
-                    tokens,
-                    {**model_attributes, sc.GEN_AI_TOKEN_TYPE: token_type},
-                )
 
     def from_messages(self, turn: Turn) -> None:
         """Logs without usage records (CLI < 1.0.102): one chat span per model call, told

@@ -1,8 +1,8 @@
 """The span factory: deterministic ids, the GenAI attribute block, finishing and emitting.
 
-Every span of a session is finished here, so every finished record goes through `emit` (counted,
-and handed out by `take` when the event that finished it has been handled). The builders for each
-kind of span (this package) make their spans with it.
+Every span of a session is finished here, so every finished record goes through `emit`: counted,
+observed for the metrics that follow from it (`_spanmetrics`), and handed out by `take` once the
+event that finished it has been handled. The builders of each kind of span use it.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from ... import semconv as sc
 from ..._records import AttributeValue, SpanRecord
 from .._config import AssemblerStats
 from .._meter import SessionMeter
+from .._spanmetrics import observe_span
 from .._state import Error, OpenSpan, SeenSet, SessionFacts
 
 __all__ = ["SpanFactory"]
@@ -28,7 +29,7 @@ class SpanFactory:
     """Ids, shared attributes and the output of one session's spans."""
 
     def __init__(self, facts: SessionFacts, stats: AssemblerStats, meter: SessionMeter) -> None:
-        self.meter = meter
+        self._meter = meter
         self._facts = facts
         self._stats = stats
         self._used_ids = SeenSet()
@@ -68,7 +69,13 @@ class SpanFactory:
         return attributes
 
     def finish(
-        self, span: OpenSpan, end_ns: int, error: Error | None = None, incomplete: bool = False
+        self,
+        span: OpenSpan,
+        end_ns: int,
+        error: Error | None = None,
+        incomplete: bool = False,
+        *,
+        agent_type: str | None = None,
     ) -> SpanRecord:
         """End and emit a span: failed with `error`, or marked `copilot.incomplete` when its
         end was not seen."""
@@ -77,13 +84,15 @@ class SpanFactory:
         elif incomplete:
             span.attributes[sc.COPILOT_INCOMPLETE] = True
         record = span.finish(end_ns)
-        self.emit(record)
+        self.emit(record, agent_type=agent_type)
         return record
 
-    def emit(self, record: SpanRecord) -> None:
-        """Hand a finished span out."""
+    def emit(self, record: SpanRecord, *, agent_type: str | None = None) -> None:
+        """Hand a finished span out, and observe the metrics that follow from it
+        (`_spanmetrics`; `agent_type`: of a tool call, the one label not on its span)."""
         self._stats.spans += 1
         self._out.append(record)
+        observe_span(self._meter, record, agent_type)
 
     def take(self) -> list[SpanRecord]:
         """The spans emitted since the last call."""

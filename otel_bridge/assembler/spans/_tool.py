@@ -4,17 +4,12 @@ from __future__ import annotations
 
 from ... import semconv as sc
 from ..._events import Event
-from ..._records import StatusCode
 from .._content import ContentPolicy, as_json
 from .._fields import compact, read_int, read_obj, read_str
 from .._state import Agent, Error, Interaction, OpenSpan, Tool
 from ._factory import ID_TOOL, SpanFactory
 
 __all__ = ["ToolSpans"]
-
-
-def _seconds(start_ns: int, end_ns: int) -> float:
-    return (end_ns - start_ns) / 1e9
 
 
 class ToolSpans:
@@ -93,33 +88,4 @@ class ToolSpans:
     ) -> None:
         """End a running tool: completed, failed with `error`, or incomplete."""
         tool = interaction.tools.pop(tool_call_id)
-        record = self._factory.finish(tool.span, end_ns, error, incomplete)
-        error_type = record.attributes.get(sc.ERROR_TYPE)
-        if error_type == sc.ERROR_ABORTED:
-            outcome = sc.TOOL_OUTCOME_ABORTED
-        elif record.status is StatusCode.ERROR:
-            outcome = sc.TOOL_OUTCOME_ERROR
-        else:
-            outcome = sc.TOOL_OUTCOME_INCOMPLETE if incomplete else sc.TOOL_OUTCOME_SUCCESS
-        name = record.attributes.get(sc.GEN_AI_TOOL_NAME, sc.UNKNOWN)
-        meter = self._factory.meter
-        meter.add(
-            sc.METRIC_TOOL_CALLS,
-            {
-                sc.GEN_AI_TOOL_NAME: name,
-                sc.COPILOT_TOOL_OUTCOME: outcome,
-                sc.COPILOT_AGENT_TYPE: tool.agent.type,
-            },
-        )
-        meter.record(
-            sc.METRIC_EXECUTE_TOOL_DURATION,
-            _seconds(record.start_ns, record.end_ns),
-            compact(
-                {
-                    sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
-                    sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
-                    sc.GEN_AI_TOOL_NAME: name,
-                    sc.ERROR_TYPE: error_type,
-                }
-            ),
-        )
+        self._factory.finish(tool.span, end_ns, error, incomplete, agent_type=tool.agent.type)
