@@ -18,7 +18,7 @@ from ..._events import Event
 from . import _live as live
 from . import _messages as messages
 from . import _outcomes as outcomes
-from . import _session_events as session
+from . import _session_events as session_events
 from . import _subagents as subagents
 from . import _tools as tools
 
@@ -32,14 +32,14 @@ Handler = Callable[["SessionAssembler", Event], None]
 HANDLERS: Mapping[str, Handler] = MappingProxyType(
     {
         # session segments and facts; context compaction (_session_events.py)
-        "session.start": session.on_segment_start,
-        "session.resume": session.on_segment_start,
-        "session.shutdown": session.on_shutdown,
-        "session.mode_changed": session.on_mode_changed,
-        "session.model_change": session.on_model_change,
-        "session.compaction_start": session.on_context_event,
-        "session.compaction_complete": session.on_compaction_complete,
-        "session.truncation": session.on_context_event,
+        "session.start": session_events.on_segment_start,
+        "session.resume": session_events.on_segment_start,
+        "session.shutdown": session_events.on_shutdown,
+        "session.mode_changed": session_events.on_mode_changed,
+        "session.model_change": session_events.on_model_change,
+        "session.compaction_start": session_events.on_context_event,
+        "session.compaction_complete": session_events.on_compaction_complete,
+        "session.truncation": session_events.on_context_event,
         # messages and turns (_messages.py)
         "user.message": messages.on_user_message,
         "assistant.turn_start": messages.on_turn_start,
