@@ -4,7 +4,8 @@ GenAI names follow the OpenTelemetry semantic conventions as of schema 1.44.0 (t
 opentelemetry-semantic-conventions 0.66b2 ships, under `_incubating`). They are copied here rather
 than imported because the Python package marks them incubating and moves them between releases;
 a rename upstream must be a deliberate change here, not a silent one in a dependency.
-Copilot-specific facts live under `copilot.*`.
+Copilot-specific facts live under `copilot.*`. The assembler writes no attribute, span event or
+metric name that is not defined here.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"  # a metric attribute
 ERROR_TYPE: Final = "error.type"
 
 # gen_ai.operation.name values
@@ -48,6 +50,11 @@ OP_EXECUTE_TOOL: Final = "execute_tool"
 PROVIDER_GITHUB: Final = "github"
 #: gen_ai.agent.name of the main agent.
 MAIN_AGENT_NAME: Final = "copilot"
+#: gen_ai.tool.type of every tool the CLI runs.
+TOOL_TYPE_FUNCTION: Final = "function"
+# gen_ai.token.type values
+TOKEN_TYPE_INPUT: Final = "input"
+TOKEN_TYPE_OUTPUT: Final = "output"
 
 # --- Copilot-specific ----------------------------------------------------------------------
 COPILOT_VERSION: Final = "copilot.version"
@@ -71,6 +78,51 @@ COPILOT_ERROR_MESSAGE: Final = "copilot.error.message"
 COPILOT_ERROR_STATUS_CODE: Final = "copilot.error.status_code"
 COPILOT_ABORT_REASON: Final = "copilot.abort.reason"
 COPILOT_END_REASON: Final = "copilot.end_reason"
+COPILOT_RETRY_REASON: Final = "copilot.retry.reason"
+COPILOT_RETRY_ATTEMPT: Final = "copilot.retry.attempt"
+COPILOT_LINK_TYPE: Final = "copilot.link.type"  # on links
+#: Names taken from the log: span events `copilot.<type without "session.">` and their
+#: attributes `copilot.<field in snake case>` (compaction and truncation events).
+COPILOT_NAMESPACE: Final = "copilot."
+
+# Texts from the log: `<prefix>.length` always, `<prefix>.sha256` with a hash salt; the text
+# itself goes under a GenAI name, and only with content capture on (docs/privacy.md).
+COPILOT_PROMPT: Final = "copilot.prompt"
+COPILOT_RESPONSE: Final = "copilot.response"
+COPILOT_TOOL_ARGUMENTS: Final = "copilot.tool.arguments"
+COPILOT_TOOL_RESULT: Final = "copilot.tool.result"
+LENGTH_SUFFIX: Final = ".length"
+SHA256_SUFFIX: Final = ".sha256"
+
+# Metric attributes of our own (docs/metrics.md)
+COPILOT_AGENT_TYPE: Final = "copilot.agent.type"
+COPILOT_TOOL_OUTCOME: Final = "copilot.tool.outcome"
+COPILOT_CONTINUATION: Final = "copilot.continuation"
+COPILOT_COMPACTION_OUTCOME: Final = "copilot.compaction.outcome"
+COPILOT_PERMISSION_RESULT: Final = "copilot.permission.result"
+COPILOT_EVENT_TYPE: Final = "copilot.event.type"
+
+# Span event names
+EVENT_AUTOPILOT_CONTINUATION: Final = "copilot.autopilot.continuation"
+EVENT_TASK_COMPLETE: Final = "copilot.task_complete"
+EVENT_SESSION_ERROR: Final = "copilot.session.error"
+EVENT_TURN_RETRY: Final = "copilot.turn_retry"
+
+#: copilot.link.type of the link from an interaction's root to the previous one's.
+LINK_PREVIOUS_INTERACTION: Final = "previous_interaction"
+# copilot.agent.type values
+AGENT_TYPE_MAIN: Final = "main"
+AGENT_TYPE_SUBAGENT: Final = "subagent"
+# copilot.tool.outcome values
+TOOL_OUTCOME_SUCCESS: Final = "success"
+TOOL_OUTCOME_ERROR: Final = "error"
+TOOL_OUTCOME_ABORTED: Final = "aborted"
+TOOL_OUTCOME_INCOMPLETE: Final = "incomplete"
+# copilot.compaction.outcome values
+COMPACTION_SUCCESS: Final = "success"
+COMPACTION_FAILURE: Final = "failure"
+#: The value of a label the log left empty (a tool, an abort reason, a permission result).
+UNKNOWN: Final = "unknown"
 
 # copilot.task.outcome values (docs/metrics.md, copilot.tasks)
 OUTCOME_COMPLETED: Final = "completed"
@@ -79,7 +131,44 @@ OUTCOME_ERROR: Final = "error"
 OUTCOME_ABORTED: Final = "aborted"
 OUTCOME_NO_SIGNAL: Final = "no_signal"
 
+# copilot.end_reason values (docs/architecture.md, "When an interaction ends")
+END_LOOP: Final = "loop_end"
+END_TASK_COMPLETE: Final = "task_complete"
+END_SESSION_ERROR: Final = "session_error"
+END_ABORT: Final = "abort"
+END_NEXT_MESSAGE: Final = "next_message"
+END_SHUTDOWN: Final = "shutdown"
+END_SEGMENT: Final = "segment_end"
+END_OF_INPUT: Final = "end_of_input"
+END_IDLE: Final = "idle"
+
+# copilot.mode values
+MODE_INTERACTIVE: Final = "interactive"
+MODE_PLAN: Final = "plan"
+MODE_AUTOPILOT: Final = "autopilot"
+
 # error.type values of our own (others come from the log: session.error errorType, tool codes)
 ERROR_ABORTED: Final = "aborted"
 ERROR_TOOL_FAILED: Final = "tool_error"
 ERROR_SUBAGENT_FAILED: Final = "subagent_failed"
+ERROR_SESSION: Final = "error"  # a session.error without errorType
+ERROR_MODEL_CALL_FAILED: Final = "model_call_failure"  # a model.call_failure without a code
+
+# --- metric names the assembler observes (each defined in `_metrics.CATALOGUE` and
+# docs/metrics.md; a test checks that every one is in the catalogue) ------------------------
+METRIC_TURNS_PER_MESSAGE: Final = "copilot.turns_per_message"
+METRIC_TASKS: Final = "copilot.tasks"
+METRIC_TURNS: Final = "copilot.turns"
+METRIC_USER_MESSAGES: Final = "copilot.user_messages"
+METRIC_TOOL_CALLS: Final = "copilot.tool.calls"
+METRIC_SESSION_ERRORS: Final = "copilot.session.errors"
+METRIC_ABORTS: Final = "copilot.aborts"
+METRIC_COMPACTIONS: Final = "copilot.compactions"
+METRIC_AUTOPILOT_CONTINUATIONS: Final = "copilot.autopilot.continuations"
+METRIC_PERMISSION_WAIT: Final = "copilot.permission.wait.duration"
+METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+METRIC_INVOKE_AGENT_DURATION: Final = "gen_ai.invoke_agent.duration"
+METRIC_INVOKE_AGENT_TOOL_CALLS: Final = "gen_ai.invoke_agent.tool_calls"
+METRIC_EXECUTE_TOOL_DURATION: Final = "gen_ai.execute_tool.duration"
+METRIC_EVENTS_UNKNOWN: Final = "otel_bridge.events.unknown"

@@ -9,7 +9,7 @@ def test_all_is_complete_and_resolvable() -> None:
     for module in (otel_bridge, otel_bridge.export, otel_bridge.sources):
         public = {name for name in dir(module) if not name.startswith("_")}
         public -= {"annotations"}
-        submodules = {"cli", "export", "sources", "semconv"}
+        submodules = {"assembler", "cli", "export", "sources", "semconv"}
         assert public - submodules <= set(module.__all__), module.__name__
         for name in module.__all__:
             assert hasattr(module, name), name

@@ -219,3 +219,32 @@ def test_docs_define_every_metric() -> None:
             # the two GenAI labels every GenAI metric has are named once, above the group
             where = text if attribute in COMMON_GENAI_LABELS else section
             assert attribute.replace(".", "_") in where, (spec.name, attribute)
+
+
+def test_every_metric_name_in_semconv_is_in_the_catalogue() -> None:
+    """The assembler takes metric names from semconv; each must be a catalogue entry."""
+    from otel_bridge import semconv
+
+    names = {value for key, value in vars(semconv).items() if key.startswith("METRIC_")}
+    assert names and names <= {spec.name for spec in CATALOGUE}
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.parent.name)
+def test_metrics_of_finished_spans_agree_with_the_spans(path: Path) -> None:
+    """Durations and counts by outcome are computed from the span records (as the Collector's
+    spanmetrics connector does): one observation per span, with its duration."""
+    recorder = Recorder()
+    assembler = Assembler(metrics=recorder)
+    decoder = JsonLinesDecoder(str(path))
+    events = decoder.feed(path.read_bytes()) + decoder.finish()
+    spans = assembler.feed("s", events, path.parent.name) + assembler.end_stream("s")
+
+    def durations(prefix: str) -> list[float]:
+        return sorted((s.end_ns - s.start_ns) / 1e9 for s in spans if s.name.startswith(prefix))
+
+    assert sorted(recorder.values("gen_ai.execute_tool.duration")) == durations("execute_tool")
+    assert sorted(recorder.values("gen_ai.invoke_agent.duration")) == durations("invoke_agent")
+    assert len(recorder.values("copilot.tool.calls")) == len(durations("execute_tool"))
+    roots = [s for s in spans if s.name == "invoke_agent copilot"]
+    assert sorted(recorder.values("copilot.turns_per_message")) == sorted(
+        s.attributes["copilot.turns"] for s in roots)

@@ -1,0 +1,30 @@
+"""The assembler: Copilot events in, finished OpenTelemetry span records and metrics out.
+
+Pure: no I/O, no clock, no threads, no SDK. Time comes from the events, ids from `_ids`, so
+feeding the same events twice yields the same records. `Assembler` routes the events of many
+streams (one per log or live session) to one `SessionAssembler` each.
+
+    _router.py      Assembler: streams -> sessions
+    _session.py     SessionAssembler: one session's parts; feed() dispatches by event type
+    handlers/       what each event type means: the HANDLERS table, handlers by concern
+    _lifecycle.py   open, reopen, close an interaction; loop end; dangling tools; snapshot
+    spans/          SpanFactory (deterministic ids, the GenAI block, finish and emit) and one
+                    builder per span kind: _agent.py, _turn.py, _chat.py, _tool.py
+    _state.py       the open state: Interaction, Agent, Turn, OpenSpan, SessionFacts, SeenSet
+    _content.py     content policy: sizes, salted hashes, opt-in text
+    _fields.py      typed readers of event fields
+    _meter.py       metric observations of a session
+    _spanmetrics.py metrics that follow from finished spans, computed from the SpanRecords
+    _config.py      AssemblerConfig, AssemblerStats
+
+A new event type: a handler in `handlers/` and a row in `handlers.HANDLERS`
+(docs/architecture.md, "Where a new event type goes").
+"""
+
+from __future__ import annotations
+
+from ._config import AssemblerConfig, AssemblerStats
+from ._router import Assembler
+from ._session import SessionAssembler
+
+__all__ = ["Assembler", "AssemblerConfig", "AssemblerStats", "SessionAssembler"]

@@ -1,0 +1,37 @@
+"""What the caller chooses (`AssemblerConfig`) and what the assembler counts (`AssemblerStats`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+__all__ = ["AssemblerConfig", "AssemblerStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblerConfig:
+    """Choices that change what the spans carry.
+
+    Attributes:
+        capture_content: put text from the log (tool error messages) on spans. Off by default:
+            logs hold prompts, code and secrets (docs/privacy.md).
+        parent: (trace id, span id) of a span the interactions hang under (an app's request,
+            a CI job); None: each interaction is its own trace.
+        hash_salt: if set, prompts, answers and tool arguments and results also get a salted
+            SHA-256 (content off or on), so equal texts can be matched without being sent.
+    """
+
+    capture_content: bool = False
+    parent: tuple[int, int] | None = None
+    hash_salt: str | None = None
+
+
+@dataclass
+class AssemblerStats:
+    """Events the assembler could not place, by type, and other health counts."""
+
+    unplaced: Counter[str] = field(default_factory=Counter)
+    unknown_types: Counter[str] = field(default_factory=Counter)
+    duplicates: int = 0
+    interactions: int = 0
+    spans: int = 0

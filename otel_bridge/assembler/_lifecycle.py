@@ -1,0 +1,220 @@
+"""When an interaction opens, reopens and closes, and which agent an event belongs to.
+
+On disk the CLI never writes `session.idle`, so the end of an agent loop is inferred
+(docs/architecture.md, "When an interaction ends"): a main-agent turn whose model asked for no
+tool ends the loop (in autopilot only with `session.task_complete`, since the CLI may nudge the
+model on; and not while background sub-agents still run); `session.error`, `abort`,
+`session.shutdown`, a new segment, the next top-level user message, and the caller (end of
+input, a quiet log) end it too. Handlers decide which of these an event is; the lifecycle does
+the closing. Also here: what a checkpoint saves of a session (`snapshot`, `restore`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .. import semconv as sc
+from .._events import Event
+from ._config import AssemblerStats
+from ._fields import read_str
+from ._meter import SessionMeter
+from ._state import Agent, Error, Interaction, SessionFacts
+from .spans import SpanBuilders
+
+__all__ = ["Lifecycle", "restore", "snapshot"]
+
+
+class Lifecycle:
+    """The open interaction of one session, and the rules that open and close it."""
+
+    def __init__(
+        self, facts: SessionFacts, stats: AssemblerStats, spans: SpanBuilders, meter: SessionMeter
+    ) -> None:
+        self.interaction: Interaction | None = None
+        self._facts = facts
+        self._stats = stats
+        self._spans = spans
+        self._meter = meter
+
+    # --- opening ---------------------------------------------------------------------------
+
+    def open(self, event: Event, *, synthetic: bool) -> Interaction:
+        """A new interaction (trace) opened by `event`."""
+        self.interaction = self._spans.agent.root(event, synthetic=synthetic)
+        self._stats.interactions += 1
+        return self.interaction
+
+    def reopen_previous(self, event: Event) -> Interaction:
+        """Continue the last exported interaction (late work, a late autopilot continuation),
+        or open a synthetic one if there was none."""
+        if self._facts.previous is None:
+            return self.open(event, synthetic=True)
+        self.interaction = self._spans.agent.reopened_root(self._facts.previous, event.timestamp_ns)
+        return self.interaction
+
+    def ensure(self, event: Event) -> Interaction:
+        """The open interaction, for an event that means work is going on. Work seen after the
+        loop ended (a background sub-agent, say) continues the last interaction's trace; work
+        with no user message before it in this segment (a log read from its middle) gets a
+        synthesized interaction."""
+        if self.interaction is not None:
+            return self.interaction
+        if self._facts.previous_in_segment:
+            return self.reopen_previous(event)
+        return self.open(event, synthetic=True)
+
+    def agent_for(
+        self, event: Event, interaction: Interaction, parent_call: str | None = None
+    ) -> Agent:
+        """The agent an event belongs to: main, or the sub-agent named by parentToolCallId or
+        agentId (docs/events.md, "Main agent and sub-agents"); a sub-agent not seen before is
+        opened here."""
+        parent_call = parent_call or read_str(event.data, "parentToolCallId")
+        agent_id = event.agent_id
+        if parent_call:
+            agent = interaction.subagents.get(parent_call)
+            if agent is None:
+                agent = self._spans.agent.subagent(
+                    interaction, parent_call, None, event.timestamp_ns
+                )
+        elif agent_id is not None:
+            agent = interaction.agents_by_id.get(agent_id)
+            if agent is None:  # a sub-agent whose spawning call we never saw
+                agent = self._spans.agent.subagent(
+                    interaction, f"agent:{agent_id}", None, event.timestamp_ns, orphan=True
+                )
+        else:
+            return interaction.main
+        if agent_id is not None and agent.agent_id is None:
+            self._spans.agent.identify(interaction, agent, agent_id)
+        return agent
+
+    # --- closing ---------------------------------------------------------------------------
+
+    def start_segment(self) -> None:
+        """session.start or session.resume: an interaction still open was left by a CLI that
+        died without a shutdown."""
+        if self.interaction is not None:
+            self.close(self.interaction.last_ns, sc.END_SEGMENT, incomplete=True)
+        self._facts.previous_in_segment = False
+
+    def loop_ended(self, interaction: Interaction, end_ns: int, reason: str) -> None:
+        """The main agent's loop stopped: end the interaction unless more will come."""
+        interaction.main.done = True
+        if not interaction.task_signal and self._facts.mode == sc.MODE_AUTOPILOT:
+            interaction.awaiting_continuation = True  # the CLI may nudge the model on
+            return
+        if any(not agent.done for agent in interaction.subagents.values()):
+            # Background sub-agents still run; when they report, the CLI resumes the main
+            # agent (a read_agent call and another turn), so the loop is not over yet.
+            interaction.awaiting_continuation = True
+            return
+        self.close(end_ns, reason)
+
+    def end_of_input(self, end_ns: int | None = None, reason: str = sc.END_OF_INPUT) -> None:
+        """Nothing more will come (end of a replayed file, a quiet log, a shutdown at
+        `end_ns`): close what is open, incomplete, except an autopilot loop that had stopped
+        and was only waiting for a continuation: that one ended at its last event."""
+        interaction = self.interaction
+        if interaction is None:
+            return
+        if interaction.awaiting_continuation:
+            self.close(interaction.last_ns, sc.END_LOOP)
+        else:
+            self.close(interaction.last_ns if end_ns is None else end_ns, reason, incomplete=True)
+
+    def close(
+        self, end_ns: int, reason: str, *, incomplete: bool = False, error: Error | None = None
+    ) -> None:
+        """End the open interaction and everything in it: `error` (an abort, a session error)
+        fails what was open; otherwise what was open is incomplete."""
+        interaction = self.interaction
+        if interaction is None:
+            return
+        self.interaction = None
+        spans = self._spans
+        if error is None:  # not an abort: tools a turn_end left running end with that turn
+            self.end_dangling(interaction)
+        for tool_call_id in list(interaction.tools):
+            spans.tool.finish(
+                interaction, tool_call_id, end_ns, error=error, incomplete=error is None
+            )
+        for agent in interaction.subagents.values():  # sub-agents before the main agent
+            spans.turn.finish(agent, end_ns, error=error, incomplete=error is None)
+            if not agent.done:
+                spans.agent.finish_subagent(agent, end_ns, error=error, incomplete=error is None)
+        spans.turn.finish(interaction.main, end_ns, error=error, incomplete=incomplete)
+        if interaction.root_exported:
+            return
+        spans.agent.finish_root(interaction, end_ns, reason, incomplete=incomplete, error=error)
+        # Tool calls per task: a count of the state, not on any span.
+        self._meter.record(
+            sc.METRIC_INVOKE_AGENT_TOOL_CALLS,
+            interaction.tool_calls,
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
+                sc.GEN_AI_AGENT_NAME: sc.MAIN_AGENT_NAME,
+            },
+        )
+        self._facts.previous = (interaction.root.trace_id, interaction.root.span_id)
+        self._facts.previous_in_segment = True
+
+    def end_dangling(self, interaction: Interaction) -> None:
+        """The event after a main turn_end was not an abort: the tools that turn left running
+        just never completed; they end, incomplete, at the turn_end."""
+        for tool_call_id, end_ns in interaction.dangling.items():
+            if tool_call_id in interaction.tools:
+                self._spans.tool.finish(interaction, tool_call_id, end_ns, incomplete=True)
+        interaction.dangling.clear()
+
+    def end_tools_of(
+        self, interaction: Interaction, agent: Agent, end_ns: int, error: Error | None = None
+    ) -> None:
+        """Close the tools of `agent` that never reported completion: incomplete, or failed
+        with `error`."""
+        for tool_call_id, tool in list(interaction.tools.items()):
+            if tool.agent is agent:
+                self._spans.tool.finish(
+                    interaction, tool_call_id, end_ns, error=error, incomplete=error is None
+                )
+
+
+# --- checkpoints ---------------------------------------------------------------------------
+
+
+def snapshot(facts: SessionFacts) -> dict[str, Any]:
+    """The session-level state a restart needs to resume after the last finished interaction
+    and give the same spans: ids, mode, model, the link to the previous interaction. Only
+    meaningful while no interaction is open. JSON-friendly."""
+    return {
+        "session_id": facts.session_id,
+        "named": facts.named,
+        "mode": facts.mode,
+        "model": facts.model,
+        "copilot_version": facts.copilot_version,
+        "previous": [f"{facts.previous[0]:032x}", f"{facts.previous[1]:016x}"]
+        if facts.previous is not None
+        else None,
+        "previous_in_segment": facts.previous_in_segment,
+    }
+
+
+def restore(facts: SessionFacts, saved: Mapping[str, Any]) -> None:
+    """Take back a `snapshot()` (of a previous run). Unknown or bad fields are ignored."""
+    if isinstance(saved.get("session_id"), str) and saved["session_id"]:
+        facts.session_id = saved["session_id"]
+    facts.named = saved.get("named") is True
+    if isinstance(saved.get("mode"), str):
+        facts.mode = saved["mode"]
+    if isinstance(saved.get("model"), str):
+        facts.model = saved["model"]
+    if isinstance(saved.get("copilot_version"), str):
+        facts.copilot_version = saved["copilot_version"]
+    previous = saved.get("previous")
+    try:
+        facts.previous = (int(previous[0], 16), int(previous[1], 16)) if previous else None
+    except (TypeError, ValueError, IndexError):
+        facts.previous = None
+    facts.previous_in_segment = saved.get("previous_in_segment") is True

@@ -1,0 +1,55 @@
+"""Metric observations of one session, through the caller's `MetricsRecorder`.
+
+Attributes are bounded values only (modes, outcomes, tool and model names, error types), never a
+session id, prompt or path; the session id travels beside them, for `stats`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .. import semconv as sc
+from .._events import printable_type
+from .._metrics import MetricsRecorder
+from .._records import AttributeValue
+from ._config import AssemblerStats
+from ._state import SessionFacts
+
+__all__ = ["SessionMeter"]
+
+#: At most this many distinct unknown event types are named in a metric label; the rest are
+#: "other", so that a hostile log cannot blow up the metric's cardinality.
+MAX_UNKNOWN_TYPES = 50
+
+
+class SessionMeter:
+    """Counts and histograms of one session (names from `semconv`, defined in `CATALOGUE`)."""
+
+    def __init__(
+        self, recorder: MetricsRecorder, facts: SessionFacts, stats: AssemblerStats
+    ) -> None:
+        self._recorder = recorder
+        self._facts = facts
+        self._stats = stats
+
+    def add(self, name: str, attributes: Mapping[str, AttributeValue] | None = None) -> None:
+        """Count one."""
+        self._recorder.add(name, 1, attributes or {}, self._facts.session_id)
+
+    def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
+        """Record one value in a histogram."""
+        self._recorder.record(name, value, attributes, self._facts.session_id)
+
+    def unknown_event(self, event_type: str) -> None:
+        """An event of a type the schema does not declare (the CLI has moved on)."""
+        known = self._stats.unknown_types
+        if event_type not in known and len(known) >= MAX_UNKNOWN_TYPES:
+            event_type = "other"
+        known[event_type] += 1
+        self.add(
+            sc.METRIC_EVENTS_UNKNOWN,
+            {
+                sc.COPILOT_VERSION: printable_type(self._facts.copilot_version or sc.UNKNOWN),
+                sc.COPILOT_EVENT_TYPE: printable_type(event_type),
+            },
+        )

@@ -1,0 +1,79 @@
+"""`Assembler`: routes the events of many streams to one `SessionAssembler` each."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .._events import Event
+from .._metrics import MetricsRecorder, NullRecorder
+from .._records import SpanRecord
+from ._config import AssemblerConfig, AssemblerStats
+from ._session import SessionAssembler
+
+__all__ = ["Assembler"]
+
+
+class Assembler:
+    """Routes events of many streams (one per session log or live session) to their sessions.
+
+    Args:
+        config: what the spans carry.
+        metrics: where metric observations go (none by default).
+    """
+
+    def __init__(
+        self, config: AssemblerConfig | None = None, metrics: MetricsRecorder | None = None
+    ) -> None:
+        self.config = config or AssemblerConfig()
+        self.stats = AssemblerStats()
+        self.metrics: MetricsRecorder = metrics or NullRecorder()
+        self._sessions: dict[str, SessionAssembler] = {}
+
+    def session(self, stream: str, session_id: str | None = None) -> SessionAssembler:
+        """The assembler of `stream`, created on first use with `session_id` (default: stream)."""
+        session = self._sessions.get(stream)
+        if session is None:
+            session = SessionAssembler(session_id or stream, self.config, self.stats, self.metrics)
+            self._sessions[stream] = session
+        return session
+
+    def feed(
+        self, stream: str, events: Iterable[Event], session_id: str | None = None
+    ) -> list[SpanRecord]:
+        """Feed events of one stream in order; return the spans they finished."""
+        session = self.session(stream, session_id)
+        out: list[SpanRecord] = []
+        for event in events:
+            out.extend(session.feed(event))
+        return out
+
+    def end_stream(self, stream: str) -> list[SpanRecord]:
+        """The stream ended for good (replay at end of file, a deleted log): close and forget."""
+        session = self._sessions.pop(stream, None)
+        return session.end_of_input() if session is not None else []
+
+    def close_stream(self, stream: str) -> list[SpanRecord]:
+        """Close the stream's open interaction but keep the session (it may go on later).
+
+        The daemon calls this when a log has been quiet for its idle timeout: on disk nothing
+        says a loop has stopped for good (`session.idle` is live-only), so a long silence has to.
+        """
+        session = self._sessions.get(stream)
+        return session.end_of_input() if session is not None else []
+
+    def has_open_interaction(self, stream: str) -> bool:
+        """True when the stream has an interaction still open."""
+        session = self._sessions.get(stream)
+        return session is not None and session.has_open_interaction
+
+    def close_all(self) -> list[SpanRecord]:
+        """Close every open interaction (shutdown), keeping the sessions' identities."""
+        out: list[SpanRecord] = []
+        for session in self._sessions.values():
+            out.extend(session.end_of_input())
+        return out
+
+    @property
+    def open_interactions(self) -> int:
+        """How many interactions are open across all streams."""
+        return sum(1 for s in self._sessions.values() if s.has_open_interaction)

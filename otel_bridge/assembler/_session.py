@@ -1,0 +1,138 @@
+"""`SessionAssembler`: the events of one session in, finished span records out.
+
+It owns one session's parts (facts, open state, span builders, lifecycle, content policy,
+metrics) and hands each event to the handler registered for its type in `handlers.HANDLERS`.
+Handlers are plain functions `(session, event) -> None` that use those parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._event_types import KNOWN_EVENT_TYPES
+from .._events import Event
+from .._metrics import MetricsRecorder, NullRecorder
+from .._records import SpanRecord
+from ._config import AssemblerConfig, AssemblerStats
+from ._content import ContentPolicy
+from ._lifecycle import Lifecycle, restore, snapshot
+from ._meter import SessionMeter
+from ._state import Interaction, SeenSet, SessionFacts
+from .handlers import HANDLERS, KEEP_DANGLING_TOOLS
+from .spans import SpanBuilders, SpanFactory
+
+__all__ = ["SessionAssembler"]
+
+
+class SessionAssembler:
+    """Turns the events of one session, in log order, into finished span records.
+
+    Not thread-safe; call from one thread. Every method returns the spans it finished.
+
+    Args:
+        session_id: the session id to use until a `session.start` names it (sources pass the
+            session directory name, which the CLI makes equal to the session id).
+        config: what the spans carry.
+        stats: counters to add to.
+        metrics: where metric observations go (none by default).
+
+    Attributes (for handlers):
+        facts: session id, mode, model, CLI version, the previous interaction.
+        lifecycle: the open interaction; opens, reopens and closes it; finds an event's agent.
+        spans: the span builders (agent, turn, chat, tool) and their factory.
+        content: what text from the log may go on spans.
+        meter: metric observations.
+        permissions: open permission requests, by id: when they were asked (ns).
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        config: AssemblerConfig | None = None,
+        stats: AssemblerStats | None = None,
+        metrics: MetricsRecorder | None = None,
+    ) -> None:
+        self.config = config or AssemblerConfig()
+        self.stats = stats if stats is not None else AssemblerStats()
+        self.metrics: MetricsRecorder = metrics or NullRecorder()
+        self.facts = SessionFacts(session_id)
+        self.meter = SessionMeter(self.metrics, self.facts, self.stats)
+        self.content = ContentPolicy(self.config.capture_content, self.config.hash_salt)
+        self.spans = SpanBuilders(
+            SpanFactory(self.facts, self.stats, self.meter),
+            self.content,
+            self.facts,
+            self.config.parent,
+        )
+        self.lifecycle = Lifecycle(self.facts, self.stats, self.spans, self.meter)
+        self.permissions: dict[str, int] = {}
+        self._seen_events = SeenSet()
+
+    @property
+    def session_id(self) -> str:
+        return self.facts.session_id
+
+    @property
+    def mode(self) -> str:
+        return self.facts.mode
+
+    @property
+    def model(self) -> str | None:
+        return self.facts.model
+
+    @property
+    def copilot_version(self) -> str | None:
+        return self.facts.copilot_version
+
+    @property
+    def interaction(self) -> Interaction | None:
+        """The open interaction, if any."""
+        return self.lifecycle.interaction
+
+    @property
+    def has_open_interaction(self) -> bool:
+        """True while an interaction's spans are still open."""
+        return self.lifecycle.interaction is not None
+
+    def feed(self, event: Event) -> list[SpanRecord]:
+        """Take one event; return the spans it finished."""
+        if self._seen_events.seen(event.key):
+            self.stats.duplicates += 1  # redelivered (an SDK resume replays history)
+            return []
+        interaction = self.lifecycle.interaction
+        if (
+            interaction is not None
+            and interaction.dangling
+            and event.type not in KEEP_DANGLING_TOOLS
+        ):
+            self.lifecycle.end_dangling(interaction)
+        handler = HANDLERS.get(event.type)
+        if handler is not None:
+            handler(self, event)
+        if event.type not in KNOWN_EVENT_TYPES:
+            self.meter.unknown_event(event.type)
+        if interaction is not None and interaction is self.lifecycle.interaction:
+            interaction.last_ns = max(interaction.last_ns, event.timestamp_ns)
+        return self.spans.factory.take()
+
+    def end_of_input(self) -> list[SpanRecord]:
+        """No more events will come (end of a replayed file): close what is open.
+
+        Open spans end at the last event's time and are marked `copilot.incomplete`, except an
+        autopilot loop that had stopped and was only waiting for a continuation: that one ended.
+        """
+        self.lifecycle.end_of_input()
+        return self.spans.factory.take()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The session-level state a restart needs (see `_lifecycle.snapshot`)."""
+        return snapshot(self.facts)
+
+    def restore(self, saved: Mapping[str, Any]) -> None:
+        """Take back a `snapshot()` (of a previous run). Unknown or bad fields are ignored."""
+        restore(self.facts, saved)
+
+    def unplaced(self, event: Event) -> None:
+        """Count an event that had nothing to act on (no open interaction, turn, tool...)."""
+        self.stats.unplaced[event.type] += 1

@@ -1,0 +1,136 @@
+"""Metrics that follow from finished spans, computed from the `SpanRecord`s alone.
+
+As the OpenTelemetry Collector's spanmetrics connector does: every span the factory emits passes
+through `observe_span`, which reads its name-giving attributes, duration and status. So these
+metrics cannot disagree with the spans, and no handler counts them:
+
+    execute_tool   gen_ai.execute_tool.duration, copilot.tool.calls (by outcome)
+    invoke_agent   gen_ai.invoke_agent.duration (tasks and sub-agents); for a task (the root,
+                   which carries copilot.task.outcome): copilot.tasks, copilot.turns_per_message
+    chat           gen_ai.client.operation.duration, gen_ai.client.token.usage (a usage record's
+                   call: the CLI's own duration and token counts, when the span carries them)
+
+The one label not on a span is the agent type of a tool call (main or sub-agent): the tool
+builder passes it. Metrics of what happens rather than of a finished span (a turn started, a
+user message, an abort, an error, a permission wait, tool calls per task) are counted where it
+happens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .. import semconv as sc
+from .._records import AttributeValue, SpanRecord, StatusCode
+from ._fields import compact
+from ._meter import SessionMeter
+
+__all__ = ["observe_span"]
+
+
+def observe_span(meter: SessionMeter, record: SpanRecord, agent_type: str | None = None) -> None:
+    """Observe the metrics that follow from one finished span."""
+    operation = record.attributes.get(sc.GEN_AI_OPERATION_NAME)
+    if operation == sc.OP_EXECUTE_TOOL:
+        _tool(meter, record, agent_type)
+    elif operation == sc.OP_INVOKE_AGENT:
+        if sc.COPILOT_TASK_OUTCOME in record.attributes:
+            _task(meter, record)
+        _agent(meter, record)
+    elif operation == sc.OP_CHAT:
+        _chat(meter, record)
+
+
+def _seconds(record: SpanRecord) -> float:
+    return (record.end_ns - record.start_ns) / 1e9
+
+
+def tool_outcome(record: SpanRecord) -> str:
+    """`copilot.tool.outcome` of a finished tool span."""
+    if record.attributes.get(sc.ERROR_TYPE) == sc.ERROR_ABORTED:
+        return sc.TOOL_OUTCOME_ABORTED
+    if record.status is StatusCode.ERROR:
+        return sc.TOOL_OUTCOME_ERROR
+    if record.attributes.get(sc.COPILOT_INCOMPLETE) is True:
+        return sc.TOOL_OUTCOME_INCOMPLETE
+    return sc.TOOL_OUTCOME_SUCCESS
+
+
+def _tool(meter: SessionMeter, record: SpanRecord, agent_type: str | None) -> None:
+    attributes = record.attributes
+    name = attributes.get(sc.GEN_AI_TOOL_NAME, sc.UNKNOWN)
+    meter.add(
+        sc.METRIC_TOOL_CALLS,
+        compact(
+            {
+                sc.GEN_AI_TOOL_NAME: name,
+                sc.COPILOT_TOOL_OUTCOME: tool_outcome(record),
+                sc.COPILOT_AGENT_TYPE: agent_type,
+            }
+        ),
+    )
+    meter.record(
+        sc.METRIC_EXECUTE_TOOL_DURATION,
+        _seconds(record),
+        compact(
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+                sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
+                sc.GEN_AI_TOOL_NAME: name,
+                sc.ERROR_TYPE: attributes.get(sc.ERROR_TYPE),
+            }
+        ),
+    )
+
+
+def _task(meter: SessionMeter, record: SpanRecord) -> None:
+    attributes = record.attributes
+    mode = str(attributes.get(sc.COPILOT_MODE, sc.UNKNOWN))
+    turns = attributes.get(sc.COPILOT_TURNS)
+    if isinstance(turns, int):
+        meter.record(sc.METRIC_TURNS_PER_MESSAGE, turns, {sc.COPILOT_MODE: mode})
+    meter.add(
+        sc.METRIC_TASKS,
+        {sc.COPILOT_TASK_OUTCOME: attributes[sc.COPILOT_TASK_OUTCOME], sc.COPILOT_MODE: mode},
+    )
+
+
+def _agent(meter: SessionMeter, record: SpanRecord) -> None:
+    meter.record(
+        sc.METRIC_INVOKE_AGENT_DURATION,
+        _seconds(record),
+        compact(
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
+                sc.GEN_AI_AGENT_NAME: record.attributes.get(sc.GEN_AI_AGENT_NAME),
+                sc.ERROR_TYPE: record.attributes.get(sc.ERROR_TYPE),
+            }
+        ),
+    )
+
+
+def _chat(meter: SessionMeter, record: SpanRecord) -> None:
+    attributes = record.attributes
+    model_attributes: Mapping[str, AttributeValue] = compact(
+        {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+            sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
+            sc.GEN_AI_REQUEST_MODEL: attributes.get(sc.GEN_AI_REQUEST_MODEL),
+            sc.GEN_AI_RESPONSE_MODEL: attributes.get(sc.GEN_AI_RESPONSE_MODEL),
+        }
+    )
+    duration_ms = attributes.get(sc.COPILOT_USAGE_DURATION_MS)
+    if isinstance(duration_ms, int | float):
+        meter.record(sc.METRIC_OPERATION_DURATION, duration_ms / 1000.0, model_attributes)
+    for token_type, key in (
+        (sc.TOKEN_TYPE_INPUT, sc.GEN_AI_USAGE_INPUT_TOKENS),
+        (sc.TOKEN_TYPE_OUTPUT, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
+    ):
+        tokens = attributes.get(key)
+        if isinstance(tokens, int):
+            meter.record(
+                sc.METRIC_TOKEN_USAGE,
+                tokens,
+                {**model_attributes, sc.GEN_AI_TOKEN_TYPE: token_type},
+            )

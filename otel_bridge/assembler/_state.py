@@ -1,0 +1,197 @@
+"""The open state of one session: what the assembler remembers between events.
+
+Only what is still open is kept: the interaction (a user message and its agent loop) with its
+agents, their current turns and running tools, plus a few session facts. Finished spans leave as
+`SpanRecord`s and are forgotten. Plain data: the rules that change it are in the lifecycle and the
+handlers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from .. import semconv as sc
+from .._records import (
+    AttributeValue,
+    LinkRecord,
+    SpanEventRecord,
+    SpanKind,
+    SpanRecord,
+    StatusCode,
+)
+
+__all__ = [
+    "MAIN",
+    "Agent",
+    "Error",
+    "Interaction",
+    "Message",
+    "OpenSpan",
+    "SeenSet",
+    "SessionFacts",
+    "Tool",
+    "Turn",
+]
+
+#: Agent key of the main agent (a sub-agent's key is its spawning toolCallId).
+MAIN = ""
+#: How many recent event ids and span ids a session remembers, to drop redelivered events and to
+#: keep a reused tool call id from giving two different spans one id. Kept across segments (a
+#: resumed session may be redelivered); about 1 MB per session at most.
+MEMORY = 10_000
+
+#: A failure to put on a span: (error.type, status message or None).
+Error = tuple[str, str | None]
+
+
+@dataclass(eq=False, slots=True)
+class OpenSpan:
+    """A span still open: mutable until it is finished into a `SpanRecord`."""
+
+    trace_id: int
+    span_id: int
+    parent_span_id: int | None
+    name: str
+    start_ns: int
+    kind: SpanKind = SpanKind.INTERNAL
+    attributes: dict[str, AttributeValue] = field(default_factory=dict)
+    events: list[SpanEventRecord] = field(default_factory=list)
+    links: tuple[LinkRecord, ...] = ()
+    status: StatusCode = StatusCode.UNSET
+    status_message: str | None = None
+
+    def fail(self, error_type: str, message: str | None = None) -> None:
+        """Status ERROR with `error.type` (and the message, if any)."""
+        self.status = StatusCode.ERROR
+        self.attributes[sc.ERROR_TYPE] = error_type
+        if message:
+            self.status_message = message
+
+    def finish(self, end_ns: int) -> SpanRecord:
+        """The finished record; it never ends before it starts."""
+        return SpanRecord(
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            parent_span_id=self.parent_span_id,
+            name=self.name,
+            kind=self.kind,
+            start_ns=self.start_ns,
+            end_ns=max(end_ns, self.start_ns),
+            attributes=dict(self.attributes),
+            status=self.status,
+            status_message=self.status_message,
+            events=tuple(self.events),
+            links=self.links,
+        )
+
+
+@dataclass(eq=False, slots=True)
+class Message:
+    """An assistant.message, kept until its turn ends in case no usage record names its call."""
+
+    key: str
+    timestamp_ns: int
+    model: str | None
+    api_call_id: str | None
+
+
+@dataclass(eq=False, slots=True)
+class Turn:
+    """An agent's open turn (assistant.turn_start .. assistant.turn_end)."""
+
+    span: OpenSpan
+    turn_id: str
+    asked_for_tools: bool = False
+    llm_calls: int = 0
+    messages: list[Message] = field(default_factory=list)
+    answer: str = ""  # the assistant's text in this turn (its size, hash or text go on the span)
+
+
+@dataclass(eq=False, slots=True)
+class Agent:
+    """The main agent of an interaction, or one sub-agent, with its current turn."""
+
+    key: str
+    span: OpenSpan
+    turn: Turn | None = None
+    turns: int = 0
+    agent_id: str | None = None
+    done: bool = False
+
+    @property
+    def type(self) -> str:
+        """`copilot.agent.type`: main or subagent."""
+        return sc.AGENT_TYPE_MAIN if self.key == MAIN else sc.AGENT_TYPE_SUBAGENT
+
+    @property
+    def current_span(self) -> OpenSpan:
+        """Where work of this agent hangs: its open turn, else the agent's own span."""
+        return self.turn.span if self.turn is not None else self.span
+
+
+@dataclass(eq=False, slots=True)
+class Tool:
+    """A running tool call and the agent that runs it."""
+
+    span: OpenSpan
+    agent: Agent
+
+
+@dataclass(eq=False, slots=True)
+class Interaction:
+    """A top-level user message and its agent loop: one trace, open until the loop ends."""
+
+    trace_id: int
+    root: OpenSpan
+    main: Agent
+    root_exported: bool = False  # a late continuation of an interaction already exported
+    tools: dict[str, Tool] = field(default_factory=dict)  # running, by toolCallId
+    requested_by: dict[str, int] = field(default_factory=dict)  # toolCallId -> turn span id
+    subagents: dict[str, Agent] = field(default_factory=dict)  # spawning toolCallId -> agent
+    agents_by_id: dict[str, Agent] = field(default_factory=dict)
+    chat_keys: set[str] = field(default_factory=set)
+    outcome: str | None = None
+    task_signal: bool = False  # a terminal session.task_complete was seen
+    awaiting_continuation: bool = False  # the loop stopped, but more work may come
+    user_messages: int = 1
+    continuations: int = 0
+    tool_calls: int = 0
+    # Tools still running when their main-agent turn ended, and when it ended: `copilot -p`
+    # interrupted by SIGINT writes turn_end 1-2 ms before abort, so wait one event to know
+    # whether they were aborted (docs/recorded-captures.md).
+    dangling: dict[str, int] = field(default_factory=dict)
+    last_ns: int = 0
+
+
+@dataclass(eq=False, slots=True)
+class SessionFacts:
+    """What outlives interactions: the session's identity and settings, and the previous
+    interaction's root (for links). This is what a checkpoint saves."""
+
+    session_id: str
+    named: bool = False  # session id confirmed by a session.start
+    mode: str = "interactive"
+    model: str | None = None
+    copilot_version: str | None = None
+    previous: tuple[int, int] | None = None  # (trace id, span id) of the last root
+    previous_in_segment: bool = False  # `previous` belongs to the current segment
+
+
+class SeenSet:
+    """A set that keeps only its `limit` most recent entries."""
+
+    __slots__ = ("_items", "_limit")
+
+    def __init__(self, limit: int = MEMORY) -> None:
+        self._items: dict[Hashable, None] = {}  # insertion-ordered: the oldest go first
+        self._limit = limit
+
+    def seen(self, key: Hashable) -> bool:
+        """True if `key` is already in the set; else add it (forgetting the oldest if full)."""
+        if key in self._items:
+            return True
+        self._items[key] = None
+        if len(self._items) > self._limit:
+            del self._items[next(iter(self._items))]
+        return False

@@ -1,0 +1,74 @@
+"""The one table from event type to handler. Adding an event type is one handler and one row.
+
+A handler is a plain function `(session, event) -> None`, grouped by concern in the modules
+below. It reads `event.data` with the readers of `_fields`, finds the open interaction in
+`session.interaction` (or `session.lifecycle.ensure(event)` when the event means work is going
+on) and the event's agent with `session.lifecycle.agent_for`, makes and ends spans through
+`session.spans` (one builder per kind), opens and closes interactions through
+`session.lifecycle`, and counts with `session.meter`. A type without a row is read and ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from ..._events import Event
+from . import _live as live
+from . import _messages as messages
+from . import _outcomes as outcomes
+from . import _session_events as session_events
+from . import _subagents as subagents
+from . import _tools as tools
+
+if TYPE_CHECKING:
+    from .._session import SessionAssembler
+
+__all__ = ["HANDLERS", "KEEP_DANGLING_TOOLS", "Handler"]
+
+Handler = Callable[["SessionAssembler", Event], None]
+
+HANDLERS: Mapping[str, Handler] = MappingProxyType(
+    {
+        # session segments and facts; context compaction (_session_events.py)
+        "session.start": session_events.on_segment_start,
+        "session.resume": session_events.on_segment_start,
+        "session.shutdown": session_events.on_shutdown,
+        "session.mode_changed": session_events.on_mode_changed,
+        "session.model_change": session_events.on_model_change,
+        "session.compaction_start": session_events.on_context_event,
+        "session.compaction_complete": session_events.on_compaction_complete,
+        "session.truncation": session_events.on_context_event,
+        # messages and turns (_messages.py)
+        "user.message": messages.on_user_message,
+        "assistant.turn_start": messages.on_turn_start,
+        "assistant.turn_end": messages.on_turn_end,
+        "assistant.message": messages.on_assistant_message,
+        "session.usage_record": messages.on_usage,
+        "assistant.usage": messages.on_usage,  # live
+        # tools (_tools.py)
+        "tool.execution_start": tools.on_tool_start,
+        "tool.execution_complete": tools.on_tool_complete,
+        "permission.requested": tools.on_permission_requested,
+        "permission.completed": tools.on_permission_completed,
+        # sub-agents (_subagents.py)
+        "subagent.started": subagents.on_subagent_started,
+        "subagent.completed": subagents.on_subagent_completed,
+        "subagent.failed": subagents.on_subagent_failed,
+        # outcomes and errors (_outcomes.py)
+        "session.task_complete": outcomes.on_task_complete,
+        "session.error": outcomes.on_error,
+        "abort": outcomes.on_abort,
+        # live only: the SDK stream, never on disk (_live.py)
+        "session.idle": live.on_idle,
+        "assistant.turn_retry": live.on_turn_retry,
+        "model.call_failure": live.on_call_failure,
+        "agent.interrupted": live.on_interrupted,
+    }
+)
+
+#: Tools still running at a main-agent turn_end wait for the next event: if it is one of these,
+#: its handler ends them (as aborted); any other event first ends them, incomplete, at the
+#: turn_end (`Lifecycle.end_dangling`).
+KEEP_DANGLING_TOOLS = frozenset({"abort"})

@@ -1,0 +1,71 @@
+"""Live-only events: the SDK stream has them, the log never does (docs/events.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ... import semconv as sc
+from ..._events import Event
+from ..._records import SpanEventRecord
+from .._fields import compact, read_str
+
+if TYPE_CHECKING:
+    from .._session import SessionAssembler
+
+
+def on_idle(session: SessionAssembler, event: Event) -> None:
+    """session.idle: the loop is over, background agents included. The one end signal the
+    log never has; with `aborted`, it closes what an abort left open."""
+    interaction = session.interaction
+    if interaction is None or event.agent_id is not None:
+        return
+    if event.data.get("aborted") is True:
+        session.lifecycle.close(
+            event.timestamp_ns, sc.END_ABORT, error=(sc.ERROR_ABORTED, "aborted")
+        )
+    else:
+        session.lifecycle.close(
+            event.timestamp_ns,
+            sc.END_IDLE,
+            incomplete=not (interaction.main.done or interaction.awaiting_continuation),
+        )
+
+
+def on_turn_retry(session: SessionAssembler, event: Event) -> None:
+    """assistant.turn_retry: a span event on the agent's turn."""
+    interaction = session.interaction
+    if interaction is None:
+        return
+    agent = session.lifecycle.agent_for(event, interaction)
+    agent.current_span.events.append(
+        SpanEventRecord(
+            sc.EVENT_TURN_RETRY,
+            event.timestamp_ns,
+            compact(
+                {
+                    sc.COPILOT_RETRY_REASON: read_str(event.data, "reason"),
+                    sc.GEN_AI_REQUEST_MODEL: read_str(event.data, "model"),
+                }
+            ),
+        )
+    )
+
+
+def on_call_failure(session: SessionAssembler, event: Event) -> None:
+    """model.call_failure: a failed chat span per failed attempt."""
+    interaction = session.lifecycle.ensure(event)
+    agent = session.lifecycle.agent_for(event, interaction)
+    session.spans.chat.failed_call(interaction, agent, event)
+
+
+def on_interrupted(session: SessionAssembler, event: Event) -> None:
+    """agent.interrupted: the user stopped the agent; the tools it names will not finish."""
+    interaction = session.interaction
+    calls = event.data.get("toolCallIds")
+    if interaction is None or not isinstance(calls, list):
+        return
+    for call in calls:
+        if isinstance(call, str) and call in interaction.tools:
+            session.spans.tool.finish(
+                interaction, call, event.timestamp_ns, error=(sc.ERROR_ABORTED, "interrupted")
+            )

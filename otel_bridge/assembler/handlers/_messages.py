@@ -1,0 +1,153 @@
+"""Messages and turns: the user's message, the agents' turns, their answers and LLM calls."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ... import semconv as sc
+from ..._events import Event
+from ..._records import SpanEventRecord
+from .._fields import compact, read_obj, read_str
+from .._state import Message
+
+if TYPE_CHECKING:
+    from .._session import SessionAssembler
+
+MODES = frozenset({sc.MODE_INTERACTIVE, sc.MODE_PLAN, sc.MODE_AUTOPILOT})
+
+
+def on_user_message(session: SessionAssembler, event: Event) -> None:
+    """A top-level message opens an interaction (closing the one before); an autopilot
+    continuation joins the current one; a sub-agent's own prompt is ignored."""
+    if event.agent_id is not None or read_str(event.data, "parentToolCallId"):
+        return
+    lifecycle = session.lifecycle
+    interaction = lifecycle.interaction
+    if event.data.get("isAutopilotContinuation") is True:
+        if interaction is None:
+            interaction = lifecycle.reopen_previous(event)
+        interaction.continuations += 1
+        interaction.user_messages += 1
+        interaction.awaiting_continuation = False
+        session.meter.add(sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: True})
+        session.meter.add(sc.METRIC_AUTOPILOT_CONTINUATIONS)
+        interaction.root.events.append(
+            SpanEventRecord(
+                sc.EVENT_AUTOPILOT_CONTINUATION,
+                event.timestamp_ns,
+                compact({sc.COPILOT_INTERACTION_ID: read_str(event.data, "interactionId")}),
+            )
+        )
+        return
+    if interaction is not None:
+        lifecycle.close(
+            interaction.last_ns,
+            sc.END_NEXT_MESSAGE,
+            incomplete=not (interaction.awaiting_continuation or interaction.main.done),
+        )
+    mode = read_str(event.data, "agentMode") or session.facts.mode
+    if mode != session.facts.mode and mode in MODES:
+        session.facts.mode = mode
+    interaction = lifecycle.open(event, synthetic=False)
+    session.meter.add(sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: False})
+    content = event.data.get("content")
+    if isinstance(content, str):
+        session.spans.agent.prompt(interaction, content)
+
+
+def on_turn_start(session: SessionAssembler, event: Event) -> None:
+    """A new turn of the event's agent (its previous turn, if still open, ends incomplete)."""
+    interaction = session.lifecycle.ensure(event)
+    agent = session.lifecycle.agent_for(event, interaction)
+    if agent.turn is not None:  # its turn_end never came
+        session.spans.turn.finish(agent, event.timestamp_ns, incomplete=True)
+    session.spans.turn.open(interaction, agent, event)
+    session.meter.add(sc.METRIC_TURNS, {sc.COPILOT_AGENT_TYPE: agent.type})
+    if agent is interaction.main:
+        interaction.awaiting_continuation = False
+        interaction.main.done = False
+
+
+def on_turn_end(session: SessionAssembler, event: Event) -> None:
+    """Ends the agent's turn. A main-agent turn whose model answered without asking for tools
+    (or after a task_complete) ends the loop."""
+    interaction = session.interaction
+    if interaction is None:
+        session.unplaced(event)
+        return
+    agent = session.lifecycle.agent_for(event, interaction)
+    turn = agent.turn
+    if turn is None:
+        session.unplaced(event)
+        return
+    if agent is interaction.main:  # held for one event, in case it is an abort
+        interaction.dangling.update(
+            {
+                call: event.timestamp_ns
+                for call, tool in interaction.tools.items()
+                if tool.agent is agent
+            }
+        )
+    else:
+        session.lifecycle.end_tools_of(interaction, agent, event.timestamp_ns)
+    session.spans.turn.finish(agent, event.timestamp_ns)
+    if agent is not interaction.main:
+        return
+    # A turn whose model calls all failed has no answer at all: a session.error follows, so
+    # wait for it.
+    answered = bool(turn.messages) or turn.llm_calls > 0
+    if interaction.task_signal or (answered and not turn.asked_for_tools):
+        session.lifecycle.loop_ended(
+            interaction,
+            event.timestamp_ns,
+            sc.END_TASK_COMPLETE if interaction.task_signal else sc.END_LOOP,
+        )
+
+
+def on_assistant_message(session: SessionAssembler, event: Event) -> None:
+    """Which turn requested which tool calls; whether the turn asked for tools; its answer;
+    the message itself, for chat spans of logs without usage records."""
+    interaction = session.lifecycle.ensure(event)
+    agent = session.lifecycle.agent_for(event, interaction)
+    turn = agent.turn
+    owner = agent.current_span
+    requests = event.data.get("toolRequests")
+    if isinstance(requests, list):
+        for request in requests:
+            call_id = read_str(request, "toolCallId") if isinstance(request, dict) else None
+            if call_id:
+                interaction.requested_by[call_id] = owner.span_id
+        if turn is not None and requests:
+            turn.asked_for_tools = True
+    if turn is not None:
+        turn.messages.append(
+            Message(
+                event.key,
+                event.timestamp_ns,
+                read_str(event.data, "model"),
+                read_str(event.data, "apiCallId"),
+            )
+        )
+        answer = event.data.get("content")
+        if isinstance(answer, str) and answer:
+            turn.answer += answer
+
+
+def on_usage(session: SessionAssembler, event: Event) -> None:
+    """session.usage_record (disk) / assistant.usage (live): one chat span per LLM call. Both
+    carry the same accounting.usageId, so a call seen in both gives one span."""
+    usage: Mapping[str, Any] | None = read_obj(event.data, "usage")
+    if usage is None:
+        usage = event.data  # live assistant.usage carries the fields at the top
+    interaction = session.lifecycle.ensure(event)
+    call_key = (
+        read_str(read_obj(usage, "accounting"), "usageId")
+        or read_str(usage, "apiCallId")
+        or event.key
+    )
+    if call_key in interaction.chat_keys:
+        return  # the same call seen twice (disk record and live event)
+    interaction.chat_keys.add(call_key)
+    agent = session.lifecycle.agent_for(event, interaction, read_str(usage, "parentToolCallId"))
+    session.spans.chat.from_usage(interaction, agent, event, usage, call_key)

@@ -1,0 +1,83 @@
+"""Session-level events: segments (start, resume, shutdown), mode and model, and compaction and
+truncation as span events on the interaction."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ... import semconv as sc
+from ..._events import Event
+from ..._records import AttributeValue, SpanEventRecord
+from .._fields import read_str, snake_case
+
+if TYPE_CHECKING:
+    from .._session import SessionAssembler
+
+#: String fields of compaction/truncation events safe to copy onto span events (short labels).
+LABEL_FIELDS = frozenset({"trigger", "performedBy", "outcome", "model"})
+
+
+def on_segment_start(session: SessionAssembler, event: Event) -> None:
+    """session.start / session.resume: a new segment; the session's id, CLI version, model."""
+    session.lifecycle.start_segment()
+    facts = session.facts
+    session_id = read_str(event.data, "sessionId")
+    if session_id and not facts.named:
+        facts.session_id = session_id
+        facts.named = True
+    version = event.data.get("copilotVersion")
+    if isinstance(version, str):
+        facts.copilot_version = version
+    model = read_str(event.data, "selectedModel")
+    if model:
+        facts.model = model
+    facts.mode = sc.MODE_INTERACTIVE
+
+
+def on_shutdown(session: SessionAssembler, event: Event) -> None:
+    """session.shutdown (disk only): the segment is over; so is an interaction still open."""
+    session.lifecycle.end_of_input(event.timestamp_ns, sc.END_SHUTDOWN)
+
+
+def on_mode_changed(session: SessionAssembler, event: Event) -> None:
+    mode = read_str(event.data, "newMode")
+    if mode:
+        session.facts.mode = mode
+
+
+def on_model_change(session: SessionAssembler, event: Event) -> None:
+    model = read_str(event.data, "newModel")
+    if event.agent_id is None and model:
+        session.facts.model = model
+
+
+def on_compaction_complete(session: SessionAssembler, event: Event) -> None:
+    """Counted (success or failure), then a span event like the others."""
+    failed = event.data.get("success") is False
+    session.meter.add(
+        sc.METRIC_COMPACTIONS,
+        {sc.COPILOT_COMPACTION_OUTCOME: sc.COMPACTION_FAILURE if failed else sc.COMPACTION_SUCCESS},
+    )
+    on_context_event(session, event)
+
+
+def on_context_event(session: SessionAssembler, event: Event) -> None:
+    """Compaction and truncation: points in time on the interaction, named after the event
+    (`copilot.compaction_start`...), with its numbers, flags and short labels."""
+    interaction = session.interaction
+    if interaction is None:
+        session.unplaced(event)
+        return
+    attributes: dict[str, AttributeValue] = {}
+    for name, value in event.data.items():
+        if isinstance(value, bool | int | float) or (
+            name in LABEL_FIELDS and isinstance(value, str)
+        ):
+            attributes[sc.COPILOT_NAMESPACE + snake_case(name)] = value
+    interaction.root.events.append(
+        SpanEventRecord(
+            sc.COPILOT_NAMESPACE + event.type.removeprefix("session."),
+            event.timestamp_ns,
+            attributes,
+        )
+    )

@@ -1,0 +1,64 @@
+"""Sub-agents: spawned by a `task` call, completed, failed or cancelled.
+
+Events of a sub-agent's own turns, messages and tools are handled with the main agent's (in
+`_messages.py` and `_tools.py`); `Lifecycle.agent_for` tells whose they are.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ... import semconv as sc
+from ..._events import Event
+from .._fields import read_str
+from .._state import Error
+from ..spans import UNNAMED_AGENT
+
+if TYPE_CHECKING:
+    from .._session import SessionAssembler
+
+
+def on_subagent_started(session: SessionAssembler, event: Event) -> None:
+    tool_call_id = read_str(event.data, "toolCallId")
+    if not tool_call_id:
+        session.unplaced(event)
+        return
+    interaction = session.lifecycle.ensure(event)
+    agent = session.spans.agent.started(
+        interaction,
+        tool_call_id,
+        read_str(event.data, "agentName") or UNNAMED_AGENT,
+        read_str(event.data, "model"),
+        event.timestamp_ns,
+    )
+    if event.agent_id is not None:  # subagent.* events carry the sub-agent's own id
+        session.spans.agent.identify(interaction, agent, event.agent_id)
+
+
+def on_subagent_completed(session: SessionAssembler, event: Event) -> None:
+    _end_subagent(session, event, None)
+
+
+def on_subagent_failed(session: SessionAssembler, event: Event) -> None:
+    message = session.content.opt_in(read_str(event.data, "error"))
+    _end_subagent(session, event, (sc.ERROR_SUBAGENT_FAILED, message))
+
+
+def _end_subagent(session: SessionAssembler, event: Event, error: Error | None) -> None:
+    """End the sub-agent of `toolCallId` with what it left open. `cancelled` (an abort of it or
+    its parent tore it down) makes all of it aborted."""
+    interaction = session.interaction
+    agent = (
+        interaction.subagents.get(read_str(event.data, "toolCallId") or "")
+        if interaction is not None
+        else None
+    )
+    if interaction is None or agent is None or agent.done:
+        session.unplaced(event)
+        return
+    cut_short: Error | None = None
+    if event.data.get("cancelled") is True:
+        error = cut_short = (sc.ERROR_ABORTED, None)
+    session.lifecycle.end_tools_of(interaction, agent, event.timestamp_ns, cut_short)
+    session.spans.turn.finish(agent, event.timestamp_ns, error=cut_short, incomplete=True)
+    session.spans.agent.finish_subagent(agent, event.timestamp_ns, error=error)

@@ -1,0 +1,155 @@
+"""`chat <model>` spans (CLIENT): one per LLM call, from a usage record, from the messages of a
+turn in logs without usage records, or from a failed call (live)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ... import semconv as sc
+from ..._events import Event
+from ..._records import SpanKind
+from .._content import ContentPolicy
+from .._fields import compact, read_int, read_num, read_str
+from .._state import Agent, Interaction, OpenSpan, SessionFacts, Turn
+from ._factory import ID_CHAT, SpanFactory
+
+__all__ = ["ChatSpans"]
+
+
+class ChatSpans:
+    """`chat <model>` spans (CLIENT): one per LLM call."""
+
+    def __init__(self, factory: SpanFactory, content: ContentPolicy, facts: SessionFacts) -> None:
+        self._factory = factory
+        self._content = content
+        self._facts = facts
+
+    def from_usage(
+        self,
+        interaction: Interaction,
+        agent: Agent,
+        event: Event,
+        usage: Mapping[str, Any],
+        call_key: str,
+    ) -> None:
+        """A usage record (or live assistant.usage): ends at the event, starts `duration` ms
+        earlier but never before its parent."""
+        turn = agent.turn
+        parent = agent.current_span
+        if turn is not None:
+            turn.llm_calls += 1
+        model = read_str(usage, "model") or self._facts.model
+        duration_ms = read_num(usage, "duration")
+        end_ns = event.timestamp_ns
+        start_ns = end_ns - int(duration_ms * 1_000_000) if duration_ms else end_ns
+        start_ns = max(start_ns, parent.start_ns)
+        ttft = read_num(usage, "timeToFirstTokenMs")
+        finish = read_str(usage, "finishReason")
+        attributes = self._factory.genai(sc.OP_CHAT)
+        attributes.update(
+            compact(
+                {
+                    sc.GEN_AI_REQUEST_MODEL: model,
+                    sc.GEN_AI_RESPONSE_MODEL: read_str(usage, "model"),
+                    sc.GEN_AI_RESPONSE_ID: read_str(usage, "apiCallId"),
+                    sc.GEN_AI_RESPONSE_FINISH_REASONS: [finish] if finish else None,
+                    sc.GEN_AI_USAGE_INPUT_TOKENS: read_int(usage, "inputTokens"),
+                    sc.GEN_AI_USAGE_OUTPUT_TOKENS: read_int(usage, "outputTokens"),
+                    sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: read_int(usage, "cacheReadTokens"),
+                    sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: read_int(
+                        usage, "cacheWriteTokens"
+                    ),
+                    sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: read_int(usage, "reasoningTokens"),
+                    sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: ttft / 1000.0
+                    if ttft is not None
+                    else None,
+                    sc.COPILOT_INITIATOR: read_str(usage, "initiator"),
+                    sc.COPILOT_USAGE_COST: read_num(usage, "cost"),
+                    sc.COPILOT_USAGE_DURATION_MS: duration_ms,
+                    sc.COPILOT_TURN_ID: turn.turn_id if turn is not None else None,
+                }
+            )
+        )
+        span = OpenSpan(
+            interaction.trace_id,
+            self._factory.span_id(ID_CHAT, call_key, event.key),
+            parent.span_id,
+            f"{sc.OP_CHAT} {model or sc.UNKNOWN}",
+            start_ns,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+        )
+        self._factory.emit(span.finish(end_ns))
+
+    def from_messages(self, turn: Turn) -> None:
+        """Logs without usage records (CLI < 1.0.102): one chat span per model call, told
+        apart by apiCallId, else one per assistant.message; each ends at its message."""
+        start = turn.span.start_ns
+        seen: set[str] = set()
+        for message in turn.messages:
+            call = message.api_call_id or message.key
+            if call in seen:
+                continue
+            seen.add(call)
+            model = message.model or self._facts.model
+            attributes = self._factory.genai(sc.OP_CHAT)
+            attributes.update(
+                compact(
+                    {
+                        sc.GEN_AI_REQUEST_MODEL: model,
+                        sc.GEN_AI_RESPONSE_MODEL: message.model,
+                        sc.GEN_AI_RESPONSE_ID: message.api_call_id,
+                        sc.COPILOT_TURN_ID: turn.turn_id,
+                    }
+                )
+            )
+            span = OpenSpan(
+                turn.span.trace_id,
+                self._factory.span_id(ID_CHAT, call, message.key),
+                turn.span.span_id,
+                f"{sc.OP_CHAT} {model or sc.UNKNOWN}",
+                start,
+                kind=SpanKind.CLIENT,
+                attributes=attributes,
+            )
+            self._factory.emit(span.finish(message.timestamp_ns))
+            start = message.timestamp_ns
+
+    def failed_call(self, interaction: Interaction, agent: Agent, event: Event) -> None:
+        """Live model.call_failure: an LLM call that failed (to be retried, or the turn fails)."""
+        data = event.data
+        parent = agent.current_span
+        model = read_str(data, "model") or self._facts.model
+        status_code = read_int(data, "statusCode")
+        duration_ms = read_num(data, "durationMs")
+        start_ns = (
+            event.timestamp_ns - int(duration_ms * 1e6) if duration_ms else event.timestamp_ns
+        )
+        attributes = self._factory.genai(sc.OP_CHAT)
+        attributes.update(
+            compact(
+                {
+                    sc.GEN_AI_REQUEST_MODEL: model,
+                    sc.COPILOT_ERROR_STATUS_CODE: status_code,
+                    sc.COPILOT_RETRY_ATTEMPT: read_int(data, "retryAttempt"),
+                }
+            )
+        )
+        span = OpenSpan(
+            interaction.trace_id,
+            self._factory.span_id(ID_CHAT, event.key, event.key),
+            parent.span_id,
+            f"{sc.OP_CHAT} {model or sc.UNKNOWN}",
+            max(start_ns, parent.start_ns),
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+        )
+        error_type = (
+            read_str(data, "errorCode")
+            or (str(status_code) if status_code else None)
+            or read_str(data, "failureKind")
+            or sc.ERROR_MODEL_CALL_FAILED
+        )
+        message = self._content.opt_in(read_str(data, "errorMessage"))
+        self._factory.finish(span, event.timestamp_ns, (error_type, message))

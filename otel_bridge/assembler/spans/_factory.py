@@ -1,0 +1,100 @@
+"""The span factory: deterministic ids, the GenAI attribute block, finishing and emitting.
+
+Every span of a session is finished here, so every finished record goes through `emit`: counted,
+observed for the metrics that follow from it (`_spanmetrics`), and handed out by `take` once the
+event that finished it has been handled. The builders of each kind of span use it.
+"""
+
+from __future__ import annotations
+
+from ... import _ids
+from ... import semconv as sc
+from ..._records import AttributeValue, SpanRecord
+from .._config import AssemblerStats
+from .._meter import SessionMeter
+from .._spanmetrics import observe_span
+from .._state import Error, OpenSpan, SeenSet, SessionFacts
+
+__all__ = ["SpanFactory"]
+
+# The kinds ids are derived for (docs/architecture.md, "Ids are derived, not random").
+ID_INTERACTION = "interaction"
+ID_TURN = "turn"
+ID_CHAT = "chat"
+ID_TOOL = "tool"
+ID_SUBAGENT = "subagent"
+
+
+class SpanFactory:
+    """Ids, shared attributes and the output of one session's spans."""
+
+    def __init__(self, facts: SessionFacts, stats: AssemblerStats, meter: SessionMeter) -> None:
+        self._meter = meter
+        self._facts = facts
+        self._stats = stats
+        self._used_ids = SeenSet()
+        self._out: list[SpanRecord] = []
+
+    def span_id(self, kind: str, key: str, fallback: str) -> int:
+        """The deterministic id of the `kind` of span keyed by `key`. If the session already
+        used it (a tool call id reused by a broken log, say), one derived from `fallback` (the
+        event) instead, so that no two different spans ever share an id."""
+        span_id = _ids.span_id(kind, self._facts.session_id, key)
+        attempt = 0
+        while self._used_ids.seen(span_id):
+            attempt += 1
+            span_id = _ids.span_id(
+                kind, self._facts.session_id, f"{key}\x00{fallback}\x00{attempt}"
+            )
+        return span_id
+
+    def derived_id(self, kind: str, key: str) -> int:
+        """The id `span_id(kind, key, ...)` gives when `key` is not reused: to point at a span
+        by its key (a sub-agent's parent is the `execute_tool task` span of its call)."""
+        return _ids.span_id(kind, self._facts.session_id, key)
+
+    def trace_id(self, key: str) -> int:
+        """The trace id of the interaction opened by the event `key`."""
+        return _ids.trace_id(self._facts.session_id, key)
+
+    def genai(self, operation: str, agent_name: str | None = None) -> dict[str, AttributeValue]:
+        """The GenAI attributes agent, chat and tool spans start with."""
+        attributes: dict[str, AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: operation,
+            sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
+        }
+        if agent_name is not None:
+            attributes[sc.GEN_AI_AGENT_NAME] = agent_name
+        attributes[sc.GEN_AI_CONVERSATION_ID] = self._facts.session_id
+        return attributes
+
+    def finish(
+        self,
+        span: OpenSpan,
+        end_ns: int,
+        error: Error | None = None,
+        incomplete: bool = False,
+        *,
+        agent_type: str | None = None,
+    ) -> SpanRecord:
+        """End and emit a span: failed with `error`, or marked `copilot.incomplete` when its
+        end was not seen."""
+        if error is not None:
+            span.fail(*error)
+        elif incomplete:
+            span.attributes[sc.COPILOT_INCOMPLETE] = True
+        record = span.finish(end_ns)
+        self.emit(record, agent_type=agent_type)
+        return record
+
+    def emit(self, record: SpanRecord, *, agent_type: str | None = None) -> None:
+        """Hand a finished span out, and observe the metrics that follow from it
+        (`_spanmetrics`; `agent_type`: of a tool call, the one label not on its span)."""
+        self._stats.spans += 1
+        self._out.append(record)
+        observe_span(self._meter, record, agent_type)
+
+    def take(self) -> list[SpanRecord]:
+        """The spans emitted since the last call."""
+        out, self._out = self._out, []
+        return out

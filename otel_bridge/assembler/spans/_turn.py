@@ -1,0 +1,64 @@
+"""`turn <n>` spans: an agent's turns, numbered from 1 within the interaction."""
+
+from __future__ import annotations
+
+from ... import semconv as sc
+from ..._events import Event
+from .._content import ContentPolicy, as_messages
+from .._fields import compact, read_str
+from .._state import Agent, Error, Interaction, OpenSpan, Turn
+from ._chat import ChatSpans
+from ._factory import ID_TURN, SpanFactory
+
+__all__ = ["TurnSpans"]
+
+
+class TurnSpans:
+    """`turn <n>` spans: an agent's turn, numbered from 1 within the interaction."""
+
+    def __init__(self, factory: SpanFactory, content: ContentPolicy, chats: ChatSpans) -> None:
+        self._factory = factory
+        self._content = content
+        self._chats = chats
+
+    def open(self, interaction: Interaction, agent: Agent, event: Event) -> Turn:
+        """The agent's next turn, opened by assistant.turn_start."""
+        agent.turns += 1
+        turn_id = read_str(event.data, "turnId") or str(agent.turns - 1)
+        span = OpenSpan(
+            interaction.trace_id,
+            self._factory.span_id(ID_TURN, event.key, event.key),
+            agent.span.span_id,
+            f"turn {agent.turns}",
+            event.timestamp_ns,
+            attributes=compact(
+                {
+                    sc.COPILOT_TURN_ID: turn_id,
+                    sc.COPILOT_TURN_INDEX: agent.turns,
+                    sc.COPILOT_INTERACTION_ID: read_str(event.data, "interactionId"),
+                    sc.GEN_AI_REQUEST_MODEL: read_str(event.data, "model"),
+                }
+            ),
+        )
+        agent.turn = Turn(span, turn_id)
+        return agent.turn
+
+    def finish(
+        self, agent: Agent, end_ns: int, *, error: Error | None = None, incomplete: bool = False
+    ) -> None:
+        """End the agent's open turn, if any, with its chats (old logs) and its answer."""
+        turn = agent.turn
+        if turn is None:
+            return
+        agent.turn = None
+        if turn.llm_calls == 0:
+            self._chats.from_messages(turn)
+        if turn.answer:
+            self._content.put(
+                turn.span.attributes,
+                sc.COPILOT_RESPONSE,
+                turn.answer,
+                sc.GEN_AI_OUTPUT_MESSAGES,
+                as_messages("assistant"),
+            )
+        self._factory.finish(turn.span, end_ns, error, incomplete)
