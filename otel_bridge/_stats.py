@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import IO
 
-from ._assembler import Assembler, AssemblerConfig
 from ._events import Event, parse_timestamp_ns
 from ._privacy import Scrubber, ScrubberConfig
 from ._records import AttributeValue, SpanRecord
+from .assembler import Assembler, AssemblerConfig
 
 __all__ = ["SessionStats", "StatsAssembler", "StatsCollector", "render_table", "table_width"]
 

@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from ._assembler import Assembler, AssemblerConfig
 from ._checkpoint import CheckpointStore
 from ._doctor import diagnose
 from ._exceptions import BridgeError, ConfigError
@@ -29,6 +28,7 @@ from ._progress import ProgressBar, TerminalHandler
 from ._sampling import TraceSampler
 from ._stats import StatsAssembler, StatsCollector, render_table, table_width
 from ._version import __version__
+from .assembler import Assembler, AssemblerConfig
 from .export import MetricsOptions, SpanSink, build_metrics, build_resource, build_span_exporters
 from .export._common import sdk_disabled
 from .export._console import CONSOLE_FORMATS

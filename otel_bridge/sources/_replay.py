@@ -6,10 +6,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .._assembler import Assembler
 from .._events import Event
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from .._records import SpanRecord
+from ..assembler import Assembler
 from ._discovery import LogFile
 from ._health import SkipCounter
 

@@ -23,10 +23,10 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from .._assembler import Assembler
 from .._checkpoint import FINGERPRINT_BYTES, CheckpointStore, FileCheckpoint, fingerprint
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from .._records import SpanRecord
+from ..assembler import Assembler
 from ._discovery import EVENTS_FILE, LogFile, scan_session_state
 from ._health import SkipCounter
 
