@@ -22,10 +22,12 @@ FIXTURES = Path(__file__).parent.parent / "tests" / "fixtures"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=200,
-                        help="how many copies of every fixture log to replay")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sessions", type=int, default=200, help="how many copies of every fixture log to replay"
+    )
     args = parser.parse_args()
     logs = [p.read_bytes() for p in sorted(FIXTURES.glob("*/events.jsonl"))]
     total_bytes = sum(map(len, logs)) * args.sessions
@@ -68,12 +70,17 @@ def main() -> None:
     print(f"read     {read_s:7.3f} s  {events / read_s:10.0f} events/s")
     print(f"assemble {assemble_s:7.3f} s  {events / assemble_s:10.0f} events/s")
     print(f"to SDK   {map_s:7.3f} s  {len(records) / map_s:10.0f} spans/s")
-    print(f"assemble with metrics {metered_s:7.3f} s: {metered_s / assemble_s:.2f}x the time "
-          f"without")
-    print(f"total    {total:7.3f} s  {events / total:10.0f} events/s, "
-          f"{total_bytes / 2**20 / total:.1f} MiB/s")
-    print(f"ratios   read {read_s / total:.0%}, assemble {assemble_s / total:.0%}, "
-          f"SDK mapping {map_s / total:.0%}")
+    print(
+        f"assemble with metrics {metered_s:7.3f} s: {metered_s / assemble_s:.2f}x the time without"
+    )
+    print(
+        f"total    {total:7.3f} s  {events / total:10.0f} events/s, "
+        f"{total_bytes / 2**20 / total:.1f} MiB/s"
+    )
+    print(
+        f"ratios   read {read_s / total:.0%}, assemble {assemble_s / total:.0%}, "
+        f"SDK mapping {map_s / total:.0%}"
+    )
 
 
 if __name__ == "__main__":

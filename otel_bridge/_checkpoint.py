@@ -78,9 +78,10 @@ class CheckpointStore:
         try:
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
-            raise CheckpointError(f"cannot create the state directory {directory}: "
-                                  f"{exc.strerror or exc}; choose another with --state-dir"
-                                  ) from exc
+            raise CheckpointError(
+                f"cannot create the state directory {directory}: "
+                f"{exc.strerror or exc}; choose another with --state-dir"
+            ) from exc
         self._last: str | None = None
 
     def load(self) -> dict[str, FileCheckpoint]:
@@ -103,9 +104,10 @@ class CheckpointStore:
 
     def save(self, checkpoints: Mapping[str, FileCheckpoint]) -> None:
         """Write all checkpoints atomically; a no-op when nothing changed since the last save."""
-        document = json.dumps({"version": _VERSION,
-                               "files": [asdict(c) for c in checkpoints.values()]},
-                              sort_keys=True)
+        document = json.dumps(
+            {"version": _VERSION, "files": [asdict(c) for c in checkpoints.values()]},
+            sort_keys=True,
+        )
         if document == self._last:
             return
         temp = self.path.with_suffix(".json.tmp")

@@ -45,14 +45,24 @@ class Check:
     warning: bool = False
 
 
-def diagnose(roots: Sequence[Path], environ: Mapping[str, str], traces_file: Path | None,
-             timeout: float = 2.0) -> list[Check]:
+def diagnose(
+    roots: Sequence[Path],
+    environ: Mapping[str, str],
+    traces_file: Path | None,
+    timeout: float = 2.0,
+) -> list[Check]:
     """Look at the session-state directories and the exporter configuration."""
     checks = [_check_root(root) for root in roots]
     if sdk_disabled(environ):
-        checks.append(Check(True, "OTEL_SDK_DISABLED=true: run and replay export no spans and "
-                                  "no metrics (and run keeps its checkpoints where they are); "
-                                  "unset it to export", warning=True))
+        checks.append(
+            Check(
+                True,
+                "OTEL_SDK_DISABLED=true: run and replay export no spans and "
+                "no metrics (and run keeps its checkpoints where they are); "
+                "unset it to export",
+                warning=True,
+            )
+        )
         return checks
     checks.extend(_check_exporters(environ, traces_file, timeout))
     duplicate = _check_cli_telemetry(environ)
@@ -63,16 +73,25 @@ def diagnose(roots: Sequence[Path], environ: Mapping[str, str], traces_file: Pat
 
 def _check_root(root: Path) -> Check:
     if root.is_file():
-        return Check(False, f"{root} is a file: pass the session-state directory (e.g. "
-                            f"~/.copilot/session-state), or read this log with "
-                            f"`otel-bridge replay {root}`")
+        return Check(
+            False,
+            f"{root} is a file: pass the session-state directory (e.g. "
+            f"~/.copilot/session-state), or read this log with "
+            f"`otel-bridge replay {root}`",
+        )
     if not root.is_dir():
-        return Check(False, f"{root}: does not exist (yet). Has the Copilot CLI run as this user? "
-                            f"Set COPILOT_HOME or pass --session-state DIR")
+        return Check(
+            False,
+            f"{root}: does not exist (yet). Has the Copilot CLI run as this user? "
+            f"Set COPILOT_HOME or pass --session-state DIR",
+        )
     if (root / _EVENTS_FILE).is_file():
-        return Check(False, f"{root} is one session's directory (it holds {_EVENTS_FILE}): pass "
-                            f"its parent, --session-state {root.parent}, to follow every "
-                            f"session, or read this one with `otel-bridge replay {root}`")
+        return Check(
+            False,
+            f"{root} is one session's directory (it holds {_EVENTS_FILE}): pass "
+            f"its parent, --session-state {root.parent}, to follow every "
+            f"session, or read this one with `otel-bridge replay {root}`",
+        )
     logs = scan_session_state(root)
     if not logs:
         return Check(True, f"{root}: exists, no session logs yet")
@@ -81,8 +100,9 @@ def _check_root(root: Path) -> Check:
     return Check(True, f"{root}: {len(logs)} session logs, the newest written {age} ago")
 
 
-def _check_exporters(environ: Mapping[str, str], traces_file: Path | None,
-                     timeout: float) -> list[Check]:
+def _check_exporters(
+    environ: Mapping[str, str], traces_file: Path | None, timeout: float
+) -> list[Check]:
     names = trace_exporter_names(environ, traces_file is not None)
     checks: list[Check] = []
     if not [n for n in names if n != "none"] and traces_file is None:
@@ -90,16 +110,26 @@ def _check_exporters(environ: Mapping[str, str], traces_file: Path | None,
     checked: set[tuple[str, int]] = set()
     for name in names:
         if name == "console":
-            checks.append(Check(True, "exporter console: spans printed to stdout (set "
-                                      "OTEL_EXPORTER_OTLP_ENDPOINT to send them to a collector)"))
+            checks.append(
+                Check(
+                    True,
+                    "exporter console: spans printed to stdout (set "
+                    "OTEL_EXPORTER_OTLP_ENDPOINT to send them to a collector)",
+                )
+            )
         elif name == "otlp":
             checks.append(_check_otlp(environ, "traces", timeout, checked))
         elif name != "none":
-            checks.append(Check(False, f"exporter {name!r} is not supported: use otlp, console "
-                                       f"or none"))
+            checks.append(
+                Check(False, f"exporter {name!r} is not supported: use otlp, console or none")
+            )
     if traces_file is not None:
-        checks.append(Check(True, f"traces file: {traces_file} (as well)" if names else
-                                  f"traces file: {traces_file}"))
+        checks.append(
+            Check(
+                True,
+                f"traces file: {traces_file} (as well)" if names else f"traces file: {traces_file}",
+            )
+        )
     if _metrics_over_otlp(environ):
         metrics = _check_otlp(environ, "metrics", timeout, checked)
         said = {check.message.partition(": ")[2] for check in checks}
@@ -113,8 +143,9 @@ def _metrics_over_otlp(environ: Mapping[str, str]) -> bool:
     return "otlp" in metric_exporter_names(environ, ("prometheus",))
 
 
-def _check_otlp(environ: Mapping[str, str], signal: str, timeout: float,
-                checked: set[tuple[str, int]]) -> Check:
+def _check_otlp(
+    environ: Mapping[str, str], signal: str, timeout: float, checked: set[tuple[str, int]]
+) -> Check:
     """The endpoint is usable and accepts a connection; an endpoint already checked for the
     other signal gives an ok check with no message (left out)."""
     try:
@@ -128,15 +159,25 @@ def _check_otlp(environ: Mapping[str, str], signal: str, timeout: float,
     where = f"{what} at {endpoint.describe()}{_origin(endpoint)}"
     problem = reachability(endpoint, timeout)
     if problem is not None:
-        return Check(False, f"{where}: NOT reachable ({problem}); is the collector running, "
-                            f"and is the port right (4317 for grpc, 4318 for http/protobuf)?")
-    if (endpoint.protocol == "http/protobuf" and endpoint.variable is not None
-            and endpoint.variable != "OTEL_EXPORTER_OTLP_ENDPOINT"
-            and urlsplit(endpoint.url).path in ("", "/")):
+        return Check(
+            False,
+            f"{where}: NOT reachable ({problem}); is the collector running, "
+            f"and is the port right (4317 for grpc, 4318 for http/protobuf)?",
+        )
+    if (
+        endpoint.protocol == "http/protobuf"
+        and endpoint.variable is not None
+        and endpoint.variable != "OTEL_EXPORTER_OTLP_ENDPOINT"
+        and urlsplit(endpoint.url).path in ("", "/")
+    ):
         # The signal's own variable is the full URL: a collector answers 404 at its root.
-        return Check(True, f"{where}: reachable, but {endpoint.variable} is used as it is, "
-                           f"with no path: did you mean "
-                           f"{endpoint.url.removesuffix('/')}/v1/{signal}?", warning=True)
+        return Check(
+            True,
+            f"{where}: reachable, but {endpoint.variable} is used as it is, "
+            f"with no path: did you mean "
+            f"{endpoint.url.removesuffix('/')}/v1/{signal}?",
+            warning=True,
+        )
     return Check(True, f"{where}: reachable")
 
 
@@ -156,24 +197,32 @@ def _check_cli_telemetry(environ: Mapping[str, str]) -> Check | None:
     twice. What reaches the CLI is what is exported in the shell; doctor sees its own
     environment, the closest it can get to that.
     """
-    copilot = sorted(name for name, value in environ.items()
-                     if name.startswith("COPILOT_OTEL_") and value.strip().lower() not in _FALSE)
+    copilot = sorted(
+        name
+        for name, value in environ.items()
+        if name.startswith("COPILOT_OTEL_") and value.strip().lower() not in _FALSE
+    )
     endpoint = bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip())
     if not copilot and not endpoint:
         return None
     causes = [*copilot, "OTEL_EXPORTER_OTLP_ENDPOINT"] if endpoint else copilot
     named = _service_name(environ)
-    as_what = ("under service.name=github-copilot, like the bridge's"
-               if named in (None, DEFAULT_SERVICE_NAME) else
-               f"under service.name=github-copilot (or {named}, if it takes OTEL_SERVICE_NAME "
-               f"from the shell too)")
-    return Check(True, f"{' and '.join(causes)} set: a Copilot CLI started with this environment "
-                       f"exports its own traces too, {as_what}, so a backend gets two "
-                       f"differently shaped copies of each trace. Give the bridge its own name "
-                       f"on its command line (OTEL_SERVICE_NAME=otel-bridge otel-bridge run), "
-                       f"or give the endpoint to one of the two only (e.g. "
-                       f"OTEL_EXPORTER_OTLP_ENDPOINT=... otel-bridge run, not exported)",
-                 warning=True)
+    as_what = (
+        "under service.name=github-copilot, like the bridge's"
+        if named in (None, DEFAULT_SERVICE_NAME)
+        else f"under service.name=github-copilot (or {named}, if it takes OTEL_SERVICE_NAME "
+        f"from the shell too)"
+    )
+    return Check(
+        True,
+        f"{' and '.join(causes)} set: a Copilot CLI started with this environment "
+        f"exports its own traces too, {as_what}, so a backend gets two "
+        f"differently shaped copies of each trace. Give the bridge its own name "
+        f"on its command line (OTEL_SERVICE_NAME=otel-bridge otel-bridge run), "
+        f"or give the endpoint to one of the two only (e.g. "
+        f"OTEL_EXPORTER_OTLP_ENDPOINT=... otel-bridge run, not exported)",
+        warning=True,
+    )
 
 
 def _service_name(environ: Mapping[str, str]) -> str | None:

@@ -26,8 +26,8 @@ def printable_type(event_type: str) -> str:
     """An event type fit for a log line or a metric label: the name itself when it has the
     shape of one (dotted lower-case words, as every Copilot type), else "<invalid>": the field
     comes from the log and could hold anything, a token included."""
-    return event_type if len(event_type) <= 64 and _TYPE_NAME.fullmatch(event_type) \
-        else "<invalid>"
+    return event_type if len(event_type) <= 64 and _TYPE_NAME.fullmatch(event_type) else "<invalid>"
+
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -112,8 +112,9 @@ def event_from_json(obj: Any) -> Event:
     try:
         timestamp_ns = parse_timestamp_ns(timestamp)
     except ValueError as exc:
-        raise EventDecodeError(f"{printable_type(event_type)} event: timestamp is not "
-                               "ISO-8601") from exc
+        raise EventDecodeError(
+            f"{printable_type(event_type)} event: timestamp is not ISO-8601"
+        ) from exc
     data = obj.get("data")
     event_id = obj.get("id")
     agent_id = obj.get("agentId")

@@ -13,8 +13,14 @@ raised through the pipeline; these exceptions carry them to the edge that decide
 
 from __future__ import annotations
 
-__all__ = ["BridgeError", "CheckpointError", "ConfigError", "EventDecodeError", "ExportError",
-           "SourceError"]
+__all__ = [
+    "BridgeError",
+    "CheckpointError",
+    "ConfigError",
+    "EventDecodeError",
+    "ExportError",
+    "SourceError",
+]
 
 
 class BridgeError(Exception):

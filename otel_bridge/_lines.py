@@ -207,8 +207,9 @@ class JsonLinesDecoder:
         self.stats.lines += 1
         self.lines_read += 1
         self.stats.oversized += 1
-        self._problem(f"line over {self._max} bytes skipped", f"over {self._max} bytes",
-                      offset=offset)
+        self._problem(
+            f"line over {self._max} bytes skipped", f"over {self._max} bytes", offset=offset
+        )
 
     def _decode_line(self, line: bytes, offset: int) -> Event | None:
         if not line.strip():
@@ -228,15 +229,20 @@ class JsonLinesDecoder:
             torn = self._recover_torn(text)
             if torn is None:
                 self.stats.malformed += 1
-                self._problem(f"malformed line skipped: {_short(exc)}",
-                              "not JSON" if not isinstance(exc, EventDecodeError)
-                              else _short(exc), offset=offset)
+                self._problem(
+                    f"malformed line skipped: {_short(exc)}",
+                    "not JSON" if not isinstance(exc, EventDecodeError) else _short(exc),
+                    offset=offset,
+                )
                 return None
             event = torn
             self.stats.torn += 1
             self._first_event()
-            self._problem("torn line: a truncated event was dropped, the event after it kept",
-                          "torn", offset=offset)
+            self._problem(
+                "torn line: a truncated event was dropped, the event after it kept",
+                "torn",
+                offset=offset,
+            )
         if self._holding:
             self._first_event()
         self.stats.events += 1
@@ -251,9 +257,13 @@ class JsonLinesDecoder:
             return
         self._holding = False
         if self._held:
-            logger.warning("%s: %d bad line%s before its first event skipped (the first, %s)",
-                           self.label, self._held, "s" if self._held != 1 else "",
-                           self._first_held)
+            logger.warning(
+                "%s: %d bad line%s before its first event skipped (the first, %s)",
+                self.label,
+                self._held,
+                "s" if self._held != 1 else "",
+                self._first_held,
+            )
 
     def _recover_torn(self, text: str) -> Event | None:
         """Find a complete event that ends the line after a truncated one."""
@@ -279,8 +289,9 @@ class JsonLinesDecoder:
         if self._holding:
             self._held += 1
             if self._held == 1:
-                place = f"line {self._line_no + 1}" if self._line_no is not None else \
-                    f"byte {offset}"
+                place = (
+                    f"line {self._line_no + 1}" if self._line_no is not None else f"byte {offset}"
+                )
                 self._first_held = f"{place}: {reason}"
             return
         self._problems_logged += 1
@@ -289,8 +300,7 @@ class JsonLinesDecoder:
         where = f"{self.label}:{self._line_no + 1}" if self._line_no is not None else self.label
         logger.warning("%s (byte %d): %s", where, offset, message)
         if self._problems_logged == _LOGGED_PROBLEMS_PER_FILE:
-            logger.warning("%s: further bad lines in this file are counted, not logged",
-                           self.label)
+            logger.warning("%s: further bad lines in this file are counted, not logged", self.label)
 
 
 def _short(exc: Exception) -> str:

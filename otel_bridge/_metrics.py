@@ -58,64 +58,167 @@ _GENAI = ("gen_ai.operation.name", "gen_ai.provider.name")
 
 CATALOGUE: tuple[MetricSpec, ...] = (
     # --- mission metrics -------------------------------------------------------------------
-    MetricSpec("copilot.turns_per_message", Instrument.HISTOGRAM, "{turn}",
-               "Main-agent turns per top-level user message (a task); autopilot continuation "
-               "turns count into the task they continue", ("copilot.mode",)),
-    MetricSpec("copilot.tasks", Instrument.COUNTER, "{task}",
-               "Tasks (top-level user messages) by how they ended",
-               ("copilot.task.outcome", "copilot.mode")),
-    MetricSpec("copilot.turns", Instrument.COUNTER, "{turn}",
-               "Agent turns started (assistant.turn_start)", ("copilot.agent.type",)),
-    MetricSpec("copilot.user_messages", Instrument.COUNTER, "{message}",
-               "User messages to the main agent, autopilot continuations apart",
-               ("copilot.continuation",)),
-    MetricSpec("copilot.tool.calls", Instrument.COUNTER, "{call}",
-               "Tool executions by tool and outcome",
-               ("gen_ai.tool.name", "copilot.tool.outcome", "copilot.agent.type")),
-    MetricSpec("copilot.session.errors", Instrument.COUNTER, "{error}",
-               "session.error events by error type", ("error.type", "copilot.agent.type")),
-    MetricSpec("copilot.aborts", Instrument.COUNTER, "{abort}",
-               "Interactions aborted (abort events)", ("copilot.abort.reason",)),
-    MetricSpec("copilot.compactions", Instrument.COUNTER, "{compaction}",
-               "Context compactions finished", ("copilot.compaction.outcome",)),
-    MetricSpec("copilot.autopilot.continuations", Instrument.COUNTER, "{message}",
-               "Autopilot continuation nudges (the model stopped without task_complete)"),
-    MetricSpec("copilot.permission.wait.duration", Instrument.HISTOGRAM, "s",
-               "Time from a permission request to its answer", ("copilot.permission.result",)),
-    MetricSpec("copilot.sessions.active", Instrument.GAUGE, "{session}",
-               "Sessions whose agent is working now (an interaction is open)"),
+    MetricSpec(
+        "copilot.turns_per_message",
+        Instrument.HISTOGRAM,
+        "{turn}",
+        "Main-agent turns per top-level user message (a task); autopilot continuation "
+        "turns count into the task they continue",
+        ("copilot.mode",),
+    ),
+    MetricSpec(
+        "copilot.tasks",
+        Instrument.COUNTER,
+        "{task}",
+        "Tasks (top-level user messages) by how they ended",
+        ("copilot.task.outcome", "copilot.mode"),
+    ),
+    MetricSpec(
+        "copilot.turns",
+        Instrument.COUNTER,
+        "{turn}",
+        "Agent turns started (assistant.turn_start)",
+        ("copilot.agent.type",),
+    ),
+    MetricSpec(
+        "copilot.user_messages",
+        Instrument.COUNTER,
+        "{message}",
+        "User messages to the main agent, autopilot continuations apart",
+        ("copilot.continuation",),
+    ),
+    MetricSpec(
+        "copilot.tool.calls",
+        Instrument.COUNTER,
+        "{call}",
+        "Tool executions by tool and outcome",
+        ("gen_ai.tool.name", "copilot.tool.outcome", "copilot.agent.type"),
+    ),
+    MetricSpec(
+        "copilot.session.errors",
+        Instrument.COUNTER,
+        "{error}",
+        "session.error events by error type",
+        ("error.type", "copilot.agent.type"),
+    ),
+    MetricSpec(
+        "copilot.aborts",
+        Instrument.COUNTER,
+        "{abort}",
+        "Interactions aborted (abort events)",
+        ("copilot.abort.reason",),
+    ),
+    MetricSpec(
+        "copilot.compactions",
+        Instrument.COUNTER,
+        "{compaction}",
+        "Context compactions finished",
+        ("copilot.compaction.outcome",),
+    ),
+    MetricSpec(
+        "copilot.autopilot.continuations",
+        Instrument.COUNTER,
+        "{message}",
+        "Autopilot continuation nudges (the model stopped without task_complete)",
+    ),
+    MetricSpec(
+        "copilot.permission.wait.duration",
+        Instrument.HISTOGRAM,
+        "s",
+        "Time from a permission request to its answer",
+        ("copilot.permission.result",),
+    ),
+    MetricSpec(
+        "copilot.sessions.active",
+        Instrument.GAUGE,
+        "{session}",
+        "Sessions whose agent is working now (an interaction is open)",
+    ),
     # --- GenAI semantic conventions ---------------------------------------------------------
-    MetricSpec("gen_ai.client.token.usage", Instrument.HISTOGRAM, "{token}",
-               "Tokens per LLM call, by token type (input, output) and model",
-               (*_GENAI, "gen_ai.token.type", "gen_ai.request.model", "gen_ai.response.model")),
-    MetricSpec("gen_ai.client.operation.duration", Instrument.HISTOGRAM, "s",
-               "LLM call duration as the CLI measured it",
-               (*_GENAI, "gen_ai.request.model", "gen_ai.response.model")),
-    MetricSpec("gen_ai.invoke_agent.duration", Instrument.HISTOGRAM, "s",
-               "Duration of an agent invocation: a task, or a sub-agent run",
-               (*_GENAI, "gen_ai.agent.name", "error.type")),
-    MetricSpec("gen_ai.invoke_agent.tool_calls", Instrument.HISTOGRAM, "{call}",
-               "Tool calls per task, sub-agents' included", (*_GENAI, "gen_ai.agent.name")),
-    MetricSpec("gen_ai.execute_tool.duration", Instrument.HISTOGRAM, "s",
-               "Tool execution duration", (*_GENAI, "gen_ai.tool.name", "error.type")),
+    MetricSpec(
+        "gen_ai.client.token.usage",
+        Instrument.HISTOGRAM,
+        "{token}",
+        "Tokens per LLM call, by token type (input, output) and model",
+        (*_GENAI, "gen_ai.token.type", "gen_ai.request.model", "gen_ai.response.model"),
+    ),
+    MetricSpec(
+        "gen_ai.client.operation.duration",
+        Instrument.HISTOGRAM,
+        "s",
+        "LLM call duration as the CLI measured it",
+        (*_GENAI, "gen_ai.request.model", "gen_ai.response.model"),
+    ),
+    MetricSpec(
+        "gen_ai.invoke_agent.duration",
+        Instrument.HISTOGRAM,
+        "s",
+        "Duration of an agent invocation: a task, or a sub-agent run",
+        (*_GENAI, "gen_ai.agent.name", "error.type"),
+    ),
+    MetricSpec(
+        "gen_ai.invoke_agent.tool_calls",
+        Instrument.HISTOGRAM,
+        "{call}",
+        "Tool calls per task, sub-agents' included",
+        (*_GENAI, "gen_ai.agent.name"),
+    ),
+    MetricSpec(
+        "gen_ai.execute_tool.duration",
+        Instrument.HISTOGRAM,
+        "s",
+        "Tool execution duration",
+        (*_GENAI, "gen_ai.tool.name", "error.type"),
+    ),
     # --- the bridge's own health ------------------------------------------------------------
-    MetricSpec("otel_bridge.events.read", Instrument.COUNTER, "{event}",
-               "Events decoded from logs or the live stream"),
-    MetricSpec("otel_bridge.events.unknown", Instrument.COUNTER, "{event}",
-               "Events of a type the bridge's schema does not know (CLI schema drift)",
-               ("copilot.version", "copilot.event.type")),
-    MetricSpec("otel_bridge.lines.skipped", Instrument.COUNTER, "{line}",
-               "Log lines that gave no event", ("otel_bridge.reason",)),
-    MetricSpec("otel_bridge.event.lag", Instrument.HISTOGRAM, "s",
-               "From an event's timestamp to its processing, for events read live"),
-    MetricSpec("otel_bridge.spans.exported", Instrument.COUNTER, "{span}",
-               "Spans delivered to every trace destination"),
-    MetricSpec("otel_bridge.spans.dropped", Instrument.COUNTER, "{span}",
-               "Spans dropped because an exporter's queue was full"),
-    MetricSpec("otel_bridge.export.failures", Instrument.COUNTER, "{failure}",
-               "Failed export attempts (retried), by exporter", ("otel_bridge.exporter",)),
-    MetricSpec("otel_bridge.files.followed", Instrument.GAUGE, "{file}",
-               "Session logs `run` is following"),
+    MetricSpec(
+        "otel_bridge.events.read",
+        Instrument.COUNTER,
+        "{event}",
+        "Events decoded from logs or the live stream",
+    ),
+    MetricSpec(
+        "otel_bridge.events.unknown",
+        Instrument.COUNTER,
+        "{event}",
+        "Events of a type the bridge's schema does not know (CLI schema drift)",
+        ("copilot.version", "copilot.event.type"),
+    ),
+    MetricSpec(
+        "otel_bridge.lines.skipped",
+        Instrument.COUNTER,
+        "{line}",
+        "Log lines that gave no event",
+        ("otel_bridge.reason",),
+    ),
+    MetricSpec(
+        "otel_bridge.event.lag",
+        Instrument.HISTOGRAM,
+        "s",
+        "From an event's timestamp to its processing, for events read live",
+    ),
+    MetricSpec(
+        "otel_bridge.spans.exported",
+        Instrument.COUNTER,
+        "{span}",
+        "Spans delivered to every trace destination",
+    ),
+    MetricSpec(
+        "otel_bridge.spans.dropped",
+        Instrument.COUNTER,
+        "{span}",
+        "Spans dropped because an exporter's queue was full",
+    ),
+    MetricSpec(
+        "otel_bridge.export.failures",
+        Instrument.COUNTER,
+        "{failure}",
+        "Failed export attempts (retried), by exporter",
+        ("otel_bridge.exporter",),
+    ),
+    MetricSpec(
+        "otel_bridge.files.followed", Instrument.GAUGE, "{file}", "Session logs `run` is following"
+    ),
 )
 
 BUCKETS: Mapping[str, tuple[float, ...]] = {
@@ -148,22 +251,26 @@ def prometheus_name(spec: MetricSpec) -> str:
 class MetricsRecorder(Protocol):
     """Where observations go. Called on the assembler's thread; must not block."""
 
-    def add(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
-            session_id: str) -> None:
+    def add(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
         """Add `value` to the counter `name`."""
 
-    def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
-               session_id: str) -> None:
+    def record(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
         """Record one value in the histogram `name`."""
 
 
 class NullRecorder:
     """Discards observations (the default: spans only)."""
 
-    def add(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
-            session_id: str) -> None:
+    def add(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
         return None
 
-    def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
-               session_id: str) -> None:
+    def record(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
         return None

@@ -30,8 +30,11 @@ DEFAULT_CONTENT_MAX_CHARS = 8192
 
 # Each pattern: (kind, regex). Order matters: the more specific first.
 _PATTERNS: tuple[tuple[str, str], ...] = (
-    ("private_key", r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-                    r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"),
+    (
+        "private_key",
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+        r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    ),
     ("github_token", r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{20,255})"),
     ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
     ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
@@ -41,9 +44,12 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
     ("bearer_token", r"(?i)\b(?:bearer|token|basic)\s+[A-Za-z0-9._~+/\-]{16,}=*"),
     ("url_password", r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+(@)"),
-    ("assignment", r"(?i)([\"']?[A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|pwd|key|"
-                   r"credential|auth)[A-Za-z0-9_.\-]*[\"']?"
-                   r"\s*(?:=|:)\s*)([\"']?)([^\s\"',;&]{6,})"),
+    (
+        "assignment",
+        r"(?i)([\"']?[A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|pwd|key|"
+        r"credential|auth)[A-Za-z0-9_.\-]*[\"']?"
+        r"\s*(?:=|:)\s*)([\"']?)([^\s\"',;&]{6,})",
+    ),
 )
 
 #: Long tokens this random look like keys even without a known prefix (bits per character).
@@ -97,10 +103,12 @@ _PATH = re.compile(r"(?<![\w.:/])(?:/[\w.\-@+]+){2,}")
 _TRIGGER = re.compile(
     r"(?i)gh[pousr]_|github_pat_|\bA[A-Z0-9]{19}\b|AIza|xox|sk[_\-]|rk_|BEGIN|eyJ|bearer|"
     r"basic|token|://|secret|passw|pwd|key|private|credential|auth|"
-    r"[A-Za-z0-9+/_\-=]{32}")
+    r"[A-Za-z0-9+/_\-=]{32}"
+)
 _SECRET_NAME = re.compile(r"(?i)secret|token|passw|pwd|key|credential|auth")
-_JSON_CONTENT = frozenset({"gen_ai.input.messages", "gen_ai.output.messages",
-                           "gen_ai.tool.call.arguments"})
+_JSON_CONTENT = frozenset(
+    {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments"}
+)
 _TEXT_CONTENT = frozenset({"gen_ai.tool.call.result", "copilot.error.message"})
 _CACHE_LIMIT = 8192  # distinct short strings remembered (names and ids repeat on every span)
 _CACHEABLE = 256
@@ -221,11 +229,15 @@ class Scrubber:
             name=self.text(record.name),
             attributes=self.attributes(record.attributes),
             status_message=self._cut(self.text(record.status_message))
-            if record.status_message else None,
-            events=tuple(SpanEventRecord(self.text(e.name), e.timestamp_ns,
-                                         self.attributes(e.attributes)) for e in record.events),
-            links=tuple(replace(link, attributes=self.attributes(link.attributes))
-                        for link in record.links),
+            if record.status_message
+            else None,
+            events=tuple(
+                SpanEventRecord(self.text(e.name), e.timestamp_ns, self.attributes(e.attributes))
+                for e in record.events
+            ),
+            links=tuple(
+                replace(link, attributes=self.attributes(link.attributes)) for link in record.links
+            ),
         )
 
     def records(self, records: Iterable[SpanRecord]) -> list[SpanRecord]:

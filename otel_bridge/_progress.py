@@ -70,8 +70,9 @@ class ProgressBar:
         enabled: draw at all; defaults to whether `stream` is a terminal.
     """
 
-    def __init__(self, total: int, label: str, stream: TextIO | None = None,
-                 enabled: bool | None = None) -> None:
+    def __init__(
+        self, total: int, label: str, stream: TextIO | None = None, enabled: bool | None = None
+    ) -> None:
         self._stream = stream or sys.stderr
         self._enabled = _isatty(self._stream) if enabled is None else enabled
         self._total = max(total, 1)
@@ -122,7 +123,7 @@ class ProgressBar:
         # Never wider than the terminal: a wrapped bar cannot be redrawn with "\r".
         width = max(min(30, columns - 1 - len(self._label) - len(tail) - 3), 5)
         filled = int(fraction * width)
-        line = f"{self._label} [{'#' * filled}{'-' * (width - filled)}]{tail}"[:columns - 1]
+        line = f"{self._label} [{'#' * filled}{'-' * (width - filled)}]{tail}"[: columns - 1]
         padding = " " * max(self._drawn - len(line), 0)
         self._stream.write("\r" + line + padding)
         self._stream.flush()

@@ -23,9 +23,16 @@ from .assembler import Assembler, AssemblerConfig
 __all__ = ["SessionStats", "StatsAssembler", "StatsCollector", "render_table", "table_width"]
 
 OUTCOMES = ("completed", "failed", "error", "aborted", "no_signal")
-_COUNTED = frozenset({"copilot.user_messages", "copilot.turns", "copilot.tasks",
-                      "copilot.tool.calls", "copilot.turns_per_message",
-                      "gen_ai.client.token.usage"})
+_COUNTED = frozenset(
+    {
+        "copilot.user_messages",
+        "copilot.turns",
+        "copilot.tasks",
+        "copilot.tool.calls",
+        "copilot.turns_per_message",
+        "gen_ai.client.token.usage",
+    }
+)
 
 
 @dataclass
@@ -55,9 +62,18 @@ class SessionStats:
 
     def merge(self, other: SessionStats) -> None:
         """Add another session's numbers to these."""
-        for name in ("user_messages", "continuations", "tasks", "task_turns", "turns",
-                     "tool_calls", "tool_failures", "llm_calls", "input_tokens",
-                     "output_tokens"):
+        for name in (
+            "user_messages",
+            "continuations",
+            "tasks",
+            "task_turns",
+            "turns",
+            "tool_calls",
+            "tool_failures",
+            "llm_calls",
+            "input_tokens",
+            "output_tokens",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for outcome, count in other.outcomes.items():
             self.outcomes[outcome] = self.outcomes.get(outcome, 0) + count
@@ -80,8 +96,14 @@ class StatsCollector:
         self.sessions: dict[str, SessionStats] = {}
         self._scrubber = Scrubber(ScrubberConfig(paths=paths))
 
-    def describe(self, session_id: str, *, started_ns: int | None = None,
-                 model: str | None = None, cwd: str | None = None) -> None:
+    def describe(
+        self,
+        session_id: str,
+        *,
+        started_ns: int | None = None,
+        model: str | None = None,
+        cwd: str | None = None,
+    ) -> None:
         """Note what a session is: its first start and directory stay, the model follows."""
         stats = self._of(session_id)
         if started_ns is not None and stats.started is None:
@@ -98,8 +120,9 @@ class StatsCollector:
             stats = self.sessions[session_id] = SessionStats(session_id)
         return stats
 
-    def add(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
-            session_id: str) -> None:
+    def add(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
         if name not in _COUNTED:
             return
         stats = self._of(session_id)
@@ -120,8 +143,9 @@ class StatsCollector:
             if attributes.get("copilot.tool.outcome") == "error":
                 stats.tool_failures += count
 
-    def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
-               session_id: str) -> None:
+    def record(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
         if name not in _COUNTED:
             return
         stats = self._of(session_id)
@@ -151,8 +175,9 @@ class StatsAssembler(Assembler):
         super().__init__(config, metrics=collector)
         self._collector = collector
 
-    def feed(self, stream: str, events: Iterable[Event],
-             session_id: str | None = None) -> list[SpanRecord]:
+    def feed(
+        self, stream: str, events: Iterable[Event], session_id: str | None = None
+    ) -> list[SpanRecord]:
         events = list(events)
         records = super().feed(stream, events, session_id)
         if not events:
@@ -168,8 +193,9 @@ class StatsAssembler(Assembler):
             if event.type == "session.start":
                 started = _start_time(event)
                 break
-        self._collector.describe(session.session_id, started_ns=started, model=session.model,
-                                 cwd=cwd)
+        self._collector.describe(
+            session.session_id, started_ns=started, model=session.model, cwd=cwd
+        )
         return records
 
 
@@ -218,6 +244,7 @@ def _started(date_only: bool) -> Callable[[SessionStats], str]:
             return ""
         local = datetime.fromisoformat(stats.started).astimezone()  # people read local time
         return local.strftime("%Y-%m-%d" if date_only else "%Y-%m-%d %H:%M")
+
     return cell
 
 
@@ -250,8 +277,9 @@ def _outcome(outcome: str) -> Callable[[SessionStats], str]:
     return lambda stats: str(stats.outcomes.get(outcome, 0))
 
 
-_OUTCOME_COLUMNS = [_Column(o.replace("_", " "), _outcome(o), group="tasks by outcome")
-                    for o in OUTCOMES]
+_OUTCOME_COLUMNS = [
+    _Column(o.replace("_", " "), _outcome(o), group="tasks by outcome") for o in OUTCOMES
+]
 _MESSAGES = _Column("messages", lambda s: str(s.user_messages))
 _TURNS = _Column("turns", lambda s: str(s.turns))
 _PER_MESSAGE = _Column("turns/msg", _per_message)
@@ -260,25 +288,67 @@ _TOOL_ERRORS = _Column("tool err", lambda s: str(s.tool_failures))
 
 #: From the widest to the narrowest; the first that fits is printed (help of `stats` says so).
 _LAYOUTS: list[list[_Column]] = [
-    [_SESSION_FULL, _STARTED, _MODEL, _DIRECTORY, _MESSAGES, _TURNS, _PER_MESSAGE, _TOOLS,
-     _TOOL_ERRORS, *_OUTCOME_COLUMNS, _Column("in tokens", lambda s: f"{s.input_tokens:,}"),
-     _Column("out tokens", lambda s: f"{s.output_tokens:,}")],
-    [_SESSION, _STARTED, _MODEL, _DIRECTORY, _MESSAGES, _TURNS, _PER_MESSAGE, _TOOLS,
-     _TOOL_ERRORS, *_OUTCOME_COLUMNS, _Column("in tok", lambda s: _compact(s.input_tokens)),
-     _Column("out tok", lambda s: _compact(s.output_tokens))],
-    [_SESSION, _STARTED, _MODEL, _DIRECTORY, _MESSAGES, _TURNS, _PER_MESSAGE, _TOOLS,
-     _TOOL_ERRORS, _Column("ok/tasks", _tasks_ok),
-     _Column("tokens in/out", lambda s: f"{_compact(s.input_tokens)}/"
-                                         f"{_compact(s.output_tokens)}")],
-    [_SESSION, _DATE, _MODEL, _Column("dir", _DIRECTORY.cell, left=True, cut=True), _TURNS,
-     _TOOLS, _Column("err", lambda s: str(s.tool_failures)), _Column("ok/tasks", _tasks_ok),
-     _Column("tokens", lambda s: f"{_compact(s.input_tokens)}/{_compact(s.output_tokens)}")],
+    [
+        _SESSION_FULL,
+        _STARTED,
+        _MODEL,
+        _DIRECTORY,
+        _MESSAGES,
+        _TURNS,
+        _PER_MESSAGE,
+        _TOOLS,
+        _TOOL_ERRORS,
+        *_OUTCOME_COLUMNS,
+        _Column("in tokens", lambda s: f"{s.input_tokens:,}"),
+        _Column("out tokens", lambda s: f"{s.output_tokens:,}"),
+    ],
+    [
+        _SESSION,
+        _STARTED,
+        _MODEL,
+        _DIRECTORY,
+        _MESSAGES,
+        _TURNS,
+        _PER_MESSAGE,
+        _TOOLS,
+        _TOOL_ERRORS,
+        *_OUTCOME_COLUMNS,
+        _Column("in tok", lambda s: _compact(s.input_tokens)),
+        _Column("out tok", lambda s: _compact(s.output_tokens)),
+    ],
+    [
+        _SESSION,
+        _STARTED,
+        _MODEL,
+        _DIRECTORY,
+        _MESSAGES,
+        _TURNS,
+        _PER_MESSAGE,
+        _TOOLS,
+        _TOOL_ERRORS,
+        _Column("ok/tasks", _tasks_ok),
+        _Column(
+            "tokens in/out", lambda s: f"{_compact(s.input_tokens)}/{_compact(s.output_tokens)}"
+        ),
+    ],
+    [
+        _SESSION,
+        _DATE,
+        _MODEL,
+        _Column("dir", _DIRECTORY.cell, left=True, cut=True),
+        _TURNS,
+        _TOOLS,
+        _Column("err", lambda s: str(s.tool_failures)),
+        _Column("ok/tasks", _tasks_ok),
+        _Column("tokens", lambda s: f"{_compact(s.input_tokens)}/{_compact(s.output_tokens)}"),
+    ],
 ]
 _MIN_CUT = 5  # a model or directory name is never cut shorter than this
 
 
-def render_table(sessions: Sequence[SessionStats], total: SessionStats,
-                 width: int | None = None) -> str:
+def render_table(
+    sessions: Sequence[SessionStats], total: SessionStats, width: int | None = None
+) -> str:
     """A plain-text table: one row per session, then the total; at most `width` wide.
 
     `turns` counts every turn (sub-agents' too); `turns/msg` is main-agent turns per task, as
@@ -296,12 +366,17 @@ def render_table(sessions: Sequence[SessionStats], total: SessionStats,
     return "\n".join(line[:width] for line in _layout(_LAYOUTS[-1], sessions, total, width))
 
 
-def _layout(columns: Sequence[_Column], sessions: Sequence[SessionStats], total: SessionStats,
-            width: int | None) -> list[str]:
+def _layout(
+    columns: Sequence[_Column],
+    sessions: Sequence[SessionStats],
+    total: SessionStats,
+    width: int | None,
+) -> list[str]:
     rows = [[c.cell(s) for c in columns] for s in sessions]
     last = [c.cell(total) for c in columns]
-    widths = [max(len(c.header), *(len(r[i]) for r in [*rows, last]))
-              for i, c in enumerate(columns)]
+    widths = [
+        max(len(c.header), *(len(r[i]) for r in [*rows, last])) for i, c in enumerate(columns)
+    ]
     if width is not None:  # cut the cuttable columns, the widest first, until it fits
         while sum(widths) + 2 * (len(widths) - 1) > width:
             cuttable = [i for i, c in enumerate(columns) if c.cut and widths[i] > _MIN_CUT]
@@ -311,17 +386,19 @@ def _layout(columns: Sequence[_Column], sessions: Sequence[SessionStats], total:
             widths[widest] -= 1
 
     def fit(text: str, size: int) -> str:
-        return text if len(text) <= size else text[:size - 3] + "..."
+        return text if len(text) <= size else text[: size - 3] + "..."
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(fit(cell, w).ljust(w) if c.left else fit(cell, w).rjust(w)
-                         for cell, w, c in zip(cells, widths, columns, strict=True)).rstrip()
+        return "  ".join(
+            fit(cell, w).ljust(w) if c.left else fit(cell, w).rjust(w)
+            for cell, w, c in zip(cells, widths, columns, strict=True)
+        ).rstrip()
 
     groups = []
     for i, column in enumerate(columns):
         if column.group and (i == 0 or columns[i - 1].group != column.group):
             span = [j for j, c in enumerate(columns) if c.group == column.group]
-            start = sum(widths[:span[0]]) + 2 * span[0]
+            start = sum(widths[: span[0]]) + 2 * span[0]
             size = sum(widths[j] for j in span) + 2 * (len(span) - 1)
             groups.append((start, column.group.center(size)))
     heading = ""

@@ -36,8 +36,10 @@ def problems(root: Path, max_bytes: int = MAX_BYTES) -> list[str]:
         except FileNotFoundError:
             continue  # deleted in the work tree, not yet committed
         if size > max_bytes:
-            found.append(f"{path}: {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB "
-                         "limit for tracked files (install it at test time instead)")
+            found.append(
+                f"{path}: {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB "
+                "limit for tracked files (install it at test time instead)"
+            )
     return found
 
 

@@ -68,8 +68,9 @@ def recordable(source: Path) -> list[str]:
     names = []
     for directory in sorted(p for p in source.iterdir() if (p / "script.json").is_file()):
         scenario = SCENARIOS.get(directory.name)
-        if directory.name in SDK_SCENARIOS or (scenario is not None
-                                               and scenario.fixture == directory.name):
+        if directory.name in SDK_SCENARIOS or (
+            scenario is not None and scenario.fixture == directory.name
+        ):
             names.append(directory.name)
     return names
 
@@ -95,8 +96,9 @@ def record_sdk_abort(binary: Path, script_path: Path, work: Path) -> dict[str, A
     try:
         from copilot import CopilotClient, PermissionHandler, RuntimeConnection
     except ImportError as exc:
-        raise RuntimeError("sdk_abort needs the Python SDK: "
-                           "pip install github-copilot-sdk==1.0.27") from exc
+        raise RuntimeError(
+            "sdk_abort needs the Python SDK: pip install github-copilot-sdk==1.0.27"
+        ) from exc
     workspace = Workspace.create(work)
     live = (work / "live-events.jsonl").open("w")
     events: list[dict[str, Any]] = []
@@ -116,19 +118,32 @@ def record_sdk_abort(binary: Path, script_path: Path, work: Path) -> dict[str, A
             await asyncio.sleep(0.1)
 
     async def main(fake: FakeLLM) -> None:
-        env = {k: v for k, v in copilot_env(workspace, fake.url).items()
-               if k not in ("COPILOT_OFFLINE", "COPILOT_PROVIDER_BASE_URL",
-                            "COPILOT_PROVIDER_API_KEY", "COPILOT_MODEL")}
-        client = CopilotClient(connection=RuntimeConnection.for_stdio(path=str(binary)),
-                               base_directory=str(workspace.home),
-                               working_directory=str(workspace.project), env=env)
+        env = {
+            k: v
+            for k, v in copilot_env(workspace, fake.url).items()
+            if k
+            not in (
+                "COPILOT_OFFLINE",
+                "COPILOT_PROVIDER_BASE_URL",
+                "COPILOT_PROVIDER_API_KEY",
+                "COPILOT_MODEL",
+            )
+        }
+        client = CopilotClient(
+            connection=RuntimeConnection.for_stdio(path=str(binary)),
+            base_directory=str(workspace.home),
+            working_directory=str(workspace.project),
+            env=env,
+        )
         await client.start()
         process = getattr(client, "_cli_process", None)
         try:
             session = await client.create_session(
-                on_permission_request=PermissionHandler.approve_all, model=MODEL,
+                on_permission_request=PermissionHandler.approve_all,
+                model=MODEL,
                 provider={"type": "openai", "base_url": fake.url, "api_key": API_KEY},
-                working_directory=str(workspace.project))
+                working_directory=str(workspace.project),
+            )
             session.on(on_event)
             await session.send("SDK-SLOW: run a slow command.")
             await wait_for(lambda e: e["type"] == "tool.execution_start")
@@ -150,13 +165,21 @@ def record_sdk_abort(binary: Path, script_path: Path, work: Path) -> dict[str, A
             asyncio.run(main(fake))
     finally:
         live.close()
-    return {"runs": [{"how": "github-copilot-sdk: create_session, send, abort 2 s into the "
-                             "tool, send again (scripts/record_fixtures.py)",
-                      "seconds": round(time.monotonic() - started, 2)}], "problems": []}
+    return {
+        "runs": [
+            {
+                "how": "github-copilot-sdk: create_session, send, abort 2 s into the "
+                "tool, send again (scripts/record_fixtures.py)",
+                "seconds": round(time.monotonic() - started, 2),
+            }
+        ],
+        "problems": [],
+    }
 
 
-def collect(work: Path, target: Path, script_path: Path, info: dict[str, Any],
-            all_files: bool) -> list[str]:
+def collect(
+    work: Path, target: Path, script_path: Path, info: dict[str, Any], all_files: bool
+) -> list[str]:
     """Copy what the run left into `target` (replaced). Returns the file names written."""
     workspace = Workspace(work)
     log = workspace.session_log()
@@ -171,7 +194,8 @@ def collect(work: Path, target: Path, script_path: Path, info: dict[str, Any],
             shutil.copyfile(log.parent / "workspace.yaml", staging / "workspace.yaml")
         for path in work.iterdir():
             if path.is_file() and path.name.startswith(
-                    ("live-events", "stderr", "native-otel", "requests")):
+                ("live-events", "stderr", "native-otel", "requests")
+            ):
                 shutil.copyfile(path, staging / path.name)
         (staging / "runs.json").write_text(json.dumps(info["runs"], indent=1) + "\n")
     if target.exists():
@@ -180,8 +204,9 @@ def collect(work: Path, target: Path, script_path: Path, info: dict[str, Any],
     return sorted(p.name for p in target.iterdir())
 
 
-def record_one(name: str, binary: Path, source: Path, out: Path, scratch: Path,
-               all_files: bool) -> tuple[str, bool, str]:
+def record_one(
+    name: str, binary: Path, source: Path, out: Path, scratch: Path, all_files: bool
+) -> tuple[str, bool, str]:
     script_path = source / name / "script.json"
     # read before anything is written: `out` may be `source`
     script_copy = scratch / f"{name}.script.json"
@@ -206,20 +231,36 @@ def record_one(name: str, binary: Path, source: Path, out: Path, scratch: Path,
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Re-record tests/fixtures/* from the real Copilot CLI (offline, scripted).",
-        epilog="The CLI must be installed first: npm install --no-save @github/copilot@1.0.102")
-    parser.add_argument("fixtures", nargs="*", metavar="FIXTURE",
-                        help="fixtures to record (default: every one with a script.json)")
-    parser.add_argument("--out", type=Path, default=FIXTURES,
-                        help="where to write <fixture>/events.jsonl and script.json "
-                             "(default: tests/fixtures, in place)")
-    parser.add_argument("--scripts", type=Path, default=FIXTURES,
-                        help="where the fixtures' script.json files are read "
-                             "(default: tests/fixtures)")
-    parser.add_argument("--all-files", action="store_true",
-                        help="also keep workspace.yaml, live events, the CLI's own telemetry, "
-                             "the requests, stderr and runs.json")
-    parser.add_argument("--jobs", "-j", type=int, default=1,
-                        help="record this many scenarios at once (default: 1)")
+        epilog="The CLI must be installed first: npm install --no-save @github/copilot@1.0.102",
+    )
+    parser.add_argument(
+        "fixtures",
+        nargs="*",
+        metavar="FIXTURE",
+        help="fixtures to record (default: every one with a script.json)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=FIXTURES,
+        help="where to write <fixture>/events.jsonl and script.json "
+        "(default: tests/fixtures, in place)",
+    )
+    parser.add_argument(
+        "--scripts",
+        type=Path,
+        default=FIXTURES,
+        help="where the fixtures' script.json files are read (default: tests/fixtures)",
+    )
+    parser.add_argument(
+        "--all-files",
+        action="store_true",
+        help="also keep workspace.yaml, live events, the CLI's own telemetry, "
+        "the requests, stderr and runs.json",
+    )
+    parser.add_argument(
+        "--jobs", "-j", type=int, default=1, help="record this many scenarios at once (default: 1)"
+    )
     parser.add_argument("--list", action="store_true", help="list the recordable fixtures")
     args = parser.parse_args(argv)
 
@@ -227,14 +268,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list:
         for name in available:
             scenario = SCENARIOS.get(name)
-            how = "python SDK" if name in SDK_SCENARIOS else " | ".join(
-                [*(scenario.prompts if scenario else ()), *(scenario.flags if scenario else ())])
+            how = (
+                "python SDK"
+                if name in SDK_SCENARIOS
+                else " | ".join(
+                    [*(scenario.prompts if scenario else ()), *(scenario.flags if scenario else ())]
+                )
+            )
             print(f"{name:22} {how}")
         return 0
     unknown = [n for n in args.fixtures if n not in available]
     if unknown:
-        parser.error(f"not recordable: {', '.join(unknown)} (recordable: "
-                     f"{', '.join(available)})")
+        parser.error(f"not recordable: {', '.join(unknown)} (recordable: {', '.join(available)})")
     try:
         binary = find_copilot()
     except CopilotMissing as exc:
@@ -242,10 +287,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     names = args.fixtures or available
     args.out.mkdir(parents=True, exist_ok=True)
-    with (tempfile.TemporaryDirectory(prefix="record-fixtures-") as scratch,
-          ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool):
-        futures = [pool.submit(record_one, name, binary, args.scripts, args.out,
-                               Path(scratch), args.all_files) for name in names]
+    with (
+        tempfile.TemporaryDirectory(prefix="record-fixtures-") as scratch,
+        ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool,
+    ):
+        futures = [
+            pool.submit(
+                record_one, name, binary, args.scripts, args.out, Path(scratch), args.all_files
+            )
+            for name in names
+        ]
         results = []
         for future in futures:
             name, ok, note = future.result()

@@ -30,9 +30,13 @@ class Log:
 
     def add(self, type_: str, agent: str | None = None, **data: Any) -> dict[str, Any]:
         self.now += self.step
-        obj: dict[str, Any] = {"type": type_, "data": data, "id": f"e{len(self.raw) + 1}",
-                               "timestamp": iso(self.now),
-                               "parentId": self.raw[-1]["id"] if self.raw else None}
+        obj: dict[str, Any] = {
+            "type": type_,
+            "data": data,
+            "id": f"e{len(self.raw) + 1}",
+            "timestamp": iso(self.now),
+            "parentId": self.raw[-1]["id"] if self.raw else None,
+        }
         if agent is not None:
             obj["agentId"] = agent
         self.raw.append(obj)
@@ -43,44 +47,90 @@ class Log:
 
     # shorthands for the common events
     def start(self, **data: Any) -> None:
-        self.add("session.start", sessionId=self.session, copilotVersion="1.0.102",
-                 selectedModel="gpt-4.1", **data)
+        self.add(
+            "session.start",
+            sessionId=self.session,
+            copilotVersion="1.0.102",
+            selectedModel="gpt-4.1",
+            **data,
+        )
 
     def user(self, content: str = "do it", interaction: str = "i1", **data: Any) -> None:
         self.add("user.message", content=content, interactionId=interaction, turnId="0", **data)
 
-    def turn(self, turn: str, interaction: str = "i1", agent: str | None = None,
-             parent: str | None = None) -> None:
+    def turn(
+        self,
+        turn: str,
+        interaction: str = "i1",
+        agent: str | None = None,
+        parent: str | None = None,
+    ) -> None:
         extra = {"parentToolCallId": parent} if parent else {}
         self.add("assistant.turn_start", agent, turnId=turn, interactionId=interaction, **extra)
 
-    def usage(self, usage_id: str, agent: str | None = None, parent: str | None = None,
-              duration: int = 5, **fields: Any) -> None:
-        usage = {"model": "gpt-4.1", "inputTokens": 100, "outputTokens": 10,
-                 "cacheReadTokens": 0, "duration": duration, "apiCallId": usage_id,
-                 "initiator": "agent", "accounting": {"usageId": usage_id}, **fields}
+    def usage(
+        self,
+        usage_id: str,
+        agent: str | None = None,
+        parent: str | None = None,
+        duration: int = 5,
+        **fields: Any,
+    ) -> None:
+        usage = {
+            "model": "gpt-4.1",
+            "inputTokens": 100,
+            "outputTokens": 10,
+            "cacheReadTokens": 0,
+            "duration": duration,
+            "apiCallId": usage_id,
+            "initiator": "agent",
+            "accounting": {"usageId": usage_id},
+            **fields,
+        }
         if parent:
             usage["parentToolCallId"] = parent
         self.add("session.usage_record", agent, usage=usage)
 
-    def message(self, tools: list[tuple[str, str]] = (), agent: str | None = None,
-                parent: str | None = None, turn: str = "0", api_call: str | None = None) -> None:
+    def message(
+        self,
+        tools: list[tuple[str, str]] = (),
+        agent: str | None = None,
+        parent: str | None = None,
+        turn: str = "0",
+        api_call: str | None = None,
+    ) -> None:
         extra: dict[str, Any] = {"parentToolCallId": parent} if parent else {}
         if api_call:
             extra["apiCallId"] = api_call
-        self.add("assistant.message", agent, messageId=f"m{len(self.raw)}", content="ok",
-                 model="gpt-4.1", turnId=turn,
-                 toolRequests=[{"toolCallId": c, "name": n, "arguments": {}, "type": "function"}
-                               for c, n in tools], **extra)
+        self.add(
+            "assistant.message",
+            agent,
+            messageId=f"m{len(self.raw)}",
+            content="ok",
+            model="gpt-4.1",
+            turnId=turn,
+            toolRequests=[
+                {"toolCallId": c, "name": n, "arguments": {}, "type": "function"} for c, n in tools
+            ],
+            **extra,
+        )
 
-    def tool_start(self, call: str, name: str, agent: str | None = None,
-                   parent: str | None = None) -> None:
+    def tool_start(
+        self, call: str, name: str, agent: str | None = None, parent: str | None = None
+    ) -> None:
         extra = {"parentToolCallId": parent} if parent else {}
-        self.add("tool.execution_start", agent, toolCallId=call, toolName=name, arguments={},
-                 **extra)
+        self.add(
+            "tool.execution_start", agent, toolCallId=call, toolName=name, arguments={}, **extra
+        )
 
-    def tool_done(self, call: str, success: bool = True, agent: str | None = None,
-                  parent: str | None = None, **data: Any) -> None:
+    def tool_done(
+        self,
+        call: str,
+        success: bool = True,
+        agent: str | None = None,
+        parent: str | None = None,
+        **data: Any,
+    ) -> None:
         extra = {"parentToolCallId": parent} if parent else {}
         body: dict[str, Any] = {"toolCallId": call, "success": success, **extra, **data}
         if success:
@@ -93,8 +143,9 @@ class Log:
         extra = {"parentToolCallId": parent} if parent else {}
         self.add("assistant.turn_end", agent, turnId=turn, **extra)
 
-    def simple_turn(self, turn: str, usage_id: str, tools: list[tuple[str, str]] = (),
-                    interaction: str = "i1") -> None:
+    def simple_turn(
+        self, turn: str, usage_id: str, tools: list[tuple[str, str]] = (), interaction: str = "i1"
+    ) -> None:
         """A main-agent turn: one LLM call, then its tools run and complete in order."""
         self.turn(turn, interaction)
         self.usage(usage_id)

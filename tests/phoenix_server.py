@@ -75,8 +75,13 @@ T = TypeVar("T")
 
 def _find(name: str) -> str:
     path = shutil.which(name) or next(
-        (p for p in (f"/usr/sbin/{name}", f"/usr/bin/{name}", f"/sbin/{name}")
-         if os.access(p, os.X_OK)), None)
+        (
+            p
+            for p in (f"/usr/sbin/{name}", f"/usr/bin/{name}", f"/sbin/{name}")
+            if os.access(p, os.X_OK)
+        ),
+        None,
+    )
     if path is None:
         pytest.fail(f"`{name}` not found (Debian packages util-linux / iproute2)", pytrace=False)
     return path
@@ -116,22 +121,34 @@ class PhoenixServer:
     def environment(self) -> dict[str, str]:
         """The server's environment: ours without OTEL_* and PHOENIX_*, then its settings."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PHOENIX_"))}
-        env.update({
-            "PHOENIX_WORKING_DIR": str(self.workdir),
-            "PHOENIX_HOST": _HOST,
-            "PHOENIX_PORT": str(_HTTP_PORT),
-            "PHOENIX_GRPC_PORT": str(_GRPC_PORT),
-            "PHOENIX_TELEMETRY_ENABLED": "false",
-            "PHOENIX_DISABLE_AGENT_ASSISTANT": "true",
-            "PHOENIX_ENABLE_MCP_SERVER": "false",
-            "PHOENIX_LOG_MIGRATIONS": "false",
-        })
+        env.update(
+            {
+                "PHOENIX_WORKING_DIR": str(self.workdir),
+                "PHOENIX_HOST": _HOST,
+                "PHOENIX_PORT": str(_HTTP_PORT),
+                "PHOENIX_GRPC_PORT": str(_GRPC_PORT),
+                "PHOENIX_TELEMETRY_ENABLED": "false",
+                "PHOENIX_DISABLE_AGENT_ASSISTANT": "true",
+                "PHOENIX_ENABLE_MCP_SERVER": "false",
+                "PHOENIX_LOG_MIGRATIONS": "false",
+            }
+        )
         return env
 
     def command(self) -> list[str]:
-        return [_find("unshare"), "--net", "--", "sh", "-c",
-                f'{_find("ip")} link set lo up && exec "$@"', "phoenix",
-                sys.executable, "-m", "phoenix.server.main", "serve"]
+        return [
+            _find("unshare"),
+            "--net",
+            "--",
+            "sh",
+            "-c",
+            f'{_find("ip")} link set lo up && exec "$@"',
+            "phoenix",
+            sys.executable,
+            "-m",
+            "phoenix.server.main",
+            "serve",
+        ]
 
     def start(self, timeout: float = 60.0) -> PhoenixServer:
         """Start the server and wait until /healthz answers 200."""
@@ -141,8 +158,14 @@ class PhoenixServer:
             pytest.fail(f"arize-phoenix is not installed: {_INSTALL_HINT}", pytrace=False)
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                self.command(), cwd=self.workdir, env=self.environment(), stdout=log,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                self.command(),
+                cwd=self.workdir,
+                env=self.environment(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         try:
             self._wait_ready(self.process, timeout)
         except BaseException:
@@ -154,8 +177,7 @@ class PhoenixServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise RuntimeError(f"phoenix exited with {process.returncode}:\n"
-                                   f"{self.log_tail()}")
+                raise RuntimeError(f"phoenix exited with {process.returncode}:\n{self.log_tail()}")
             try:
                 self.request("GET", "/healthz", timeout=1)
             except (OSError, urllib.error.URLError):  # not listening yet
@@ -206,19 +228,27 @@ class PhoenixServer:
             raise value
         return value
 
-    def run(self, args: Sequence[str], *, env: Mapping[str, str], cwd: Path | str,
-            timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, args: Sequence[str], *, env: Mapping[str, str], cwd: Path | str, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
         """Run a command in the server's network namespace (where `self.url` is reachable)."""
         return subprocess.run(
-            [_find("nsenter"), f"--net={self.netns}", "--", *args], env=dict(env), cwd=cwd,
-            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-            check=False)
+            [_find("nsenter"), f"--net={self.netns}", "--", *args],
+            env=dict(env),
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
 
     def request(self, method: str, path: str, body: Any = None, timeout: float = 10.0) -> Any:
         """An HTTP request to the server; the decoded JSON answer, or the text of another."""
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
 
         def fetch() -> Any:
             try:
@@ -234,8 +264,9 @@ class PhoenixServer:
     # ------------------------------------------------------------------ API
     def get(self, path: str, **params: Any) -> Any:
         """GET a REST path with query parameters (lists repeat the parameter)."""
-        query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None},
-                                       doseq=True)
+        query = urllib.parse.urlencode(
+            {k: v for k, v in params.items() if v is not None}, doseq=True
+        )
         return self.request("GET", path + (f"?{query}" if query else ""))
 
     def graphql(self, query: str, **variables: Any) -> Any:
@@ -250,15 +281,19 @@ class PhoenixServer:
         spans: list[dict[str, Any]] = []
         cursor = None
         while True:
-            page = self.get(f"/v1/projects/{urllib.parse.quote(project, safe='')}/spans",
-                            limit=1000, cursor=cursor)
+            page = self.get(
+                f"/v1/projects/{urllib.parse.quote(project, safe='')}/spans",
+                limit=1000,
+                cursor=cursor,
+            )
             spans += page["data"]
             cursor = page.get("next_cursor")
             if not cursor:
                 return spans
 
-    def wait_for_spans(self, project: str, count: int, timeout: float = 30.0
-                       ) -> list[dict[str, Any]]:
+    def wait_for_spans(
+        self, project: str, count: int, timeout: float = 30.0
+    ) -> list[dict[str, Any]]:
         """The project's spans once there are at least `count` (Phoenix inserts in batches)."""
         deadline = time.monotonic() + timeout
         spans: list[dict[str, Any]] = []
@@ -271,8 +306,10 @@ class PhoenixServer:
             if len(spans) >= count:
                 return spans
             time.sleep(0.2)
-        raise TimeoutError(f"{len(spans)} of {count} spans in Phoenix project {project!r} "
-                           f"after {timeout}s:\n{self.log_tail()}")
+        raise TimeoutError(
+            f"{len(spans)} of {count} spans in Phoenix project {project!r} "
+            f"after {timeout}s:\n{self.log_tail()}"
+        )
 
 
 @pytest.fixture(scope="module", name="phoenix")

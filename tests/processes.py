@@ -9,8 +9,9 @@ import subprocess
 from pathlib import Path
 
 
-def terminate(process: subprocess.Popen | None, timeout: float = 10.0, *,
-              group: bool = False) -> None:
+def terminate(
+    process: subprocess.Popen | None, timeout: float = 10.0, *, group: bool = False
+) -> None:
     """SIGTERM, wait up to `timeout`, then SIGKILL. With `group`, signal the process group the
     process leads (its pid), so that children it left behind go too."""
     if process is None:

@@ -67,8 +67,9 @@ class PrometheusQueryError(RuntimeError):
 
 def find_binary(name: str) -> str:
     """The path of `prometheus` or `promtool`, or a test failure that says how to install it."""
-    path = shutil.which(name) or (f"/usr/bin/{name}" if os.access(f"/usr/bin/{name}", os.X_OK)
-                                  else None)
+    path = shutil.which(name) or (
+        f"/usr/bin/{name}" if os.access(f"/usr/bin/{name}", os.X_OK) else None
+    )
     if path is None:
         pytest.fail(f"`{name}` not found on PATH nor in /usr/bin: {_INSTALL_HINT}", pytrace=False)
     return path
@@ -95,9 +96,14 @@ class Prometheus:
         binary: the prometheus executable.
     """
 
-    def __init__(self, targets: Sequence[str], workdir: Path,
-                 rule_files: Sequence[Path | str] = (), binary: str = "/usr/bin/prometheus",
-                 scrape_interval: str = "1s") -> None:
+    def __init__(
+        self,
+        targets: Sequence[str],
+        workdir: Path,
+        rule_files: Sequence[Path | str] = (),
+        binary: str = "/usr/bin/prometheus",
+        scrape_interval: str = "1s",
+    ) -> None:
         self.targets = list(targets)
         self.workdir = workdir
         self.rule_files = [str(Path(f).resolve()) for f in rule_files]
@@ -139,16 +145,25 @@ class Prometheus:
         self.port = free_port()
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [self.binary, f"--config.file={self.config_path}",
-                 f"--storage.tsdb.path={tsdb}", f"--web.listen-address={_HOST}:{self.port}",
-                 "--storage.tsdb.retention.time=1h", "--log.level=warn"],
-                cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL)
+                [
+                    self.binary,
+                    f"--config.file={self.config_path}",
+                    f"--storage.tsdb.path={tsdb}",
+                    f"--web.listen-address={_HOST}:{self.port}",
+                    "--storage.tsdb.retention.time=1h",
+                    "--log.level=warn",
+                ],
+                cwd=self.workdir,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"prometheus exited with {self.process.returncode}:\n"
-                                   f"{self.log_tail()}")
+                raise RuntimeError(
+                    f"prometheus exited with {self.process.returncode}:\n{self.log_tail()}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as response:
                     if response.status == 200:
@@ -188,8 +203,9 @@ class Prometheus:
             except ValueError:
                 raise PrometheusQueryError(f"{path}: HTTP {exc.code}") from exc
         if body.get("status") != "success":
-            raise PrometheusQueryError(f"{params or path}: {body.get('errorType')}: "
-                                       f"{body.get('error')}")
+            raise PrometheusQueryError(
+                f"{params or path}: {body.get('errorType')}: {body.get('error')}"
+            )
         return body["data"]
 
     def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
@@ -203,8 +219,12 @@ class Prometheus:
             return [{"metric": {}, "value": data["result"]}]
         return list(data["result"])
 
-    def wait_for(self, promql: str, timeout: float = 20.0,
-                 check: Callable[[list[dict[str, Any]]], bool] = bool) -> list[dict[str, Any]]:
+    def wait_for(
+        self,
+        promql: str,
+        timeout: float = 20.0,
+        check: Callable[[list[dict[str, Any]]], bool] = bool,
+    ) -> list[dict[str, Any]]:
         """Query until the result passes `check` (by default: is not empty); return it."""
         deadline = time.monotonic() + timeout
         result: list[dict[str, Any]] = []
@@ -213,23 +233,27 @@ class Prometheus:
             if check(result):
                 return result
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"after {timeout}s {promql!r} still gives {result!r}; "
-                                   f"targets: {self.target_health()}\n{self.log_tail()}")
+                raise TimeoutError(
+                    f"after {timeout}s {promql!r} still gives {result!r}; "
+                    f"targets: {self.target_health()}\n{self.log_tail()}"
+                )
             time.sleep(0.25)
 
     def target_health(self) -> list[tuple[str, str, str]]:
         """(scrape url, health, last error) of every active target."""
         data = self.api("targets")
-        return [(t["scrapeUrl"], t["health"], t.get("lastError", ""))
-                for t in data["activeTargets"]]
+        return [
+            (t["scrapeUrl"], t["health"], t.get("lastError", "")) for t in data["activeTargets"]
+        ]
 
     def alerts(self) -> list[dict[str, Any]]:
         return list(self.api("alerts")["alerts"])
 
 
 @pytest.fixture
-def prometheus_factory(tmp_path_factory: pytest.TempPathFactory
-                       ) -> Iterator[Callable[..., Prometheus]]:
+def prometheus_factory(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., Prometheus]]:
     """Start real Prometheus servers on demand: `factory(targets, rule_files=())`.
 
     Every server started is stopped (by pid) at teardown."""
@@ -237,8 +261,9 @@ def prometheus_factory(tmp_path_factory: pytest.TempPathFactory
     started: list[Prometheus] = []
 
     def start(targets: Sequence[str], rule_files: Sequence[Path | str] = ()) -> Prometheus:
-        server = Prometheus(targets, tmp_path_factory.mktemp("prometheus"), rule_files,
-                            binary=binary)
+        server = Prometheus(
+            targets, tmp_path_factory.mktemp("prometheus"), rule_files, binary=binary
+        )
         started.append(server)
         return server.start()
 
@@ -258,10 +283,26 @@ _MATCHERS = re.compile(r"\{[^{}]*\}")
 _RANGE = re.compile(r"\[[^\[\]]*\]")
 _GROUPING = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\(([^()]*)\)")
 _IDENT = re.compile(r"(?<![\w.$:])([A-Za-z_:][\w:]*)\b(?!\s*\()")
-_KEYWORDS = frozenset({
-    "and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right",
-    "bool", "offset", "inf", "nan", "atan2", "start", "end",
-})
+_KEYWORDS = frozenset(
+    {
+        "and",
+        "or",
+        "unless",
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+        "bool",
+        "offset",
+        "inf",
+        "nan",
+        "atan2",
+        "start",
+        "end",
+    }
+)
 _GRAFANA_VARIABLE = re.compile(r"\$\{?(__rate_interval|__interval|__range)(?::\w+)?\}?")
 _SET_OPERATOR = re.compile(r"\b(or|and|unless)\b")
 _COMPARISON = re.compile(r"(==|!=|>=|<=|>|<)(\s*bool\b)?")
@@ -301,9 +342,9 @@ def promql_selectors(expr: str) -> list[str]:
     for match in _IDENT.finditer(blanked):
         if match.group(1).lower() in _KEYWORDS:
             continue
-        after = match.end() + len(plain[match.end():]) - len(plain[match.end():].lstrip())
+        after = match.end() + len(plain[match.end() :]) - len(plain[match.end() :].lstrip())
         if plain.startswith("{", after):
-            selectors.append(match.group(1) + expr[after:plain.index("}", after) + 1])
+            selectors.append(match.group(1) + expr[after : plain.index("}", after) + 1])
         else:
             selectors.append(match.group(1))
     return selectors
@@ -344,11 +385,11 @@ def core_expression(expr: str) -> str:
     expr = expr.strip()
     flags = _top_level(expr)
     for match in _SET_OPERATOR.finditer(expr):
-        if all(flags[match.start():match.end()]):
-            expr = expr[:match.start()].strip()
+        if all(flags[match.start() : match.end()]):
+            expr = expr[: match.start()].strip()
             break
     flags = _top_level(expr)
     for match in _COMPARISON.finditer(expr):
-        if all(flags[match.start():match.end()]):
-            return expr[:match.start()].strip()
+        if all(flags[match.start() : match.end()]):
+            return expr[: match.start()].strip()
     return expr

@@ -61,17 +61,36 @@ _UPPER = string.ascii_uppercase + string.digits
 _RUN = re.compile(rf"[A-Za-z0-9]{{{WINDOW},}}")
 _SENTINEL = re.compile(r"planted-(?:prompt|note)-\d{4}")
 _SESSION_BASES = (  # every recorded capture, each planted once
-    "run1_cli_prompt_basic", "run3_cli_autopilot", "sdk1_two_user_messages", "abort",
-    "abort_subagent", "abort_try1", "autopilot_nudge", "parallel_tools", "provider_error",
-    "resume", "sdk_abort", "subagent", "subagent_background", "subagent_deep", "subagent_failed",
-    "subagent_nested", "subagent_parallel",
+    "run1_cli_prompt_basic",
+    "run3_cli_autopilot",
+    "sdk1_two_user_messages",
+    "abort",
+    "abort_subagent",
+    "abort_try1",
+    "autopilot_nudge",
+    "parallel_tools",
+    "provider_error",
+    "resume",
+    "sdk_abort",
+    "subagent",
+    "subagent_background",
+    "subagent_deep",
+    "subagent_failed",
+    "subagent_nested",
+    "subagent_parallel",
 )
 #: For each kind of name-shaped secret, one more log made of these captures one after the
 #: other (a session resumed many times): between them they have every event whose names the
 #: bridge exports (sub-agents and their failure, a tool failure, session errors, aborts, a
 #: permission, mode changes, task completion), and every such name gets a secret of that kind.
-_NAME_BASES = ("subagent_failed", "provider_error", "abort_subagent", "sdk_abort",
-               "run3_cli_autopilot", "parallel_tools")
+_NAME_BASES = (
+    "subagent_failed",
+    "provider_error",
+    "abort_subagent",
+    "sdk_abort",
+    "run3_cli_autopilot",
+    "parallel_tools",
+)
 
 
 # --- secrets ------------------------------------------------------------------------------
@@ -167,8 +186,12 @@ def _aws_access_key_id(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]
 
 def _aws_secret_access_key(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
     key = _key40(rng)
-    form = ("aws_secret_access_key = {k}", "AWS_SECRET_ACCESS_KEY={k}",
-            "aws_secret_access_key: {k}", "export AWS_SECRET_ACCESS_KEY=\"{k}\"")[n % 4]
+    form = (
+        "aws_secret_access_key = {k}",
+        "AWS_SECRET_ACCESS_KEY={k}",
+        "aws_secret_access_key: {k}",
+        'export AWS_SECRET_ACCESS_KEY="{k}"',
+    )[n % 4]
     return form.replace("{k}", key), (key,)
 
 
@@ -187,8 +210,9 @@ def _google_api_key(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
 def _slack_token(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
     core = _rand(rng, 24)
     digits = string.digits
-    return (f"{('xoxb', 'xoxp')[n % 2]}-{_rand(rng, 12, digits)}-{_rand(rng, 13, digits)}-"
-            f"{core}"), (core,)
+    return (
+        f"{('xoxb', 'xoxp')[n % 2]}-{_rand(rng, 12, digits)}-{_rand(rng, 13, digits)}-{core}"
+    ), (core,)
 
 
 def _stripe_key(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
@@ -208,21 +232,29 @@ def _openai_key(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
 
 
 def _private_key(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
-    label = ("RSA PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY", "PRIVATE KEY",
-             "ENCRYPTED PRIVATE KEY")[n % 5]
+    label = (
+        "RSA PRIVATE KEY",
+        "EC PRIVATE KEY",
+        "OPENSSH PRIVATE KEY",
+        "PRIVATE KEY",
+        "ENCRYPTED PRIVATE KEY",
+    )[n % 5]
     lines = [_with(rng, 64, "+/", 24) for _ in range(rng.randint(3, 5))]
     lines.append(_rand(rng, rng.randint(20, 40)) + "==")
     body = "\n".join(lines)
-    return (f"-----BEGIN {label}-----\n{body}\n-----END {label}-----",
-            tuple(line.rstrip("=") for line in lines))
+    return (
+        f"-----BEGIN {label}-----\n{body}\n-----END {label}-----",
+        tuple(line.rstrip("=") for line in lines),
+    )
 
 
 _JWT_HEADER = _b64url(b'{"alg":"HS256","typ":"JWT"}')
 
 
 def _jwt(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
-    payload = _b64url(json.dumps({"sub": _rand(rng, 16), "scope": "repo",
-                                  "iat": 1_767_225_600 + n}).encode())
+    payload = _b64url(
+        json.dumps({"sub": _rand(rng, 16), "scope": "repo", "iat": 1_767_225_600 + n}).encode()
+    )
     signature = _with(rng, 43, "-_", 24)
     return f"{_JWT_HEADER}.{payload}.{signature}", (signature, payload)
 
@@ -240,23 +272,63 @@ def _bearer_token(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
 
 def _url_password(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
     password = _password(rng)
-    form = ("https://deploy:{p}@git.example.com/acme/app.git",
-            "postgres://app:{p}@db.internal:5432/orders",
-            "mysql://root:{p}@127.0.0.1:3306/shop",
-            "redis://:{p}@cache.internal:6379/0",  # no user: how Redis URLs are written
-            "amqp://worker:{p}@mq.internal:5672/jobs",
-            "https://oauth2:{p}@gitlab.example.com/group/repo.git")[n % 6]
+    form = (
+        "https://deploy:{p}@git.example.com/acme/app.git",
+        "postgres://app:{p}@db.internal:5432/orders",
+        "mysql://root:{p}@127.0.0.1:3306/shop",
+        "redis://:{p}@cache.internal:6379/0",  # no user: how Redis URLs are written
+        "amqp://worker:{p}@mq.internal:5672/jobs",
+        "https://oauth2:{p}@gitlab.example.com/group/repo.git",
+    )[n % 6]
     return form.replace("{p}", password), (password,)
 
 
-_ENV_NAMES = ("DB_PASSWORD", "POSTGRES_PASSWORD", "MYSQL_ROOT_PASSWORD", "API_KEY", "SECRET_KEY",
-              "GITHUB_TOKEN", "NPM_TOKEN", "SLACK_BOT_TOKEN", "STRIPE_SECRET_KEY", "JWT_SECRET",
-              "SESSION_SECRET", "AUTH_TOKEN", "OPENAI_API_KEY", "REDIS_PASSWORD",
-              "ENCRYPTION_KEY", "SIGNING_KEY", "MASTER_KEY", "LICENSE_KEY")
-_JSON_NAMES = ("client_secret", "access_token", "refresh_token", "api_key", "apiKey", "password",
-               "privateKey", "secret", "token", "webhookSecret", "encryption_key", "signingKey")
-_YAML_NAMES = ("API_KEY", "password", "secret_key", "token", "db_password", "access_key",
-               "signing_key", "license_key", "auth_token", "client_secret")
+_ENV_NAMES = (
+    "DB_PASSWORD",
+    "POSTGRES_PASSWORD",
+    "MYSQL_ROOT_PASSWORD",
+    "API_KEY",
+    "SECRET_KEY",
+    "GITHUB_TOKEN",
+    "NPM_TOKEN",
+    "SLACK_BOT_TOKEN",
+    "STRIPE_SECRET_KEY",
+    "JWT_SECRET",
+    "SESSION_SECRET",
+    "AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "REDIS_PASSWORD",
+    "ENCRYPTION_KEY",
+    "SIGNING_KEY",
+    "MASTER_KEY",
+    "LICENSE_KEY",
+)
+_JSON_NAMES = (
+    "client_secret",
+    "access_token",
+    "refresh_token",
+    "api_key",
+    "apiKey",
+    "password",
+    "privateKey",
+    "secret",
+    "token",
+    "webhookSecret",
+    "encryption_key",
+    "signingKey",
+)
+_YAML_NAMES = (
+    "API_KEY",
+    "password",
+    "secret_key",
+    "token",
+    "db_password",
+    "access_key",
+    "signing_key",
+    "license_key",
+    "auth_token",
+    "client_secret",
+)
 
 
 def _value(rng: random.Random, n: int) -> str:
@@ -265,7 +337,7 @@ def _value(rng: random.Random, n: int) -> str:
 
 def _env_assignment(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
     name, value = _ENV_NAMES[n % len(_ENV_NAMES)], _value(rng, n // len(_ENV_NAMES))
-    form = ("export {n}={v}", "{n}={v}", "export {n}=\"{v}\"", "{n}='{v}'")[n % 4]
+    form = ("export {n}={v}", "{n}={v}", 'export {n}="{v}"', "{n}='{v}'")[n % 4]
     return form.replace("{n}", name).replace("{v}", value), (value,)
 
 
@@ -310,37 +382,109 @@ KINDS: dict[str, _Gen] = {
     "custom": _custom,
 }
 #: Kinds that are one token (no space, no line break): they fit where names and paths go.
-TOKEN_KINDS = ("github_token", "github_pat", "aws_access_key_id", "google_api_key",
-               "slack_token", "stripe_key", "openai_key", "jwt", "url_password", "high_entropy",
-               "custom")
+TOKEN_KINDS = (
+    "github_token",
+    "github_pat",
+    "aws_access_key_id",
+    "google_api_key",
+    "slack_token",
+    "stripe_key",
+    "openai_key",
+    "jwt",
+    "url_password",
+    "high_entropy",
+    "custom",
+)
 
 
 # --- texts around them ---------------------------------------------------------------------
 
 # Words for planted sentences and filler. None of them is a word the scrubber keys on (token,
 # secret, key, password, auth..., bearer, basic), so a secret is never caught by its neighbour.
-_WORDS = ("the", "build", "pipeline", "fails", "on", "main", "after", "merging", "refactor",
-          "please", "check", "why", "tests", "in", "module", "orders", "are", "flaky", "and",
-          "fix", "them", "with", "a", "small", "change", "to", "retry", "logic", "deploy",
-          "staging", "server", "config", "reads", "from", "file", "cluster", "nightly", "job",
-          "report", "shows", "latency", "spike", "around", "noon", "cache", "misses")
+_WORDS = (
+    "the",
+    "build",
+    "pipeline",
+    "fails",
+    "on",
+    "main",
+    "after",
+    "merging",
+    "refactor",
+    "please",
+    "check",
+    "why",
+    "tests",
+    "in",
+    "module",
+    "orders",
+    "are",
+    "flaky",
+    "and",
+    "fix",
+    "them",
+    "with",
+    "a",
+    "small",
+    "change",
+    "to",
+    "retry",
+    "logic",
+    "deploy",
+    "staging",
+    "server",
+    "config",
+    "reads",
+    "from",
+    "file",
+    "cluster",
+    "nightly",
+    "job",
+    "report",
+    "shows",
+    "latency",
+    "spike",
+    "around",
+    "noon",
+    "cache",
+    "misses",
+)
 # How a secret sits in a line of text.
-_AROUND = ("{s}", "I found {s} in the logs", "copy '{s}' over", 'use "{s}" for now', "({s})",
-           "-> {s}", "line 42: {s}", "[{s}]", "{s}.", "see {s}, then rerun")
+_AROUND = (
+    "{s}",
+    "I found {s} in the logs",
+    "copy '{s}' over",
+    'use "{s}" for now',
+    "({s})",
+    "-> {s}",
+    "line 42: {s}",
+    "[{s}]",
+    "{s}.",
+    "see {s}, then rerun",
+)
 # How a secret sits in a shell command, by kind; the rest use the generic ones.
 _COMMANDS: dict[str, tuple[str, ...]] = {
     "github_token": ("echo {s} | gh auth login --with-token", "GH_ENTERPRISE_HOST=x {s}"),
-    "bearer_token": ('curl -sS -H "{s}" https://api.example.com/v1/me',
-                     "curl -sS -H '{s}' https://api.example.com/v1/orders"),
+    "bearer_token": (
+        'curl -sS -H "{s}" https://api.example.com/v1/me',
+        "curl -sS -H '{s}' https://api.example.com/v1/orders",
+    ),
     "url_password": ("git clone {s}", 'psql "{s}" -c "select 1"', "DATABASE_URL={s} ./manage.py"),
     "env_assignment": ("{s} && ./scripts/deploy.sh", "{s} npm run start"),
     "private_key": ("cat > id_deploy <<'EOF'\n{s}\nEOF",),
     "aws_secret_access_key": ("printf '[default]\\n{s}\\n' > ~/.aws/credentials",),
 }
-_GENERIC_COMMANDS = ("printf '%s\\n' '{s}' >> notes.txt", 'echo "{s}" | tee -a out.log',
-                     "grep -rn '{s}' src/")
-_PATHS = ("/home/dev/.config/{s}/hosts.yml", "/tmp/upload-{s}.json", "./secrets/{s}/config",
-          "/var/lib/app/{s}")
+_GENERIC_COMMANDS = (
+    "printf '%s\\n' '{s}' >> notes.txt",
+    'echo "{s}" | tee -a out.log',
+    "grep -rn '{s}' src/",
+)
+_PATHS = (
+    "/home/dev/.config/{s}/hosts.yml",
+    "/tmp/upload-{s}.json",
+    "./secrets/{s}/config",
+    "/var/lib/app/{s}",
+)
 
 
 def _place(template: str, secret: str) -> str:
@@ -410,8 +554,11 @@ class _Builder:
                     order = list(pool)
                     self.rng.shuffle(order)
                     cycles[slot.field] = itertools.cycle(order)
-                count = 1 if token_only or slot.style.startswith("long") else max(
-                    2, math.ceil(len(pool) / per_field[slot.field]))
+                count = (
+                    1
+                    if token_only or slot.style.startswith("long")
+                    else max(2, math.ceil(len(pool) / per_field[slot.field]))
+                )
                 kinds = [next(cycles[slot.field]) for _ in range(min(count, len(pool)))]
             slot.set(self._compose(slot, kinds))
 
@@ -441,8 +588,10 @@ class _Builder:
         return "\n".join(lines)
 
     def _command(self, slot: _Slot, secrets: list[Secret]) -> str:
-        parts = [_place(self.rng.choice(_COMMANDS.get(s.kind, _GENERIC_COMMANDS)), s.text)
-                 for s in secrets]
+        parts = [
+            _place(self.rng.choice(_COMMANDS.get(s.kind, _GENERIC_COMMANDS)), s.text)
+            for s in secrets
+        ]
         note = self.sentence("note", slot.field, slot.session, False)
         return " && ".join(parts) + f"  # {note}"
 
@@ -450,8 +599,9 @@ class _Builder:
         """Tool arguments of the shape the tool takes, the secrets spread over them."""
         half = max(1, len(secrets) // 2)
         head, tail = secrets[:half], secrets[half:]
-        text = "\n".join([self.sentence("note", slot.field, slot.session, False),
-                          *(s.text for s in tail)])
+        text = "\n".join(
+            [self.sentence("note", slot.field, slot.session, False), *(s.text for s in tail)]
+        )
         tool = slot.tool
         if tool in ("bash", "shell", "powershell"):
             return {"command": self._command(slot, head), "description": text}
@@ -461,8 +611,13 @@ class _Builder:
             rest = [s.text for s in head if s is not token]
             return {"path": path, "file_text": "\n".join([text, *rest])}
         if tool == "task":
-            return {"name": "helper", "prompt": text, "agent_type": "general-purpose",
-                    "description": "\n".join(s.text for s in head) or "delegate", "mode": "sync"}
+            return {
+                "name": "helper",
+                "prompt": text,
+                "agent_type": "general-purpose",
+                "description": "\n".join(s.text for s in head) or "delegate",
+                "mode": "sync",
+            }
         return {"input": text, "options": {"note": "\n".join(s.text for s in head)}}
 
     def _long(self, slot: _Slot, secret: Secret) -> Any:
@@ -474,17 +629,20 @@ class _Builder:
         first_run = len(re.match(r"[A-Za-z0-9]*", core).group())
         keep = max(WINDOW, min(first_run - 2, 20))
         if slot.style == "long_args":  # cut after JSON encoding: no escapes in the filler
+
             def render(text: str) -> str:
                 return json.dumps({"command": text}, ensure_ascii=False, sort_keys=True)
 
             def build(n: int) -> str:
                 return f"{head} {self.filler(n)} {secret.text} # more output follows"
         else:
+
             def render(text: str) -> str:
                 return text
 
             def build(n: int) -> str:
                 return f"{head}\n{self.filler(n)}\n{secret.text}\nmore output follows"
+
         n = CONTENT_CUT
         for _ in range(3):
             rendered = render(build(n))
@@ -508,11 +666,17 @@ def _is_main(event: dict[str, Any]) -> bool:
     return "agentId" not in event and not data.get("parentToolCallId")
 
 
-def _near(anchor: dict[str, Any], type_: str, data: dict[str, Any], builder: _Builder,
-          agent: bool = True) -> dict[str, Any]:
+def _near(
+    anchor: dict[str, Any], type_: str, data: dict[str, Any], builder: _Builder, agent: bool = True
+) -> dict[str, Any]:
     """A new event written at the time of `anchor`, by the same agent."""
-    event: dict[str, Any] = {"type": type_, "data": data, "id": builder.uuid(),
-                             "timestamp": anchor["timestamp"], "parentId": None}
+    event: dict[str, Any] = {
+        "type": type_,
+        "data": data,
+        "id": builder.uuid(),
+        "timestamp": anchor["timestamp"],
+        "parentId": None,
+    }
     if agent and "agentId" in anchor:
         event["agentId"] = anchor["agentId"]
         parent_call = (anchor.get("data") or {}).get("parentToolCallId")
@@ -536,60 +700,173 @@ def _insert_extras(events: list[dict[str, Any]], builder: _Builder) -> list[dict
         data = event.get("data") or {}
         if type_ == "session.start" and "unknown" not in done:
             done.add("unknown")
-            after.append(_near(event, "session.plugin_state_saved",
-                               {"plugin": "acme-tools", "detail": ""}, builder))
-        elif type_ == "user.message" and main and "hooks" not in done \
-                and not data.get("isAutopilotContinuation"):
+            after.append(
+                _near(
+                    event,
+                    "session.plugin_state_saved",
+                    {"plugin": "acme-tools", "detail": ""},
+                    builder,
+                )
+            )
+        elif (
+            type_ == "user.message"
+            and main
+            and "hooks" not in done
+            and not data.get("isAutopilotContinuation")
+        ):
             done.add("hooks")
             after += _hooks(event, builder, "userPromptSubmitted")
-            after.append(_near(event, "session.compaction_start", {
-                "compactionAttemptId": builder.uuid(), "model": "gpt-4.1",
-                "trigger": "threshold", "currentTokens": 61000, "tokenLimit": 64000}, builder))
-            after.append(_near(event, "session.compaction_complete", {
-                "success": True, "compactionAttemptId": builder.uuid(), "model": "gpt-4.1",
-                "outcome": "applied", "summaryContent": "", "customInstructions": "",
-                "error": "", "checkpointNumber": 1, "checkpointPath": "",
-                "preCompactionTokens": 61000, "postCompactionTokens": 9000}, builder))
-            after.append(_near(event, "session.truncation", {
-                "tokenLimit": 64000, "preTruncationTokensInMessages": 70000,
-                "preTruncationMessagesLength": 80, "postTruncationTokensInMessages": 60000,
-                "postTruncationMessagesLength": 70, "tokensRemovedDuringTruncation": 10000,
-                "messagesRemovedDuringTruncation": 10, "performedBy": "BasicTruncator"},
-                builder))
+            after.append(
+                _near(
+                    event,
+                    "session.compaction_start",
+                    {
+                        "compactionAttemptId": builder.uuid(),
+                        "model": "gpt-4.1",
+                        "trigger": "threshold",
+                        "currentTokens": 61000,
+                        "tokenLimit": 64000,
+                    },
+                    builder,
+                )
+            )
+            after.append(
+                _near(
+                    event,
+                    "session.compaction_complete",
+                    {
+                        "success": True,
+                        "compactionAttemptId": builder.uuid(),
+                        "model": "gpt-4.1",
+                        "outcome": "applied",
+                        "summaryContent": "",
+                        "customInstructions": "",
+                        "error": "",
+                        "checkpointNumber": 1,
+                        "checkpointPath": "",
+                        "preCompactionTokens": 61000,
+                        "postCompactionTokens": 9000,
+                    },
+                    builder,
+                )
+            )
+            after.append(
+                _near(
+                    event,
+                    "session.truncation",
+                    {
+                        "tokenLimit": 64000,
+                        "preTruncationTokensInMessages": 70000,
+                        "preTruncationMessagesLength": 80,
+                        "postTruncationTokensInMessages": 60000,
+                        "postTruncationMessagesLength": 70,
+                        "tokensRemovedDuringTruncation": 10000,
+                        "messagesRemovedDuringTruncation": 10,
+                        "performedBy": "BasicTruncator",
+                    },
+                    builder,
+                )
+            )
         elif type_ == "assistant.turn_start" and main and "failure" not in done:
             done.add("failure")
-            after.append(_near(event, "model.call_failure", {
-                "model": "gpt-4.1", "statusCode": 429, "errorCode": "rate_limited",
-                "failureKind": "http_error", "errorMessage": "", "durationMs": 3,
-                "retryAttempt": 1}, builder))
-            after.append(_near(event, "assistant.turn_retry",
-                               {"reason": "rate_limited", "model": "gpt-4.1"}, builder))
-        elif type_ == "tool.execution_start" and data.get("toolName") == "bash" \
-                and "permission" not in done and not any(
-                    e["type"] == "permission.requested" for e in events):
+            after.append(
+                _near(
+                    event,
+                    "model.call_failure",
+                    {
+                        "model": "gpt-4.1",
+                        "statusCode": 429,
+                        "errorCode": "rate_limited",
+                        "failureKind": "http_error",
+                        "errorMessage": "",
+                        "durationMs": 3,
+                        "retryAttempt": 1,
+                    },
+                    builder,
+                )
+            )
+            after.append(
+                _near(
+                    event,
+                    "assistant.turn_retry",
+                    {"reason": "rate_limited", "model": "gpt-4.1"},
+                    builder,
+                )
+            )
+        elif (
+            type_ == "tool.execution_start"
+            and data.get("toolName") == "bash"
+            and "permission" not in done
+            and not any(e["type"] == "permission.requested" for e in events)
+        ):
             done.add("permission")
             request_id = builder.uuid()
-            before.append(_near(event, "permission.requested", {
-                "requestId": request_id,
-                "permissionRequest": {"kind": "shell", "toolCallId": data.get("toolCallId"),
-                                      "fullCommandText": "", "intention": "",
-                                      "commands": [{"identifier": "", "readOnly": False}]},
-                "promptRequest": {"kind": "commands", "fullCommandText": "", "intention": "",
-                                  "commandIdentifiers": [""]}}, builder))
-            before.append(_near(event, "permission.completed", {
-                "requestId": request_id, "toolCallId": data.get("toolCallId"),
-                "result": {"kind": "approved"}}, builder))
+            before.append(
+                _near(
+                    event,
+                    "permission.requested",
+                    {
+                        "requestId": request_id,
+                        "permissionRequest": {
+                            "kind": "shell",
+                            "toolCallId": data.get("toolCallId"),
+                            "fullCommandText": "",
+                            "intention": "",
+                            "commands": [{"identifier": "", "readOnly": False}],
+                        },
+                        "promptRequest": {
+                            "kind": "commands",
+                            "fullCommandText": "",
+                            "intention": "",
+                            "commandIdentifiers": [""],
+                        },
+                    },
+                    builder,
+                )
+            )
+            before.append(
+                _near(
+                    event,
+                    "permission.completed",
+                    {
+                        "requestId": request_id,
+                        "toolCallId": data.get("toolCallId"),
+                        "result": {"kind": "approved"},
+                    },
+                    builder,
+                )
+            )
         elif type_ == "assistant.turn_start" and not main and "subagent" not in done:
             done.add("subagent")
             after += _hooks(event, builder, "preToolUse")
             request_id = builder.uuid()
-            after.append(_near(event, "permission.requested", {
-                "requestId": request_id,
-                "permissionRequest": {"kind": "url", "url": "", "intention": ""}}, builder))
-            after.append(_near(event, "permission.completed", {
-                "requestId": request_id, "result": {"kind": "denied-by-rules"}}, builder))
-            after.append(_near(event, "session.error", {
-                "errorType": "tool_policy", "message": "", "stack": ""}, builder))
+            after.append(
+                _near(
+                    event,
+                    "permission.requested",
+                    {
+                        "requestId": request_id,
+                        "permissionRequest": {"kind": "url", "url": "", "intention": ""},
+                    },
+                    builder,
+                )
+            )
+            after.append(
+                _near(
+                    event,
+                    "permission.completed",
+                    {"requestId": request_id, "result": {"kind": "denied-by-rules"}},
+                    builder,
+                )
+            )
+            after.append(
+                _near(
+                    event,
+                    "session.error",
+                    {"errorType": "tool_policy", "message": "", "stack": ""},
+                    builder,
+                )
+            )
         out += [*before, event, *after]
     return out
 
@@ -597,18 +874,35 @@ def _insert_extras(events: list[dict[str, Any]], builder: _Builder) -> list[dict
 def _hooks(anchor: dict[str, Any], builder: _Builder, hook_type: str) -> list[dict[str, Any]]:
     invocation = builder.uuid()
     return [
-        _near(anchor, "hook.start", {"hookInvocationId": invocation, "hookType": hook_type,
-                                     "input": {"prompt": "", "toolName": "bash",
-                                               "toolArgs": {"command": ""}}}, builder),
-        _near(anchor, "hook.end", {"hookInvocationId": invocation, "hookType": hook_type,
-                                   "success": False, "output": {"message": ""},
-                                   "error": {"message": "", "stack": ""}}, builder),
+        _near(
+            anchor,
+            "hook.start",
+            {
+                "hookInvocationId": invocation,
+                "hookType": hook_type,
+                "input": {"prompt": "", "toolName": "bash", "toolArgs": {"command": ""}},
+            },
+            builder,
+        ),
+        _near(
+            anchor,
+            "hook.end",
+            {
+                "hookInvocationId": invocation,
+                "hookType": hook_type,
+                "success": False,
+                "output": {"message": ""},
+                "error": {"message": "", "stack": ""},
+            },
+            builder,
+        ),
     ]
 
 
 def _setter(container: Any, key: Any) -> Callable[[Any], None]:
     def set_(value: Any) -> None:
         container[key] = value
+
     return set_
 
 
@@ -623,15 +917,27 @@ class _Walker:
         self.long_done: set[str] = set()
         self.first_permission = True
 
-    def slot(self, container: Any, key: Any, field_: str, style: str, *,
-             exported: bool = False, tool: str = "") -> None:
-        self.b.slots.append(_Slot(field_, style, _setter(container, key), self.session,
-                                  exported=exported, tool=tool))
+    def slot(
+        self,
+        container: Any,
+        key: Any,
+        field_: str,
+        style: str,
+        *,
+        exported: bool = False,
+        tool: str = "",
+    ) -> None:
+        self.b.slots.append(
+            _Slot(
+                field_, style, _setter(container, key), self.session, exported=exported, tool=tool
+            )
+        )
 
     def name(self, container: Any, key: Any, field_: str, style: str = "name") -> None:
         if self.name_kind is not None:
-            self.b.slots.append(_Slot(field_, style, _setter(container, key), self.session,
-                                      kind=self.name_kind))
+            self.b.slots.append(
+                _Slot(field_, style, _setter(container, key), self.session, kind=self.name_kind)
+            )
 
     def long_once(self, what: str) -> bool:
         if what in self.long_done:
@@ -666,9 +972,13 @@ class _Walker:
             self.slot(data, "content", where, "prompt", exported=main)
         self.slot(data, "transformedContent", "user.message.transformedContent", "note")
         file_ = {"type": "file", "path": "", "displayName": "notes.md"}
-        selection = {"type": "selection", "filePath": "", "displayName": "config.yml:1-9",
-                     "text": "", "selection": {"start": {"line": 0, "character": 0},
-                                               "end": {"line": 8, "character": 0}}}
+        selection = {
+            "type": "selection",
+            "filePath": "",
+            "displayName": "config.yml:1-9",
+            "text": "",
+            "selection": {"start": {"line": 0, "character": 0}, "end": {"line": 8, "character": 0}},
+        }
         data["attachments"] = [file_, selection]
         self.slot(file_, "path", "user.message.attachments.path", "path")
         self.slot(selection, "filePath", "user.message.attachments.filePath", "path")
@@ -693,10 +1003,19 @@ class _Walker:
         self.slot(data, "reasoningText", "assistant.message.reasoningText", "note")
         self.name(data, "model", "assistant.message.model")
         for request in data.get("toolRequests") or []:
-            self.slot(request, "arguments", "assistant.message.toolRequests.arguments", "args",
-                      tool=request.get("name", ""))
-            self.slot(request, "intentionSummary",
-                      "assistant.message.toolRequests.intentionSummary", "note")
+            self.slot(
+                request,
+                "arguments",
+                "assistant.message.toolRequests.arguments",
+                "args",
+                tool=request.get("name", ""),
+            )
+            self.slot(
+                request,
+                "intentionSummary",
+                "assistant.message.toolRequests.intentionSummary",
+                "note",
+            )
             self.name(request, "name", "assistant.message.toolRequests.name")
 
     def on_session_usage_record(self, event: dict, data: dict) -> None:
@@ -712,10 +1031,15 @@ class _Walker:
         else:
             self.slot(data, "arguments", "tool.execution_start.arguments", "args", tool=tool)
         if tool == "bash":
-            shell = data.setdefault("shellToolInfo", {"possiblePaths": [],
-                                                      "hasWriteFileRedirection": False})
-            self.slot(shell, "displayCommand", "tool.execution_start.shellToolInfo."
-                                               "displayCommand", "command")
+            shell = data.setdefault(
+                "shellToolInfo", {"possiblePaths": [], "hasWriteFileRedirection": False}
+            )
+            self.slot(
+                shell,
+                "displayCommand",
+                "tool.execution_start.shellToolInfo.displayCommand",
+                "command",
+            )
         self.name(data, "toolName", "tool.execution_start.toolName")
         self.name(data, "mcpServerName", "tool.execution_start.mcpServerName")
 
@@ -730,8 +1054,9 @@ class _Walker:
             self.slot(result, "content", "tool.execution_complete.result.content (long)", "long")
         else:
             self.slot(result, "content", "tool.execution_complete.result.content", "note")
-        self.slot(result, "detailedContent", "tool.execution_complete.result.detailedContent",
-                  "note")
+        self.slot(
+            result, "detailedContent", "tool.execution_complete.result.detailedContent", "note"
+        )
 
     def on_subagent_started(self, event: dict, data: dict) -> None:
         self.slot(data, "agentDescription", "subagent.started.agentDescription", "note")
@@ -780,8 +1105,12 @@ class _Walker:
     def on_hook_start(self, event: dict, data: dict) -> None:
         hook_input = data.setdefault("input", {})
         self.slot(hook_input, "prompt", "hook.start.input.prompt", "note")
-        self.slot(hook_input.setdefault("toolArgs", {}), "command",
-                  "hook.start.input.toolArgs.command", "command")
+        self.slot(
+            hook_input.setdefault("toolArgs", {}),
+            "command",
+            "hook.start.input.toolArgs.command",
+            "command",
+        )
         self.name(data, "hookType", "hook.start.hookType")
 
     def on_hook_end(self, event: dict, data: dict) -> None:
@@ -800,11 +1129,19 @@ class _Walker:
                 style = "note" if key == "intention" else "command"
                 self.slot(request, key, f"permission.requested.permissionRequest.{key}", style)
         for command in request.get("commands") or []:
-            self.slot(command, "identifier",
-                      "permission.requested.permissionRequest.commands.identifier", "command")
+            self.slot(
+                command,
+                "identifier",
+                "permission.requested.permissionRequest.commands.identifier",
+                "command",
+            )
         for segment in request.get("commandSegments") or []:
-            self.slot(segment, "fullCommandText", "permission.requested.permissionRequest."
-                                                  "commandSegments.fullCommandText", "command")
+            self.slot(
+                segment,
+                "fullCommandText",
+                "permission.requested.permissionRequest.commandSegments.fullCommandText",
+                "command",
+            )
         prompt = data.get("promptRequest") or {}
         for key in ("fullCommandText", "intention"):
             if key in prompt:
@@ -812,8 +1149,12 @@ class _Walker:
                 self.slot(prompt, key, f"permission.requested.promptRequest.{key}", style)
         identifiers = prompt.get("commandIdentifiers") or []
         for index in range(len(identifiers)):
-            self.slot(identifiers, index,
-                      "permission.requested.promptRequest.commandIdentifiers", "command")
+            self.slot(
+                identifiers,
+                index,
+                "permission.requested.promptRequest.commandIdentifiers",
+                "command",
+            )
 
     def on_permission_completed(self, event: dict, data: dict) -> None:
         result = data.setdefault("result", {})
@@ -889,7 +1230,7 @@ class Corpus:
             for number, core in enumerate(secret.cores):
                 for run in _RUN.finditer(core):
                     for i in range(run.start(), run.end() - WINDOW + 1):
-                        window = core[i:i + WINDOW]
+                        window = core[i : i + WINDOW]
                         seen[window] += 1
                         index[window] = (secret.id, number, i)
         self._index = {w: where for w, where in index.items() if seen[w] == 1}
@@ -912,7 +1253,7 @@ class Corpus:
             value = run.group()
             i = 0
             while i <= len(value) - WINDOW:
-                where = self._index.get(value[i:i + WINDOW])
+                where = self._index.get(value[i : i + WINDOW])
                 if where is None:
                     i += 1
                     continue
@@ -922,14 +1263,17 @@ class Corpus:
                 start, end = i, i + WINDOW  # grow the match as far as it follows the core
                 while start > 0 and offset > 0 and value[start - 1] == core[offset - 1]:
                     start, offset = start - 1, offset - 1
-                while end < len(value) and offset + end - start < len(core) and \
-                        value[end] == core[offset + end - start]:
+                while (
+                    end < len(value)
+                    and offset + end - start < len(core)
+                    and value[end] == core[offset + end - start]
+                ):
                     end += 1
                 if kinds is None or secret.kind in kinds:
                     fragment = value[start:end]
                     if sid not in best or len(fragment) > len(best[sid].fragment):
                         at = run.start() + start
-                        context = text[max(at - 60, 0):at + len(fragment) + 30]
+                        context = text[max(at - 60, 0) : at + len(fragment) + 30]
                         whole = all(c in text for c in secret.cores)
                         best[sid] = Leak(secret, fragment, context, whole)
                 i = end
@@ -945,10 +1289,12 @@ class Corpus:
         by_kind = Counter(s.kind for s in self.secrets)
         by_field = Counter(s.field for s in self.secrets)
         events = sum(data.count(b"\n") for data in self.sessions.values())
-        lines = [f"{len(self.sessions)} logs, {events} lines, {len(self.secrets)} secrets, "
-                 f"{len(self.texts)} planted texts "
-                 f"({sum(t.exported_with_content for t in self.texts)} exported with content)",
-                 "by kind:"]
+        lines = [
+            f"{len(self.sessions)} logs, {events} lines, {len(self.secrets)} secrets, "
+            f"{len(self.texts)} planted texts "
+            f"({sum(t.exported_with_content for t in self.texts)} exported with content)",
+            "by kind:",
+        ]
         lines += [f"  {kind:24} {n}" for kind, n in sorted(by_kind.items())]
         lines.append(f"by field ({len(by_field)}):")
         lines += [f"  {name:70} {n}" for name, n in sorted(by_field.items())]
@@ -961,22 +1307,43 @@ def _bad_lines(builder: _Builder, anchor: dict[str, Any], session: str) -> list[
     lines = []
     for kind in ("github_token", "aws_access_key_id", "slack_token", "stripe_key", "custom"):
         secret = builder.secret(kind, "<malformed line>.type (bad timestamp)", session)
-        lines.append(json.dumps({"type": secret.text, "data": {}, "id": builder.uuid(),
-                                 "timestamp": "yesterday"}))
+        lines.append(
+            json.dumps(
+                {"type": secret.text, "data": {}, "id": builder.uuid(), "timestamp": "yesterday"}
+            )
+        )
         secret = builder.secret(kind, "<malformed line>.type (no timestamp)", session)
         lines.append(json.dumps({"type": secret.text, "data": {}, "id": builder.uuid()}))
-    torn = _near(anchor, "session.plugin_state_saved", {"detail": "\n".join(
-        builder.secret(kind, "<torn line>.data", session).text
-        for kind in ("github_pat", "jwt", "private_key", "bearer_token", "url_password"))},
-        builder)
+    torn = _near(
+        anchor,
+        "session.plugin_state_saved",
+        {
+            "detail": "\n".join(
+                builder.secret(kind, "<torn line>.data", session).text
+                for kind in ("github_pat", "jwt", "private_key", "bearer_token", "url_password")
+            )
+        },
+        builder,
+    )
     whole = json.dumps(torn)
-    lines.append(whole[: len(whole) - 40] + json.dumps(_near(anchor, "session.info", {
-        "message": "", "infoType": "notice"}, builder)))
+    lines.append(
+        whole[: len(whole) - 40]
+        + json.dumps(_near(anchor, "session.info", {"message": "", "infoType": "notice"}, builder))
+    )
     lines.append("not json " + builder.secret("openai_key", "<not JSON line>", session).text)
-    lines.append(json.dumps({"type": "session.plugin_state_saved", "timestamp": 17,
-                             "data": {"detail": builder.secret(
-                                 "google_api_key", "<malformed line>.data (bad timestamp)",
-                                 session).text}}))
+    lines.append(
+        json.dumps(
+            {
+                "type": "session.plugin_state_saved",
+                "timestamp": 17,
+                "data": {
+                    "detail": builder.secret(
+                        "google_api_key", "<malformed line>.data (bad timestamp)", session
+                    ).text
+                },
+            }
+        )
+    )
     return lines
 
 
@@ -1010,28 +1377,37 @@ def build_corpus(seed: int = SEED) -> Corpus:
     # interaction ids become secrets of the log's kind (they are exported as attributes)
     builder.fill()
     renames: dict[str, list[tuple[str, str]]] = {}
-    for kind, name in zip(TOKEN_KINDS, list(logs)[len(_SESSION_BASES):], strict=True):
+    for kind, name in zip(TOKEN_KINDS, list(logs)[len(_SESSION_BASES) :], strict=True):
         events = logs[name]
-        ids = [("session.start.sessionId", events[0]["data"]["sessionId"]),
-               ("tool.execution_start.toolCallId", next(
-                   e["data"]["toolCallId"] for e in events
-                   if e["type"] == "tool.execution_start")),
-               ("<envelope>.agentId", next(e["agentId"] for e in events if "agentId" in e)),
-               ("user.message.interactionId", next(
-                   e["data"]["interactionId"] for e in events if e["type"] == "user.message"))]
+        ids = [
+            ("session.start.sessionId", events[0]["data"]["sessionId"]),
+            (
+                "tool.execution_start.toolCallId",
+                next(
+                    e["data"]["toolCallId"] for e in events if e["type"] == "tool.execution_start"
+                ),
+            ),
+            ("<envelope>.agentId", next(e["agentId"] for e in events if "agentId" in e)),
+            (
+                "user.message.interactionId",
+                next(e["data"]["interactionId"] for e in events if e["type"] == "user.message"),
+            ),
+        ]
         renames[name] = [(old, builder.secret(kind, where, name).text) for where, old in ids]
     sessions: dict[str, bytes] = {}
     for name, events in logs.items():
         for old, new in renames.get(name, []):
             events = _rename(events, old, new)
         _chain(events)
-        sessions[name] = "".join(json.dumps(e, ensure_ascii=False) + "\n"
-                                 for e in events).encode()
+        sessions[name] = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events).encode()
     bad = _load("run1_cli_prompt_basic")
     bad_name = builder.uuid()
     middle = len(bad) // 2
-    rows = [json.dumps(e) for e in bad[:middle]] + _bad_lines(builder, bad[middle], bad_name) \
+    rows = (
+        [json.dumps(e) for e in bad[:middle]]
+        + _bad_lines(builder, bad[middle], bad_name)
         + [json.dumps(e) for e in bad[middle:]]
+    )
     sessions[bad_name] = "".join(row + "\n" for row in rows).encode()
     return Corpus(sessions, builder.secrets, builder.texts)
 

@@ -27,8 +27,10 @@ def by_name(spans: Sequence[SpanRecord], prefix: str) -> list[SpanRecord]:
 
 
 def children(spans: Sequence[SpanRecord], parent: SpanRecord) -> list[SpanRecord]:
-    return sorted((s for s in spans if s.parent_span_id == parent.span_id
-                   and s.trace_id == parent.trace_id), key=lambda s: (s.start_ns, s.name))
+    return sorted(
+        (s for s in spans if s.parent_span_id == parent.span_id and s.trace_id == parent.trace_id),
+        key=lambda s: (s.start_ns, s.name),
+    )
 
 
 def outline(spans: Sequence[SpanRecord]) -> list[str]:

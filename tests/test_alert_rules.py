@@ -51,8 +51,14 @@ def doc_sections() -> dict[str, str]:
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([find_binary("promtool"), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, check=False)
+    return subprocess.run(
+        [find_binary("promtool"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_promtool_check_rules() -> None:
@@ -81,9 +87,15 @@ def test_the_expected_alerts_exist() -> None:
     names = [rule["alert"] for rule in alert_rules()]
     assert len(names) == len(set(names)), "alert names must be unique"
     assert set(names) == {
-        "CopilotTaskCompletionRateLow", "CopilotToolErrorRateHigh", "CopilotRunawayAgentLoops",
-        "CopilotSessionErrorsSpike", "OtelBridgeDown", "OtelBridgeLagging",
-        "OtelBridgeDroppingSpans", "OtelBridgeExportFailures"}
+        "CopilotTaskCompletionRateLow",
+        "CopilotToolErrorRateHigh",
+        "CopilotRunawayAgentLoops",
+        "CopilotSessionErrorsSpike",
+        "OtelBridgeDown",
+        "OtelBridgeLagging",
+        "OtelBridgeDroppingSpans",
+        "OtelBridgeExportFailures",
+    }
 
 
 @pytest.mark.parametrize("rule", alert_rules(), ids=lambda rule: rule["alert"])
@@ -102,8 +114,11 @@ def test_every_alert_fires_and_stays_quiet_in_the_unit_tests() -> None:
     suite = yaml.safe_load(ALERT_TESTS.read_text())
     assert suite["rule_files"] == ["alerts.yml"]
     for case in suite["tests"]:
-        jobs = {re.search(r'job="([^"]*)"', series["series"]).group(1)  # type: ignore[union-attr]
-                for series in case["input_series"] if "job=" in series["series"]}
+        jobs = {
+            re.search(r'job="([^"]*)"', series["series"]).group(1)  # type: ignore[union-attr]
+            for series in case["input_series"]
+            if "job=" in series["series"]
+        }
         assert jobs, f"{case['name']}: give the series a job label, as scraped series have"
         for check in case.get("alert_rule_test", []):
             (firing if check.get("exp_alerts") else quiet).add(check["alertname"])

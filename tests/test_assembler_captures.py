@@ -89,9 +89,11 @@ def test_sdk1_resumed_session_gives_three_linked_traces() -> None:
     roots.sort(key=lambda r: r.start_ns)
     assert roots[0].links == ()
     assert [(link.trace_id, link.span_id) for link in roots[1].links] == [
-        (roots[0].trace_id, roots[0].span_id)]
+        (roots[0].trace_id, roots[0].span_id)
+    ]
     assert [(link.trace_id, link.span_id) for link in roots[2].links] == [
-        (roots[1].trace_id, roots[1].span_id)]
+        (roots[1].trace_id, roots[1].span_id)
+    ]
     check_invariants(spans)
 
 
@@ -114,8 +116,13 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
     assert len(by_name(spans, "turn ")) == count("assistant.turn_start")
     assert len(by_name(spans, "execute_tool ")) == count("tool.execution_start")
     assert len(by_name(spans, "chat ")) == count("session.usage_record")
-    top_level = [e for e in events if e["type"] == "user.message" and "agentId" not in e
-                 and not e["data"].get("isAutopilotContinuation")]
+    top_level = [
+        e
+        for e in events
+        if e["type"] == "user.message"
+        and "agentId" not in e
+        and not e["data"].get("isAutopilotContinuation")
+    ]
     assert len({s.trace_id for s in spans}) == len(top_level)
     assert len(by_name(spans, "invoke_agent copilot")) == len(top_level)
     by_id = {s.span_id: s for s in spans}
@@ -123,8 +130,10 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
     # a tool's parent is the turn of the agent whose assistant.message requested it
     requested_in_turn = {
         r["toolCallId"]: ("turnId" in e["data"], e.get("agentId"))
-        for e in events if e["type"] == "assistant.message"
-        for r in e["data"].get("toolRequests", [])}
+        for e in events
+        if e["type"] == "assistant.message"
+        for r in e["data"].get("toolRequests", [])
+    }
     for call_id, tool in tools.items():
         parent = by_id[tool.parent_span_id]
         in_turn, agent_id = requested_in_turn[call_id]
@@ -136,25 +145,30 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
     subagents = [s for s in by_name(spans, "invoke_agent ") if s.name != "invoke_agent copilot"]
     assert len(subagents) == len(started)
     for event in started:
-        (span,) = [s for s in subagents
-                   if s.attributes["gen_ai.tool.call.id"] == event["data"]["toolCallId"]]
+        (span,) = [
+            s
+            for s in subagents
+            if s.attributes["gen_ai.tool.call.id"] == event["data"]["toolCallId"]
+        ]
         assert span.name == f"invoke_agent {event['data']['agentName']}"
         assert span.attributes["gen_ai.agent.id"] == event["agentId"]
         assert span.parent_span_id == tools[event["data"]["toolCallId"]].span_id
         assert tools[event["data"]["toolCallId"]].name == "execute_tool task"
     # every chat span carries the tokens of its usage record
-    usage = {e["data"]["usage"]["accounting"]["usageId"]: e["data"]["usage"]
-             for e in events if e["type"] == "session.usage_record"}
+    usage = {
+        e["data"]["usage"]["accounting"]["usageId"]: e["data"]["usage"]
+        for e in events
+        if e["type"] == "session.usage_record"
+    }
     chats = by_name(spans, "chat ")
     assert sum(c.attributes["gen_ai.usage.input_tokens"] for c in chats) == sum(
-        u["inputTokens"] for u in usage.values())
+        u["inputTokens"] for u in usage.values()
+    )
 
 
 @pytest.mark.parametrize("path", ALL_LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_two_replays_give_identical_spans(path: Path) -> None:
     assert assemble_file(path) == assemble_file(path)
-
-
 
 
 def test_nested_subagents_form_a_chain_under_task_calls() -> None:
@@ -210,7 +224,11 @@ def test_background_subagent_keeps_the_interaction_open_until_the_main_agent_res
     spans = assemble_file(FIXTURES / "subagent_background" / "events.jsonl")
     (root,) = by_name(spans, "invoke_agent copilot")
     assert [c.name for c in children(spans, root)] == [
-        "turn 1", "turn 2", "execute_tool read_agent", "turn 3"]
+        "turn 1",
+        "turn 2",
+        "execute_tool read_agent",
+        "turn 3",
+    ]
     assert root.attributes["copilot.turns"] == 3
     assert "copilot.incomplete" not in root.attributes
     assert root.end_ns == max(s.end_ns for s in spans)
@@ -223,8 +241,11 @@ def test_abort_ends_the_interaction_as_aborted(case: str) -> None:
     assert root.status is StatusCode.ERROR
     assert root.attributes["error.type"] == "aborted"
     assert root.attributes["copilot.task.outcome"] == "aborted"
-    slow = [s for s in by_name(spans, "execute_tool bash")
-            if s.attributes.get("copilot.tool.exit_code") is None]  # the one cut short
+    slow = [
+        s
+        for s in by_name(spans, "execute_tool bash")
+        if s.attributes.get("copilot.tool.exit_code") is None
+    ]  # the one cut short
     assert slow and all(s.end_ns <= root.end_ns for s in slow)
     # whether the CLI wrote turn_end just before or just after the abort
     assert all(s.attributes.get("error.type") == "aborted" for s in slow)
@@ -252,9 +273,14 @@ def test_parallel_tools_with_a_failing_view_and_a_nonzero_exit() -> None:
     spans = assemble_file(FIXTURES / "parallel_tools" / "events.jsonl")
     turn1 = by_name(spans, "turn 1")[0]
     assert sorted(c.name for c in children(spans, turn1)) == [
-        "chat gpt-4.1", "execute_tool bash", "execute_tool view", "execute_tool view"]
+        "chat gpt-4.1",
+        "execute_tool bash",
+        "execute_tool view",
+        "execute_tool view",
+    ]
     errors = [s for s in spans if s.status is StatusCode.ERROR]
     assert [s.name for s in errors] == ["execute_tool view"]
-    exit_codes = sorted(s.attributes["copilot.tool.exit_code"]
-                        for s in by_name(spans, "execute_tool bash"))
+    exit_codes = sorted(
+        s.attributes["copilot.tool.exit_code"] for s in by_name(spans, "execute_tool bash")
+    )
     assert exit_codes == [0, 3]

@@ -24,8 +24,15 @@ def test_autopilot_continuation_stays_in_the_same_trace() -> None:
     log.add("session.mode_changed", previousMode="interactive", newMode="autopilot")
     log.user(interaction="i1")
     log.simple_turn("0", "u1")  # the model stops without task_complete ...
-    log.add("user.message", content="", transformedContent="continue", source="autopilot",
-            isAutopilotContinuation=True, interactionId="i2", turnId="0")  # ... and is nudged
+    log.add(
+        "user.message",
+        content="",
+        transformedContent="continue",
+        source="autopilot",
+        isAutopilotContinuation=True,
+        interactionId="i2",
+        turnId="0",
+    )  # ... and is nudged
     log.turn("0", "i2")
     log.usage("u2")
     log.message([("c1", "task_complete")])
@@ -107,8 +114,11 @@ def test_parallel_tools_complete_out_of_order_under_the_requesting_turn() -> Non
     check_invariants(spans)
     turn1 = one(spans, "turn 1")
     tools = by_name(spans, "execute_tool")
-    assert sorted(t.name for t in tools) == ["execute_tool bash", "execute_tool grep",
-                                             "execute_tool view"]
+    assert sorted(t.name for t in tools) == [
+        "execute_tool bash",
+        "execute_tool grep",
+        "execute_tool view",
+    ]
     assert all(t.parent_span_id == turn1.span_id for t in tools)
     ends = {t.attributes["gen_ai.tool.call.id"]: t.end_ns for t in tools}
     assert ends["c"] < ends["a"] < ends["b"]
@@ -161,8 +171,7 @@ def test_session_error_after_a_turn_whose_calls_all_failed() -> None:
     log.turn("0")
     log.turn_end("0")
     log.wait(17_000)
-    log.add("session.error", errorType="model_call", message="500 from provider",
-            statusCode=500)
+    log.add("session.error", errorType="model_call", message="500 from provider", statusCode=500)
     spans = assemble(log.events())
     root = one(spans, "invoke_agent")
     assert root.status is StatusCode.ERROR
@@ -183,8 +192,13 @@ def test_abort_closes_every_open_span_as_aborted() -> None:
     log.message([("t1", "task"), ("b1", "bash")])
     log.tool_start("t1", "task")
     log.tool_start("b1", "bash")
-    log.add("subagent.started", toolCallId="t1", agentName="explore", agentDisplayName="E",
-            agentDescription="d")
+    log.add(
+        "subagent.started",
+        toolCallId="t1",
+        agentName="explore",
+        agentDisplayName="E",
+        agentDescription="d",
+    )
     log.turn("0", "si", agent="sub1", parent="t1")
     abort_at = log.now + log.step
     log.add("abort", reason="user_initiated")
@@ -236,10 +250,22 @@ def test_subagents_nested_and_parallel() -> None:
     log.message([("t1", "task"), ("t2", "task")])
     log.tool_start("t1", "task")
     log.tool_start("t2", "task")
-    log.add("subagent.started", "A", toolCallId="t1", agentName="explore",
-            agentDisplayName="Ex", agentDescription="d")
-    log.add("subagent.started", "B", toolCallId="t2", agentName="review",
-            agentDisplayName="Rv", agentDescription="d")
+    log.add(
+        "subagent.started",
+        "A",
+        toolCallId="t1",
+        agentName="explore",
+        agentDisplayName="Ex",
+        agentDescription="d",
+    )
+    log.add(
+        "subagent.started",
+        "B",
+        toolCallId="t2",
+        agentName="review",
+        agentDisplayName="Rv",
+        agentDescription="d",
+    )
     log.turn("0", "ia", agent="A", parent="t1")
     log.turn("0", "ib", agent="B", parent="t2")
     log.usage("u-a-0", agent="A", parent="t1")
@@ -248,15 +274,21 @@ def test_subagents_nested_and_parallel() -> None:
     log.message([("g1", "grep")], agent="B", parent="t2")
     log.tool_start("t3", "task", agent="A", parent="t1")
     log.tool_start("g1", "grep", agent="B", parent="t2")
-    log.add("subagent.started", "C", toolCallId="t3", agentName="deep", parentId="A",
-            agentDisplayName="Deep", agentDescription="d")
+    log.add(
+        "subagent.started",
+        "C",
+        toolCallId="t3",
+        agentName="deep",
+        parentId="A",
+        agentDisplayName="Deep",
+        agentDescription="d",
+    )
     log.turn("0", "ic", agent="C", parent="t3")
     log.usage("u-c-0", agent="C", parent="t3")
     log.tool_done("g1", agent="B", parent="t2")
     log.message(agent="C", parent="t3")
     log.turn_end("0", agent="C", parent="t3")
-    log.add("subagent.completed", "C", toolCallId="t3", agentName="deep",
-            agentDisplayName="Deep")
+    log.add("subagent.completed", "C", toolCallId="t3", agentName="deep", agentDisplayName="Deep")
     log.tool_done("t3", agent="A", parent="t1")
     log.turn_end("0", agent="B", parent="t2")
     log.turn_end("0", agent="A", parent="t1")
@@ -304,10 +336,20 @@ def test_subagent_failure_sets_error() -> None:
     log.turn("0")
     log.message([("t1", "task")])
     log.tool_start("t1", "task")
-    log.add("subagent.started", toolCallId="t1", agentName="explore", agentDisplayName="E",
-            agentDescription="d")
-    log.add("subagent.failed", toolCallId="t1", agentName="explore", agentDisplayName="E",
-            error="model refused")
+    log.add(
+        "subagent.started",
+        toolCallId="t1",
+        agentName="explore",
+        agentDisplayName="E",
+        agentDescription="d",
+    )
+    log.add(
+        "subagent.failed",
+        toolCallId="t1",
+        agentName="explore",
+        agentDisplayName="E",
+        error="model refused",
+    )
     log.tool_done("t1", success=False)
     log.turn_end("0")
     log.simple_turn("1", "u2")
@@ -348,30 +390,48 @@ def test_compaction_and_truncation_are_span_events_on_the_interaction() -> None:
     log.user()
     log.turn("0")
     log.add("session.compaction_start", trigger="threshold", currentTokens=90000)
-    log.add("session.compaction_complete", success=True, preCompactionTokens=90000,
-            postCompactionTokens=20000, summaryContent="SECRET SUMMARY")
-    log.add("session.truncation", tokenLimit=64000, tokensRemovedDuringTruncation=500,
-            preTruncationTokensInMessages=1, preTruncationMessagesLength=1,
-            postTruncationTokensInMessages=1, postTruncationMessagesLength=1,
-            messagesRemovedDuringTruncation=1, performedBy="BasicTruncator")
+    log.add(
+        "session.compaction_complete",
+        success=True,
+        preCompactionTokens=90000,
+        postCompactionTokens=20000,
+        summaryContent="SECRET SUMMARY",
+    )
+    log.add(
+        "session.truncation",
+        tokenLimit=64000,
+        tokensRemovedDuringTruncation=500,
+        preTruncationTokensInMessages=1,
+        preTruncationMessagesLength=1,
+        postTruncationTokensInMessages=1,
+        postTruncationMessagesLength=1,
+        messagesRemovedDuringTruncation=1,
+        performedBy="BasicTruncator",
+    )
     log.usage("u1")
     log.message()
     log.turn_end("0")
     spans = assemble(log.events())
     root = one(spans, "invoke_agent")
-    assert [e.name for e in root.events] == ["copilot.compaction_start",
-                                             "copilot.compaction_complete", "copilot.truncation"]
+    assert [e.name for e in root.events] == [
+        "copilot.compaction_start",
+        "copilot.compaction_complete",
+        "copilot.truncation",
+    ]
     assert root.events[1].attributes["copilot.post_compaction_tokens"] == 20000
     assert root.events[2].attributes["copilot.performed_by"] == "BasicTruncator"
     assert not any("SECRET" in str(v) for e in root.events for v in e.attributes.values())
 
 
-@pytest.mark.parametrize(("data", "outcome"), [
-    ({"success": True}, "completed"),
-    ({"success": True, "outcome": "completed"}, "completed"),
-    ({"success": False}, "failed"),
-    ({"outcome": "blocked"}, "failed"),
-])
+@pytest.mark.parametrize(
+    ("data", "outcome"),
+    [
+        ({"success": True}, "completed"),
+        ({"success": True, "outcome": "completed"}, "completed"),
+        ({"success": False}, "failed"),
+        ({"outcome": "blocked"}, "failed"),
+    ],
+)
 def test_task_complete_outcome(data, outcome) -> None:
     log = Log()
     log.start()
@@ -395,8 +455,12 @@ def test_end_of_input_closes_open_spans_at_the_last_event_marked_incomplete() ->
     log.tool_start("x", "bash")
     last = log.now
     spans = assemble(log.events())
-    assert {s.name for s in spans} == {"invoke_agent copilot", "turn 1", "execute_tool bash",
-                                       "chat gpt-4.1"}
+    assert {s.name for s in spans} == {
+        "invoke_agent copilot",
+        "turn 1",
+        "execute_tool bash",
+        "chat gpt-4.1",
+    }
     for span in spans:
         assert span.end_ns <= last
         if not span.name.startswith("chat"):
@@ -470,10 +534,28 @@ def test_unknown_and_sparse_events_do_not_break_anything() -> None:
 
 PACKAGE = Path(__file__).parent.parent / "otel_bridge"
 ASSEMBLER = sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "assembler").rglob("*.py"))
-PURE_MODULES = ["_records.py", "_events.py", "_event_types.py", "_ids.py",
-                "semconv.py", "_lines.py", "_metrics.py", *ASSEMBLER]
-FORBIDDEN = {"os", "time", "threading", "watchdog", "opentelemetry", "socket", "subprocess",
-             "datetime", "random", "pathlib"}
+PURE_MODULES = [
+    "_records.py",
+    "_events.py",
+    "_event_types.py",
+    "_ids.py",
+    "semconv.py",
+    "_lines.py",
+    "_metrics.py",
+    *ASSEMBLER,
+]
+FORBIDDEN = {
+    "os",
+    "time",
+    "threading",
+    "watchdog",
+    "opentelemetry",
+    "socket",
+    "subprocess",
+    "datetime",
+    "random",
+    "pathlib",
+}
 
 
 @pytest.mark.parametrize("module", PURE_MODULES)

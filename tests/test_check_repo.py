@@ -10,13 +10,17 @@ SCRIPT = Path(__file__).parent.parent / "scripts" / "check_repo.py"
 
 
 def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t",
-                    *args], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        capture_output=True,
+    )
 
 
 def _check(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args, str(root)], capture_output=True,
-                          text=True, check=False)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args, str(root)], capture_output=True, text=True, check=False
+    )
 
 
 def test_a_clean_repository_passes(tmp_path: Path) -> None:

@@ -16,8 +16,15 @@ from tests.builder import Log
 def entry(path: Path, offset: int) -> FileCheckpoint:
     st = path.stat()
     digest, length = fingerprint(path)
-    return FileCheckpoint(str(path), st.st_dev, st.st_ino, digest, length, offset,
-                          {"session_id": "s", "mode": "autopilot"})
+    return FileCheckpoint(
+        str(path),
+        st.st_dev,
+        st.st_ino,
+        digest,
+        length,
+        offset,
+        {"session_id": "s", "mode": "autopilot"},
+    )
 
 
 def test_saved_atomically_private_and_read_back(tmp_path) -> None:
@@ -95,8 +102,14 @@ def test_resuming_mid_log_gives_exactly_the_spans_of_reading_it_whole(tmp_path) 
     store_dir = tmp_path / "bridge-state"
 
     first: list = []
-    tailer = Tailer([state], Assembler(), first.extend, TailOptions(rescan_seconds=0),
-                    clock=lambda: os.path.getmtime(path), checkpoints=CheckpointStore(store_dir))
+    tailer = Tailer(
+        [state],
+        Assembler(),
+        first.extend,
+        TailOptions(rescan_seconds=0),
+        clock=lambda: os.path.getmtime(path),
+        checkpoints=CheckpointStore(store_dir),
+    )
     tailer.start()
     tailer.poll_once()
     tailer.save_checkpoints()
@@ -107,15 +120,26 @@ def test_resuming_mid_log_gives_exactly_the_spans_of_reading_it_whole(tmp_path) 
     with path.open("ab") as handle:
         handle.write(data[cut:])
     second: list = []
-    tailer = Tailer([state], Assembler(), second.extend, TailOptions(rescan_seconds=0),
-                    clock=lambda: os.path.getmtime(path), checkpoints=CheckpointStore(store_dir))
+    tailer = Tailer(
+        [state],
+        Assembler(),
+        second.extend,
+        TailOptions(rescan_seconds=0),
+        clock=lambda: os.path.getmtime(path),
+        checkpoints=CheckpointStore(store_dir),
+    )
     tailer.start()
     tailer.poll_once()
     tailer.close()
 
     whole: list = []
-    reader = Tailer([state], Assembler(), whole.extend, TailOptions(rescan_seconds=0),
-                    clock=lambda: os.path.getmtime(path))
+    reader = Tailer(
+        [state],
+        Assembler(),
+        whole.extend,
+        TailOptions(rescan_seconds=0),
+        clock=lambda: os.path.getmtime(path),
+    )
     reader.start()
     reader.poll_once()
     reader.close()

@@ -25,9 +25,14 @@ def read_traces_file(path: Path) -> list[dict]:
         for resource_spans in request.resource_spans:
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
-                    spans.append({"name": span.name, "trace_id": span.trace_id.hex(),
-                                  "span_id": span.span_id.hex(),
-                                  "parent": span.parent_span_id.hex()})
+                    spans.append(
+                        {
+                            "name": span.name,
+                            "trace_id": span.trace_id.hex(),
+                            "span_id": span.span_id.hex(),
+                            "parent": span.parent_span_id.hex(),
+                        }
+                    )
     return spans
 
 
@@ -36,27 +41,43 @@ def test_replay_session_state_dir_to_traces_file(tmp_path, caplog) -> None:
     code = main(["replay", str(FIXTURES), "--traces-file", str(out), "--no-progress"])
     assert code == 0
     spans = read_traces_file(out)
-    raw = [json.loads(line) for path in FIXTURES.glob("*/events.jsonl")
-           for line in path.read_text().splitlines()]
+    raw = [
+        json.loads(line)
+        for path in FIXTURES.glob("*/events.jsonl")
+        for line in path.read_text().splitlines()
+    ]
     assert sum(s["name"].startswith("turn ") for s in spans) == sum(
-        e["type"] == "assistant.turn_start" for e in raw)
+        e["type"] == "assistant.turn_start" for e in raw
+    )
     assert sum(s["name"].startswith("execute_tool ") for s in spans) == sum(
-        e["type"] == "tool.execution_start" for e in raw)
+        e["type"] == "tool.execution_start" for e in raw
+    )
     assert len({s["span_id"] for s in spans}) == len(spans)
 
 
 def test_two_replays_write_the_same_ids(tmp_path) -> None:
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     for out in (first, second):
-        assert main(["replay", str(FIXTURES / "subagent_nested"), "--traces-file", str(out),
-                     "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    str(FIXTURES / "subagent_nested"),
+                    "--traces-file",
+                    str(out),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     key = lambda s: (s["trace_id"], s["span_id"], s["parent"], s["name"])  # noqa: E731
     assert sorted(map(key, read_traces_file(first))) == sorted(map(key, read_traces_file(second)))
 
 
 def test_replay_without_exporter_settings_prints_spans_to_stdout(capsys) -> None:
-    code = main(["replay", str(FIXTURES / "run1_cli_prompt_basic" / "events.jsonl"),
-                 "--no-progress"])
+    code = main(
+        ["replay", str(FIXTURES / "run1_cli_prompt_basic" / "events.jsonl"), "--no-progress"]
+    )
     assert code == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert sorted(line["name"] for line in lines)[0] == "chat gpt-4.1"
@@ -87,11 +108,19 @@ def test_unknown_exporter_is_a_clear_error(caplog, monkeypatch) -> None:
 
 def test_10000_hostile_lines_between_real_events_lose_nothing(tmp_path) -> None:
     real = (FIXTURES / "subagent_parallel" / "events.jsonl").read_bytes().splitlines(True)
-    junk = [b"{not json\n", b"\xff\xfe\x00garbage\n", b"[]\n", b'{"type":"x"}\n',
-            b"x" * 100_000 + b"\n", b'{"type":"zz.unknown","timestamp":"2026-01-01T00:00:00Z"}\n']
+    junk = [
+        b"{not json\n",
+        b"\xff\xfe\x00garbage\n",
+        b"[]\n",
+        b'{"type":"x"}\n',
+        b"x" * 100_000 + b"\n",
+        b'{"type":"zz.unknown","timestamp":"2026-01-01T00:00:00Z"}\n',
+    ]
     per_line = 10_000 // len(real) + 1  # 10,000 hostile lines in all, between the real ones
-    mixed = b"".join(line + b"".join(junk[(i + j) % len(junk)] for j in range(per_line))
-                     for i, line in enumerate(real))
+    mixed = b"".join(
+        line + b"".join(junk[(i + j) % len(junk)] for j in range(per_line))
+        for i, line in enumerate(real)
+    )
     log = tmp_path / "sess" / "events.jsonl"
     log.parent.mkdir()
     log.write_bytes(mixed)
@@ -99,11 +128,24 @@ def test_10000_hostile_lines_between_real_events_lose_nothing(tmp_path) -> None:
     clean.parent.mkdir()
     clean.write_bytes(b"".join(real))
     out_mixed, out_clean = tmp_path / "m.jsonl", tmp_path / "c.jsonl"
-    assert main(["replay", str(log), "--traces-file", str(out_mixed), "--no-progress",
-                 "--max-line-bytes", "50000"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(log),
+                "--traces-file",
+                str(out_mixed),
+                "--no-progress",
+                "--max-line-bytes",
+                "50000",
+            ]
+        )
+        == 0
+    )
     assert main(["replay", str(clean), "--traces-file", str(out_clean), "--no-progress"]) == 0
     assert sorted(s["span_id"] for s in read_traces_file(out_mixed)) == sorted(
-        s["span_id"] for s in read_traces_file(out_clean))
+        s["span_id"] for s in read_traces_file(out_clean)
+    )
 
 
 def test_truncated_log_still_ends_every_span(tmp_path) -> None:
@@ -123,26 +165,31 @@ def test_truncated_log_still_ends_every_span(tmp_path) -> None:
 
 
 def test_help_is_usable() -> None:
-    result = subprocess.run([sys.executable, "-m", "otel_bridge", "--help"],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "otel_bridge", "--help"], capture_output=True, text=True, check=True
+    )
     for word in ("replay", "run", "OTEL_EXPORTER_OTLP_ENDPOINT", "examples"):
         assert word in result.stdout
     for command in ("replay", "run"):
-        sub = subprocess.run([sys.executable, "-m", "otel_bridge", command, "--help"],
-                             capture_output=True, text=True, check=True)
+        sub = subprocess.run(
+            [sys.executable, "-m", "otel_bridge", command, "--help"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert "--traces-file" in sub.stdout
 
 
-@pytest.mark.parametrize("argv", [["run", "--idle-timeout", "-1"], ["replay"],
-                                  ["run", "--poll-interval", "0"]])
+@pytest.mark.parametrize(
+    "argv", [["run", "--idle-timeout", "-1"], ["replay"], ["run", "--poll-interval", "0"]]
+)
 def test_bad_arguments_exit_2(argv) -> None:
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
 
 
-def test_doctor_sees_sessions_and_a_reachable_collector(otlp_receiver, monkeypatch,
-                                                        capsys) -> None:
+def test_doctor_sees_sessions_and_a_reachable_collector(otlp_receiver, monkeypatch, capsys) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp_receiver.grpc_endpoint)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
     assert main(["doctor", "--session-state", str(FIXTURES)]) == 0

@@ -27,11 +27,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
 RESOURCE = build_resource({})
 # time (with the date when not today), session, outcome, then the counts
-SUMMARY = re.compile(r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d  (?P<session>[0-9a-f]{8})  "
-                     r"(?P<outcome>[a-z_]+)(?: \((?P<why>[^)]+)\))?(?P<incomplete> incomplete)?"
-                     r" +(?P<turns>\d+) turns? +(?P<tools>\d+) tools?(?: \((?P<failed>\d+) "
-                     r"failed\))?(?:  (?P<agents>\d+) sub-agents?)?"
-                     r"(?:  \S+ in / \S+ out tokens)?  (?P<model>\S+)  \S+ (?:s|\d\ds|\d\dm)$")
+SUMMARY = re.compile(
+    r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d  (?P<session>[0-9a-f]{8})  "
+    r"(?P<outcome>[a-z_]+)(?: \((?P<why>[^)]+)\))?(?P<incomplete> incomplete)?"
+    r" +(?P<turns>\d+) turns? +(?P<tools>\d+) tools?(?: \((?P<failed>\d+) "
+    r"failed\))?(?:  (?P<agents>\d+) sub-agents?)?"
+    r"(?:  \S+ in / \S+ out tokens)?  (?P<model>\S+)  \S+ (?:s|\d\ds|\d\dm)$"
+)
 
 
 class Tty(io.StringIO):
@@ -41,16 +43,19 @@ class Tty(io.StringIO):
         return True
 
 
-def spans_of(paths: Sequence[Path], config: AssemblerConfig | None = None) -> list[list[
-        ReadableSpan]]:
+def spans_of(
+    paths: Sequence[Path], config: AssemblerConfig | None = None
+) -> list[list[ReadableSpan]]:
     """The SDK spans replay makes of `paths`, in the batches the assembler emits them."""
     assembler = Assembler(config)
     batches = []
     for path in paths:
         decoder = JsonLinesDecoder(str(path))
         events = decoder.feed(path.read_bytes()) + decoder.finish()
-        for records in (assembler.feed(str(path), events, path.parent.name),
-                        assembler.end_stream(str(path))):
+        for records in (
+            assembler.feed(str(path), events, path.parent.name),
+            assembler.end_stream(str(path)),
+        ):
             if records:
                 batches.append([to_readable_span(r, RESOURCE) for r in records])
     return batches
@@ -70,8 +75,7 @@ def roots(batches: Sequence[Sequence[ReadableSpan]]) -> list[ReadableSpan]:
 
 
 def subtree(batches: Sequence[Sequence[ReadableSpan]], root: ReadableSpan) -> list[ReadableSpan]:
-    spans = [s for batch in batches for s in batch
-             if s.context.trace_id == root.context.trace_id]
+    spans = [s for batch in batches for s in batch if s.context.trace_id == root.context.trace_id]
     return spans
 
 
@@ -95,7 +99,8 @@ def test_summary_is_one_line_per_task_with_its_numbers() -> None:
         failed = sum(1 for s in tools if not s.status.is_ok)
         assert int(match["failed"] or 0) == failed
         assert int(match["agents"] or 0) == sum(
-            1 for s in spans if s.name.startswith("invoke_agent ") and s.parent is not None)
+            1 for s in spans if s.name.startswith("invoke_agent ") and s.parent is not None
+        )
         assert match["model"] == "gpt-4.1"
     outcomes = {m["outcome"] for m in parsed if m}
     assert {"completed", "aborted", "error", "no_signal"} <= outcomes
@@ -103,8 +108,9 @@ def test_summary_is_one_line_per_task_with_its_numbers() -> None:
 
 
 def test_summary_names_the_error_and_sums_the_tokens() -> None:
-    batches = spans_of([FIXTURES / "provider_error" / "events.jsonl",
-                        FIXTURES / "subagent_deep" / "events.jsonl"])
+    batches = spans_of(
+        [FIXTURES / "provider_error" / "events.jsonl", FIXTURES / "subagent_deep" / "events.jsonl"]
+    )
     error_line, deep_line = printed(batches, "summary").splitlines()
     root = roots(batches)[0]
     assert f"error ({root.attributes['error.type']})" in error_line
@@ -123,8 +129,12 @@ def test_batches_split_anywhere_print_the_same() -> None:
 
 
 def test_tree_shows_every_span_once_under_its_parent() -> None:
-    batches = spans_of([FIXTURES / "subagent_nested" / "events.jsonl",
-                        FIXTURES / "parallel_tools" / "events.jsonl"])
+    batches = spans_of(
+        [
+            FIXTURES / "subagent_nested" / "events.jsonl",
+            FIXTURES / "parallel_tools" / "events.jsonl",
+        ]
+    )
     lines = printed(batches, "tree").splitlines()
     spans = [s for batch in batches for s in batch]
     # a summary line per root, a line per other span
@@ -147,8 +157,9 @@ def test_tree_shows_every_span_once_under_its_parent() -> None:
 def test_json_is_opentelemetry_console_output_unchanged() -> None:
     batches = spans_of([FIXTURES / "subagent" / "events.jsonl"])
     reference = io.StringIO()
-    sdk = SdkConsoleSpanExporter(out=reference,
-                                 formatter=lambda span: span.to_json(indent=None) + "\n")
+    sdk = SdkConsoleSpanExporter(
+        out=reference, formatter=lambda span: span.to_json(indent=None) + "\n"
+    )
     for batch in batches:
         sdk.export(batch)
     assert printed(batches, "json") == reference.getvalue()
@@ -186,8 +197,9 @@ def test_colours_only_on_a_terminal_and_never_with_no_color(monkeypatch) -> None
 def test_interactions_under_an_outside_parent_are_told_apart() -> None:
     """LiveBridge(parent=...): every task in one trace, each root with a (remote) parent."""
     parent = (0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331)
-    batches = spans_of([FIXTURES / "sdk1_two_user_messages" / "events.jsonl"],
-                       AssemblerConfig(parent=parent))
+    batches = spans_of(
+        [FIXTURES / "sdk1_two_user_messages" / "events.jsonl"], AssemblerConfig(parent=parent)
+    )
     assert {s.context.trace_id for batch in batches for s in batch} == {parent[0]}
     lines = printed(batches, "summary").splitlines()
     assert len(lines) == 3  # one per user message, none left over as "unfinished"
@@ -195,21 +207,49 @@ def test_interactions_under_an_outside_parent_are_told_apart() -> None:
     assert [m["turns"] for m in map(SUMMARY.match, lines) if m] == ["2", "2", "2"]
 
 
-def _record(trace: int, span: int, parent: int | None, name: str, start: int,
-            attributes: dict | None = None) -> ReadableSpan:
-    return to_readable_span(SpanRecord(trace, span, parent, name, SpanKind.INTERNAL, start,
-                                       start + 1_000_000_000, attributes or {}), RESOURCE)
+def _record(
+    trace: int, span: int, parent: int | None, name: str, start: int, attributes: dict | None = None
+) -> ReadableSpan:
+    return to_readable_span(
+        SpanRecord(
+            trace,
+            span,
+            parent,
+            name,
+            SpanKind.INTERNAL,
+            start,
+            start + 1_000_000_000,
+            attributes or {},
+        ),
+        RESOURCE,
+    )
 
 
 def test_late_spans_of_a_printed_task_make_a_continued_line() -> None:
     """An autopilot continuation that came after its task was exported hangs under the root
     printed before: it gets a line of its own, not a wait until shutdown."""
-    root = _record(1, 10, None, "invoke_agent copilot", 1_700_000_000_000_000_000,
-                   {"copilot.task.outcome": "completed", "copilot.end_reason": "loop_end",
-                    "copilot.turns": 1, "gen_ai.conversation.id": "abcdef0123456789"})
+    root = _record(
+        1,
+        10,
+        None,
+        "invoke_agent copilot",
+        1_700_000_000_000_000_000,
+        {
+            "copilot.task.outcome": "completed",
+            "copilot.end_reason": "loop_end",
+            "copilot.turns": 1,
+            "gen_ai.conversation.id": "abcdef0123456789",
+        },
+    )
     turn = _record(1, 11, 10, "turn 2", 1_700_000_010_000_000_000)
-    tool = _record(1, 12, 11, "execute_tool bash", 1_700_000_010_000_000_000,
-                   {"gen_ai.operation.name": "execute_tool"})
+    tool = _record(
+        1,
+        12,
+        11,
+        "execute_tool bash",
+        1_700_000_010_000_000_000,
+        {"gen_ai.operation.name": "execute_tool"},
+    )
     stream = io.StringIO()
     exporter = ConsoleSpanExporter(stream, "summary", color=False)
     exporter.export([root])
@@ -225,8 +265,13 @@ def test_held_tasks_are_bounded_and_printed_at_shutdown() -> None:
     stream = io.StringIO()
     exporter = ConsoleSpanExporter(stream, "summary", color=False, max_held_traces=2)
     for trace in (1, 2, 3):  # turns whose task root never comes
-        exporter.export([_record(trace, trace * 10 + 1, trace * 10, "turn 1",
-                                 1_700_000_000_000_000_000 + trace)])
+        exporter.export(
+            [
+                _record(
+                    trace, trace * 10 + 1, trace * 10, "turn 1", 1_700_000_000_000_000_000 + trace
+                )
+            ]
+        )
     assert stream.getvalue().count("unfinished") == 1  # the oldest, to keep two
     exporter.shutdown()
     assert stream.getvalue().count("unfinished") == 3

@@ -17,8 +17,17 @@ from pathlib import Path
 from tests.spantree import assemble_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
-LOGS = ["run1_cli_prompt_basic", "subagent_parallel", "parallel_tools", "subagent_nested",
-        "resume", "abort", "provider_error", "autopilot_nudge", "sdk1_two_user_messages"]
+LOGS = [
+    "run1_cli_prompt_basic",
+    "subagent_parallel",
+    "parallel_tools",
+    "subagent_nested",
+    "resume",
+    "abort",
+    "provider_error",
+    "autopilot_nudge",
+    "sdk1_two_user_messages",
+]
 KILLS = int(os.environ.get("OTEL_BRIDGE_TEST_KILLS", "8"))
 
 
@@ -27,17 +36,34 @@ def start(state: Path, checkpoints: Path, endpoint: str, log: Path) -> subproces
     env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
     with log.open("w") as stderr:
         return subprocess.Popen(
-            [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
-             "--state-dir", str(checkpoints), "--poll-interval", "0.05",
-             "--rescan-interval", "0.2", "--no-prometheus"],
-            env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+            [
+                sys.executable,
+                "-m",
+                "otel_bridge",
+                "run",
+                "--session-state",
+                str(state),
+                "--state-dir",
+                str(checkpoints),
+                "--poll-interval",
+                "0.05",
+                "--rescan-interval",
+                "0.2",
+                "--no-prometheus",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
 
 
 def writer(state: Path, done: threading.Event) -> None:
     """Grow every log line by line, interleaved, sometimes half a line at a time."""
     rng = random.Random(7)
-    pending = {name: (FIXTURES / name / "events.jsonl").read_bytes().splitlines(keepends=True)
-               for name in LOGS}
+    pending = {
+        name: (FIXTURES / name / "events.jsonl").read_bytes().splitlines(keepends=True)
+        for name in LOGS
+    }
     for name in LOGS:
         (state / name).mkdir()
     while pending:
@@ -48,7 +74,7 @@ def writer(state: Path, done: threading.Event) -> None:
                 handle.write(line[: len(line) // 2])
                 handle.flush()
                 time.sleep(0.005)
-                handle.write(line[len(line) // 2:])
+                handle.write(line[len(line) // 2 :])
             else:
                 handle.write(line)
         if not pending[name]:
@@ -58,14 +84,23 @@ def writer(state: Path, done: threading.Event) -> None:
 
 
 def span_content(span: dict) -> tuple:
-    return (span["trace_id"], span["parent_span_id"], span["name"], span["kind"],
-            span["start_time_unix_nano"], span["end_time_unix_nano"], span["status_code"],
-            json.dumps(span["attributes"], sort_keys=True), json.dumps(span["events"]),
-            json.dumps(span["links"]))
+    return (
+        span["trace_id"],
+        span["parent_span_id"],
+        span["name"],
+        span["kind"],
+        span["start_time_unix_nano"],
+        span["end_time_unix_nano"],
+        span["status_code"],
+        json.dumps(span["attributes"], sort_keys=True),
+        json.dumps(span["events"]),
+        json.dumps(span["links"]),
+    )
 
 
 def test_sigkill_at_random_points_loses_nothing_and_repeats_only_identical_spans(
-        tmp_path, otlp_receiver) -> None:
+    tmp_path, otlp_receiver
+) -> None:
     state, checkpoints = tmp_path / "session-state", tmp_path / "bridge-state"
     state.mkdir()
     done = threading.Event()
@@ -82,8 +117,11 @@ def test_sigkill_at_random_points_loses_nothing_and_repeats_only_identical_spans
             bridge = start(state, checkpoints, otlp_receiver.http_endpoint, logs[n + 1])
         thread.join(timeout=60)
         assert done.is_set()
-        expected = {f"{s.span_id:016x}": s for name in LOGS
-                    for s in assemble_file(state / name / "events.jsonl")}
+        expected = {
+            f"{s.span_id:016x}": s
+            for name in LOGS
+            for s in assemble_file(state / name / "events.jsonl")
+        }
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             got = {s["span_id"] for s in otlp_receiver.spans()}

@@ -37,8 +37,13 @@ DASHBOARD_FILES = ("copilot-overview.json", "otel-bridge-health.json")
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 GRAFANA_VARIABLES = {"__rate_interval", "__interval", "__range"}
 # labels Prometheus and the OpenTelemetry exporter add to every series
-SCRAPE_LABELS = {"job", "instance", "otel_scope_name", "otel_scope_version",
-                 "otel_scope_schema_url"}
+SCRAPE_LABELS = {
+    "job",
+    "instance",
+    "otel_scope_name",
+    "otel_scope_version",
+    "otel_scope_schema_url",
+}
 
 sdk_plugins.register_default_plugins()  # panel options and prometheus queries get their types
 
@@ -62,8 +67,9 @@ def all_dashboard_queries() -> list[tuple[str, str, str]]:
     for name in DASHBOARD_FILES:
         for panel in iter_panels(load_dashboard(name).get("panels", [])):
             for target in panel.get("targets", []):
-                queries.append((f"{name}: {panel.get('title', '?')}", target.get("refId", "?"),
-                                target["expr"]))
+                queries.append(
+                    (f"{name}: {panel.get('title', '?')}", target.get("refId", "?"), target["expr"])
+                )
     return queries
 
 
@@ -124,8 +130,9 @@ def _check(value: Any, hint: Any, path: str) -> Iterator[str]:
     if origin is typing.Union or origin is types.UnionType:
         results = [list(_check(value, arm, path)) for arm in args]
         if all(results):  # report the arm the value was decoded as, or the only one
-            pairs = [(arm, r) for arm, r in zip(args, results, strict=True)
-                     if arm is not type(None)]
+            pairs = [
+                (arm, r) for arm, r in zip(args, results, strict=True) if arm is not type(None)
+            ]
             decoded = [r for arm, r in pairs if isinstance(arm, type) and isinstance(value, arm)]
             arms = decoded or [r for _, r in pairs]
             yield from arms[0] if len(arms) == 1 else [f"{path}: {value!r} is none of {hint}"]
@@ -250,8 +257,9 @@ def test_no_datasource_uid_is_fixed(dashboard: dict[str, Any]) -> None:
     def walk(node: Any, path: str) -> Iterator[str]:
         if isinstance(node, dict):
             source = node.get("datasource")
-            if isinstance(source, dict) and not re.fullmatch(r"\$\{\w+\}",
-                                                              str(source.get("uid", ""))):
+            if isinstance(source, dict) and not re.fullmatch(
+                r"\$\{\w+\}", str(source.get("uid", ""))
+            ):
                 yield f"{path}.datasource: {source}"
             if isinstance(source, str) and not source.startswith("$"):
                 yield f"{path}.datasource: {source!r}"
@@ -268,8 +276,9 @@ def test_no_datasource_uid_is_fixed(dashboard: dict[str, Any]) -> None:
 def test_links_explore_traces_through_the_traces_variable(dashboard: dict[str, Any]) -> None:
     links = [link for link in dashboard["links"] if link["type"] == "link"]
     assert links, "a dashboard link to explore traces"
-    for link in links + [link for panel in iter_panels(dashboard["panels"])
-                         for link in panel.get("links", [])]:
+    for link in links + [
+        link for panel in iter_panels(dashboard["panels"]) for link in panel.get("links", [])
+    ]:
         assert link["url"].startswith("/explore?"), link
         assert "${traces_datasource}" in link["url"], link
         assert "%24%7B" not in link["url"], "leave ${...} unencoded for Grafana to replace"
@@ -285,13 +294,15 @@ def test_the_model_check_catches_unknown_fields_and_wrong_types() -> None:
     cases = {
         "unknown panel field": lambda d: d["panels"][1].__setitem__("colour", "red"),
         "unknown option": lambda d: next(p for p in d["panels"] if p["type"] == "timeseries")[
-            "options"].__setitem__("legendd", {}),
+            "options"
+        ].__setitem__("legendd", {}),
         "string for int": lambda d: d["panels"][1]["gridPos"].__setitem__("w", "6"),
         "number for expr": lambda d: d["panels"][1]["targets"][0].__setitem__("expr", 5),
         "bad enum": lambda d: d.__setitem__("graphTooltip", 7),
         "bad variable type": lambda d: d["templating"]["list"][0].__setitem__("type", "db"),
         "unknown datasource type": lambda d: d["panels"][1].__setitem__(
-            "datasource", {"type": "prometheuss", "uid": "${datasource}"}),
+            "datasource", {"type": "prometheuss", "uid": "${datasource}"}
+        ),
     }
     for what, mutate in cases.items():
         bad = copy.deepcopy(good)
@@ -306,8 +317,9 @@ def test_dashboard_queries_are_extracted() -> None:
 
 
 def _named_queries() -> list[tuple[str, str]]:
-    return ([(f"{where} [{ref}]", expr) for where, ref, expr in all_dashboard_queries()]
-            + [(f"alerts.yml: {rule['alert']}", rule["expr"]) for rule in alert_rules()])
+    return [(f"{where} [{ref}]", expr) for where, ref, expr in all_dashboard_queries()] + [
+        (f"alerts.yml: {rule['alert']}", rule["expr"]) for rule in alert_rules()
+    ]
 
 
 @pytest.mark.parametrize(("where", "expr"), _named_queries(), ids=[w for w, _ in _named_queries()])
@@ -328,14 +340,16 @@ def test_queries_name_only_catalogued_metrics_and_labels(where: str, expr: str) 
 def test_the_name_check_catches_typos() -> None:
     allowed = allowed_metric_labels()
     assert promql_metric_names('sum(rate(copilot_task_total{copilot_mode="x"}[5m]))') == {
-        "copilot_task_total"}
+        "copilot_task_total"
+    }
     assert "copilot_task_total" not in allowed
     assert "copilot_turns_per_message" not in allowed  # a classic histogram has no bare series
     assert promql_metric_names(
         'histogram_quantile(0.9, sum by (le) (rate(a_bucket{le!="1"}[$__rate_interval]))) '
-        '> bool 2 or vector(0) and on (job) up offset 5m') == {"a_bucket", "up"}
+        "> bool 2 or vector(0) and on (job) up offset 5m"
+    ) == {"a_bucket", "up"}
     matchers, grouping = promql_label_names('sum by (gen_ai_tool, le) (x{copilot_tool="e"})')
     assert matchers == {"x": {"copilot_tool"}} and grouping == {"gen_ai_tool", "le"}
     assert promql_selectors(
-        'sum by (le) (rate(a_bucket { le!="}", b=~"x|y"}[5m] offset 1m)) / on (job) up') == [
-        'a_bucket{ le!="}", b=~"x|y"}', "up"]
+        'sum by (le) (rate(a_bucket { le!="}", b=~"x|y"}[5m] offset 1m)) / on (job) up'
+    ) == ['a_bucket{ le!="}", b=~"x|y"}', "up"]

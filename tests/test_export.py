@@ -78,25 +78,40 @@ def test_service_name_from_environment_wins(monkeypatch) -> None:
 ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}
 
 
-@pytest.mark.parametrize(("env", "traces_file", "kinds"), [
-    ({}, False, ["ConsoleSpanExporter"]),
-    (ENDPOINT, False, ["OTLPSpanExporter"]),
-    ({"OTEL_TRACES_EXPORTER": "otlp,console"}, False, ["OTLPSpanExporter",
-                                                       "ConsoleSpanExporter"]),
-    ({"OTEL_TRACES_EXPORTER": "none"}, False, []),
-    # --traces-file is one more destination, never instead of the others
-    ({}, True, ["_OwnedStreamExporter"]),
-    (ENDPOINT, True, ["OTLPSpanExporter", "_OwnedStreamExporter"]),
-    ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:1/v1/traces"}, True,
-     ["OTLPSpanExporter", "_OwnedStreamExporter"]),
-    ({**ENDPOINT, "OTEL_TRACES_EXPORTER": "otlp"}, True, ["OTLPSpanExporter",
-                                                          "_OwnedStreamExporter"]),
-    ({"OTEL_TRACES_EXPORTER": "console"}, True, ["ConsoleSpanExporter",
-                                                 "_OwnedStreamExporter"]),
-    ({"OTEL_TRACES_EXPORTER": "none"}, True, ["_OwnedStreamExporter"]),
-    ({**ENDPOINT, "OTEL_SDK_DISABLED": "true"}, True, []),  # the specification's kill switch
-    ({**ENDPOINT, "OTEL_SDK_DISABLED": "false"}, False, ["OTLPSpanExporter"]),
-])
+@pytest.mark.parametrize(
+    ("env", "traces_file", "kinds"),
+    [
+        ({}, False, ["ConsoleSpanExporter"]),
+        (ENDPOINT, False, ["OTLPSpanExporter"]),
+        (
+            {"OTEL_TRACES_EXPORTER": "otlp,console"},
+            False,
+            ["OTLPSpanExporter", "ConsoleSpanExporter"],
+        ),
+        ({"OTEL_TRACES_EXPORTER": "none"}, False, []),
+        # --traces-file is one more destination, never instead of the others
+        ({}, True, ["_OwnedStreamExporter"]),
+        (ENDPOINT, True, ["OTLPSpanExporter", "_OwnedStreamExporter"]),
+        (
+            {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:1/v1/traces"},
+            True,
+            ["OTLPSpanExporter", "_OwnedStreamExporter"],
+        ),
+        (
+            {**ENDPOINT, "OTEL_TRACES_EXPORTER": "otlp"},
+            True,
+            ["OTLPSpanExporter", "_OwnedStreamExporter"],
+        ),
+        (
+            {"OTEL_TRACES_EXPORTER": "console"},
+            True,
+            ["ConsoleSpanExporter", "_OwnedStreamExporter"],
+        ),
+        ({"OTEL_TRACES_EXPORTER": "none"}, True, ["_OwnedStreamExporter"]),
+        ({**ENDPOINT, "OTEL_SDK_DISABLED": "true"}, True, []),  # the specification's kill switch
+        ({**ENDPOINT, "OTEL_SDK_DISABLED": "false"}, False, ["OTLPSpanExporter"]),
+    ],
+)
 def test_exporter_choice(env, traces_file, kinds, tmp_path) -> None:
     out = tmp_path / "t.jsonl"
     exporters = build_span_exporters(env, traces_file=out if traces_file else None)
@@ -107,15 +122,17 @@ def test_exporter_choice(env, traces_file, kinds, tmp_path) -> None:
 
 
 def test_protocol_choice_picks_the_grpc_or_http_exporter() -> None:
-    grpc = build_span_exporters({"OTEL_TRACES_EXPORTER": "otlp",
-                                 "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})[0]
+    grpc = build_span_exporters(
+        {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    )[0]
     http = build_span_exporters({"OTEL_TRACES_EXPORTER": "otlp"})[0]
     assert "grpc" in type(grpc).__module__ and "http" in type(http).__module__
     grpc.shutdown()
     http.shutdown()
     with pytest.raises(ConfigError, match="grpc or http/protobuf"):
-        build_span_exporters({"OTEL_TRACES_EXPORTER": "otlp",
-                              "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
+        build_span_exporters(
+            {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}
+        )
 
 
 def test_unwritable_traces_file_is_a_config_error(tmp_path) -> None:
@@ -176,7 +193,8 @@ def test_what_was_queued_during_an_outage_is_delivered_after_it() -> None:
     sink.export(records[4:])
     assert sink.flush(timeout=5) is True
     assert [s.context.span_id for s in exporter.get_finished_spans()] == [
-        r.span_id for r in records]  # all, once, in order
+        r.span_id for r in records
+    ]  # all, once, in order
     assert sink.watermark == sink.sequence == len(records)
     sink.shutdown()
 
@@ -195,8 +213,9 @@ def test_a_full_queue_drops_the_oldest_and_counts_it() -> None:
 def test_replay_mode_waits_for_room_instead_of_dropping() -> None:
     records, _, _ = spans_through_sink()
     exporter = _DownThenUp(failures=3)
-    sink = SpanSink([exporter], build_resource({}), retry=FAST, queue_spans=2, max_batch=1,
-                    block_when_full=True)
+    sink = SpanSink(
+        [exporter], build_resource({}), retry=FAST, queue_spans=2, max_batch=1, block_when_full=True
+    )
     sink.export(records)
     assert sink.flush(timeout=5)
     assert sink.stats.dropped == 0
@@ -238,8 +257,11 @@ def test_a_span_dropped_by_two_full_queues_counts_once(caplog) -> None:
     sink = SpanSink(down, build_resource({}), retry=FAST, queue_spans=2, max_batch=1)
     for record in records:
         sink.export([record])
-    per_queue = sum(int(r.getMessage().split("queue full, ")[1].split()[0])
-                    for r in caplog.records if "queue full" in r.getMessage())
+    per_queue = sum(
+        int(r.getMessage().split("queue full, ")[1].split()[0])
+        for r in caplog.records
+        if "queue full" in r.getMessage()
+    )
     dropped = sink.stats.dropped
     assert 0 < dropped < per_queue  # the spans both queues dropped are counted once
     assert dropped + sink.shutdown(timeout=0.1) == len(records)  # each span is one or other
@@ -289,28 +311,64 @@ def test_shutdown_cuts_a_call_still_running_at_the_deadline_short() -> None:
 # --- OTLP endpoints --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("env", "signal", "want"), [
-    ({}, "traces", ("localhost", 4318, "http://localhost:4318/v1/traces", None)),
-    ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "traces",
-     ("localhost", 4317, "http://localhost:4317", None)),
-    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example/"}, "metrics",
-     ("collector.example", 443, "https://collector.example/v1/metrics",
-      "OTEL_EXPORTER_OTLP_ENDPOINT")),
-    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":
-      "http://b:2/custom"}, "traces",
-     ("b", 2, "http://b:2/custom", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
-    ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
-     "traces", ("collector", 4317, "collector:4317", "OTEL_EXPORTER_OTLP_ENDPOINT")),
-    ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "[::1]:4317"},
-     "traces", ("::1", 4317, "[::1]:4317", "OTEL_EXPORTER_OTLP_ENDPOINT")),
-])
+@pytest.mark.parametrize(
+    ("env", "signal", "want"),
+    [
+        ({}, "traces", ("localhost", 4318, "http://localhost:4318/v1/traces", None)),
+        (
+            {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+            "traces",
+            ("localhost", 4317, "http://localhost:4317", None),
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example/"},
+            "metrics",
+            (
+                "collector.example",
+                443,
+                "https://collector.example/v1/metrics",
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+            ),
+        ),
+        (
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b:2/custom",
+            },
+            "traces",
+            ("b", 2, "http://b:2/custom", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        ),
+        (
+            {
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317",
+            },
+            "traces",
+            ("collector", 4317, "collector:4317", "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "[::1]:4317"},
+            "traces",
+            ("::1", 4317, "[::1]:4317", "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ),
+    ],
+)
 def test_endpoints_the_exporters_accept(env, signal, want) -> None:
     endpoint = otlp_endpoint(env, signal)
     assert (endpoint.host, endpoint.port, endpoint.target, endpoint.variable) == want
 
 
-@pytest.mark.parametrize("value", ["not-a-url", "localhost:4318", "http://", "http://h:x",
-                                   "file:///tmp/x", "http//collector:4318"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "not-a-url",
+        "localhost:4318",
+        "http://",
+        "http://h:x",
+        "file:///tmp/x",
+        "http//collector:4318",
+    ],
+)
 def test_endpoints_that_are_not_urls_are_refused(value) -> None:
     with pytest.raises(ConfigError, match=r"OTEL_EXPORTER_OTLP_ENDPOINT=.*expected an http://"):
         build_span_exporters({"OTEL_EXPORTER_OTLP_ENDPOINT": value})
@@ -320,7 +378,8 @@ def test_endpoints_that_are_not_urls_are_refused(value) -> None:
 
 
 def test_a_refused_connection_is_one_warning_with_the_reason_and_no_sdk_lines(
-        monkeypatch, caplog) -> None:
+    monkeypatch, caplog
+) -> None:
     import socket
 
     with socket.socket() as probe:
@@ -336,9 +395,11 @@ def test_a_refused_connection_is_one_warning_with_the_reason_and_no_sdk_lines(
         assert sink.shutdown(timeout=0.1) == len(records)
     ours = [r for r in caplog.records if r.name.startswith("otel_bridge")]
     failed = [r.getMessage() for r in ours if "export failed" in r.getMessage()]
-    assert failed == [f"otlp http://127.0.0.1:{port} (http/protobuf): export failed (Connection "
-                      f"refused); {len(records)} spans queued, retrying with back-off "
-                      f"(`otel-bridge doctor` checks the set-up)"]
+    assert failed == [
+        f"otlp http://127.0.0.1:{port} (http/protobuf): export failed (Connection "
+        f"refused); {len(records)} spans queued, retrying with back-off "
+        f"(`otel-bridge doctor` checks the set-up)"
+    ]
     assert sink.stats.failed >= len(records)  # attempts were made, and counted
     assert not [r for r in caplog.records if not r.name.startswith("otel_bridge")]
     # the same logger, on a thread that is not one of the bridge's exports, is left alone
@@ -358,8 +419,11 @@ def test_failed_metric_exports_are_counted_not_printed(monkeypatch, tmp_path, ca
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "otlp")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
     out = tmp_path / "metrics.jsonl"
-    pipeline = build_metrics(os.environ, build_resource({}), MetricsOptions(
-        metrics_file=out, export_interval_millis=3_600_000))
+    pipeline = build_metrics(
+        os.environ,
+        build_resource({}),
+        MetricsOptions(metrics_file=out, export_interval_millis=3_600_000),
+    )
     with caplog.at_level(logging.INFO):
         pipeline.provider.force_flush()  # the OTLP export fails, and is counted...
         pipeline.provider.force_flush()
@@ -371,13 +435,13 @@ def test_failed_metric_exports_are_counted_not_printed(monkeypatch, tmp_path, ca
                 for metric in scope["metrics"]:
                     if metric["name"] == "otel_bridge.export.failures":
                         for point in metric["sum"]["dataPoints"]:
-                            labels = {a["key"]: a["value"]["stringValue"]
-                                      for a in point["attributes"]}
+                            labels = {
+                                a["key"]: a["value"]["stringValue"] for a in point["attributes"]
+                            }
                             assert labels == {"otel_bridge.exporter": "OTLPMetricExporter"}
                             counted = max(counted, int(point["asInt"]))
     assert counted >= 1
-    warnings = [r.getMessage() for r in caplog.records if "metrics export failed" in
-                r.getMessage()]
+    warnings = [r.getMessage() for r in caplog.records if "metrics export failed" in r.getMessage()]
     assert len(warnings) == 1 and "Connection refused" in warnings[0]
     assert not [r for r in caplog.records if not r.name.startswith("otel_bridge")]
 
@@ -390,8 +454,10 @@ def test_an_unreachable_collector_is_said_in_one_line_before_anything_is_sent() 
         port = probe.getsockname()[1]
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}
     line = unreachable_collector(env)
-    assert line == (f"OTLP endpoint http://127.0.0.1:{port} (http/protobuf) refused the "
-                    f"connection: is the collector running? `otel-bridge doctor` checks the "
-                    f"set-up")
+    assert line == (
+        f"OTLP endpoint http://127.0.0.1:{port} (http/protobuf) refused the "
+        f"connection: is the collector running? `otel-bridge doctor` checks the "
+        f"set-up"
+    )
     assert unreachable_collector({**env, "OTEL_TRACES_EXPORTER": "console"}) is None
     assert unreachable_collector({**env, "OTEL_SDK_DISABLED": "true"}) is None

@@ -35,8 +35,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 BASIC = FIXTURES / "run1_cli_prompt_basic" / "events.jsonl"  # one task, 6 spans
 BASIC_SPANS = 6
 #: What the SDK exporters and urllib3 log while retrying; none of it may reach the terminal.
-SDK_CHATTER = ("opentelemetry.exporter", "urllib3", "Transient error", "Traceback",
-               "Failed to export")
+SDK_CHATTER = (
+    "opentelemetry.exporter",
+    "urllib3",
+    "Transient error",
+    "Traceback",
+    "Failed to export",
+)
 
 
 def environment(**extra: str) -> dict[str, str]:
@@ -47,8 +52,13 @@ def environment(**extra: str) -> dict[str, str]:
 
 
 def bridge(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "otel_bridge", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "otel_bridge", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def dead_port() -> int:
@@ -67,9 +77,13 @@ def basic_session_state(tmp_path: Path) -> Path:
 
 def file_span_ids(path: Path) -> list[str]:
     """Span ids (hex, as the OTLP file exporter writes them) of an OTLP JSON Lines file."""
-    return [span["spanId"] for line in path.read_text().splitlines()
-            for resource in json.loads(line)["resourceSpans"]
-            for scope in resource["scopeSpans"] for span in scope["spans"]]
+    return [
+        span["spanId"]
+        for line in path.read_text().splitlines()
+        for resource in json.loads(line)["resourceSpans"]
+        for scope in resource["scopeSpans"]
+        for span in scope["spans"]
+    ]
 
 
 def expected_span_ids() -> set[str]:
@@ -105,10 +119,28 @@ class RunningBridge:
         self.state_dir = tmp_path / "bridge-state"
         self._stderr = self.log.open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
-             "--state-dir", str(self.state_dir), "--prometheus-port", str(self.port),
-             "--poll-interval", "0.1", "--rescan-interval", "0.3", *extra],
-            env=env, stdout=subprocess.DEVNULL, stderr=self._stderr, text=True)
+            [
+                sys.executable,
+                "-m",
+                "otel_bridge",
+                "run",
+                "--session-state",
+                str(state),
+                "--state-dir",
+                str(self.state_dir),
+                "--prometheus-port",
+                str(self.port),
+                "--poll-interval",
+                "0.1",
+                "--rescan-interval",
+                "0.3",
+                *extra,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            text=True,
+        )
 
     @property
     def stderr(self) -> str:
@@ -116,11 +148,13 @@ class RunningBridge:
 
     def wait_ready(self) -> None:
         """/readyz answers 200 once every log was read to its end (and nothing failed long)."""
+
         def ready() -> bool:
             try:
                 return http_get(f"http://127.0.0.1:{self.port}/readyz")[0] == 200
             except OSError:
                 return False
+
         wait_for(ready, 30, "the bridge to be ready", self.log)
 
     def close(self) -> None:
@@ -140,10 +174,13 @@ def running(tmp_path: Path) -> Iterator[list[RunningBridge]]:
 # --- every destination gets every span, counted once ---------------------------------------
 
 
-@pytest.mark.parametrize(("protocol", "traces_exporter"), [
-    ("http/protobuf", None), ("http/protobuf", "otlp"), ("grpc", None)])
+@pytest.mark.parametrize(
+    ("protocol", "traces_exporter"),
+    [("http/protobuf", None), ("http/protobuf", "otlp"), ("grpc", None)],
+)
 def test_an_endpoint_and_a_traces_file_each_get_every_span_counted_once(
-        protocol, traces_exporter, otlp_receiver, tmp_path) -> None:
+    protocol, traces_exporter, otlp_receiver, tmp_path
+) -> None:
     endpoint = otlp_receiver.grpc_endpoint if protocol == "grpc" else otlp_receiver.http_endpoint
     env = environment(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_EXPORTER_OTLP_PROTOCOL=protocol)
     if traces_exporter:
@@ -157,12 +194,15 @@ def test_an_endpoint_and_a_traces_file_each_get_every_span_counted_once(
     assert sorted(file_span_ids(out)) == sorted(expected)  # and in FILE
     assert f"{BASIC_SPANS} spans exported" in result.stderr
     assert f"{2 * BASIC_SPANS} spans" not in result.stderr
-    assert f"to each of 2 destinations; otlp {endpoint} ({protocol}): {BASIC_SPANS}, " \
-           f"file {out}: {BASIC_SPANS}" in result.stderr
+    assert (
+        f"to each of 2 destinations; otlp {endpoint} ({protocol}): {BASIC_SPANS}, "
+        f"file {out}: {BASIC_SPANS}" in result.stderr
+    )
 
 
-def test_run_sends_to_the_endpoint_and_appends_to_the_traces_file(otlp_receiver, tmp_path,
-                                                                  running) -> None:
+def test_run_sends_to_the_endpoint_and_appends_to_the_traces_file(
+    otlp_receiver, tmp_path, running
+) -> None:
     state = basic_session_state(tmp_path)
     out = tmp_path / "run-traces.jsonl"
     env = environment(OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.http_endpoint)
@@ -195,18 +235,23 @@ def test_replay_to_a_collector_that_is_down_says_so_in_one_line(protocol, tmp_pa
     assert out.read_text() == "an earlier replay\n"  # not overwritten by a replay that did not go
 
 
-@pytest.mark.parametrize(("variable", "value", "protocol"), [
-    ("OTEL_EXPORTER_OTLP_ENDPOINT", "not-a-url", "http/protobuf"),
-    ("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "http/protobuf"),  # http needs a URL
-    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://:4318", "http/protobuf"),
-    ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://collector:4318", "http/protobuf"),
-    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:99999", "grpc"),
-    ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector", "grpc"),
-])
-def test_an_endpoint_that_is_not_one_is_a_configuration_error(variable, value, protocol,
-                                                               tmp_path) -> None:
-    env = environment(**{variable: value, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
-                         "OTEL_TRACES_EXPORTER": "otlp"})
+@pytest.mark.parametrize(
+    ("variable", "value", "protocol"),
+    [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "not-a-url", "http/protobuf"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "http/protobuf"),  # http needs a URL
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://:4318", "http/protobuf"),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://collector:4318", "http/protobuf"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:99999", "grpc"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector", "grpc"),
+    ],
+)
+def test_an_endpoint_that_is_not_one_is_a_configuration_error(
+    variable, value, protocol, tmp_path
+) -> None:
+    env = environment(
+        **{variable: value, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol, "OTEL_TRACES_EXPORTER": "otlp"}
+    )
     result = bridge("replay", str(BASIC), "--no-progress", env=env, timeout=60)
     assert result.returncode == 2, result.stderr
     assert f"{variable}={value!r}" in result.stderr
@@ -217,9 +262,17 @@ def test_an_endpoint_that_is_not_one_is_a_configuration_error(variable, value, p
 def test_run_refuses_a_bad_endpoint_before_it_starts(tmp_path) -> None:
     state = basic_session_state(tmp_path)
     env = environment(OTEL_EXPORTER_OTLP_ENDPOINT="not-a-url")
-    result = bridge("run", "--session-state", str(state), "--state-dir",
-                    str(tmp_path / "bridge-state"), "--prometheus-port", "0", env=env,
-                    timeout=60)
+    result = bridge(
+        "run",
+        "--session-state",
+        str(state),
+        "--state-dir",
+        str(tmp_path / "bridge-state"),
+        "--prometheus-port",
+        "0",
+        env=env,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert "OTEL_EXPORTER_OTLP_ENDPOINT='not-a-url'" in result.stderr
     assert "serving" not in result.stderr  # refused before a port was bound
@@ -227,20 +280,24 @@ def test_run_refuses_a_bad_endpoint_before_it_starts(tmp_path) -> None:
 
 def test_grpc_takes_host_and_port_without_a_scheme(otlp_receiver) -> None:
     host_port = otlp_receiver.grpc_endpoint.removeprefix("http://")
-    env = environment(OTEL_EXPORTER_OTLP_ENDPOINT=host_port, OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
-                      OTEL_EXPORTER_OTLP_INSECURE="true")
+    env = environment(
+        OTEL_EXPORTER_OTLP_ENDPOINT=host_port,
+        OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
+        OTEL_EXPORTER_OTLP_INSECURE="true",
+    )
     result = bridge("replay", str(BASIC), "--no-progress", env=env)
     assert result.returncode == 0, result.stderr
     assert len(otlp_receiver.wait_for_spans(BASIC_SPANS)) == BASIC_SPANS
 
 
-def test_run_keeps_the_sdk_retry_chatter_off_the_terminal_and_counts_it(otlp_receiver,
-                                                                        tmp_path,
-                                                                        running) -> None:
+def test_run_keeps_the_sdk_retry_chatter_off_the_terminal_and_counts_it(
+    otlp_receiver, tmp_path, running
+) -> None:
     state = basic_session_state(tmp_path)
     otlp_receiver.mode = "unavailable"  # 503, as a collector that is overloaded or restarting
-    env = environment(OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.http_endpoint,
-                      OTEL_EXPORTER_OTLP_TIMEOUT="1")
+    env = environment(
+        OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.http_endpoint, OTEL_EXPORTER_OTLP_TIMEOUT="1"
+    )
     run = RunningBridge(tmp_path, state, env, "--metrics-interval", "0.5")
     running.append(run)
     wait_for(lambda: otlp_receiver.refused_requests >= 4, 30, "refused attempts", run.log)
@@ -258,9 +315,12 @@ def test_run_keeps_the_sdk_retry_chatter_off_the_terminal_and_counts_it(otlp_rec
     assert stderr.count(f"{label}: exporting again") == 1  # and one line when it is over
     for chatter in SDK_CHATTER:
         assert chatter not in stderr
-    failures = [line for line in metrics.splitlines()
-                if line.startswith("otel_bridge_export_failures_total{")
-                and 'otel_bridge_exporter="OTLPSpanExporter"' in line]
+    failures = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith("otel_bridge_export_failures_total{")
+        and 'otel_bridge_exporter="OTLPSpanExporter"' in line
+    ]
     assert failures and float(failures[0].rsplit(" ", 1)[1]) >= 2  # counted, not printed
 
 
@@ -268,12 +328,17 @@ def test_run_keeps_the_sdk_retry_chatter_off_the_terminal_and_counts_it(otlp_rec
 
 
 def test_ctrl_c_while_the_collector_is_down_says_how_long_and_a_second_one_quits(
-        tmp_path, running) -> None:
+    tmp_path, running
+) -> None:
     state = basic_session_state(tmp_path)
     endpoint = f"http://127.0.0.1:{dead_port()}"
-    run = RunningBridge(tmp_path, state, environment(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
-                                                     OTEL_EXPORTER_OTLP_TIMEOUT="1"),
-                        "--export-timeout", "120")
+    run = RunningBridge(
+        tmp_path,
+        state,
+        environment(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_EXPORTER_OTLP_TIMEOUT="1"),
+        "--export-timeout",
+        "120",
+    )
     running.append(run)
     # the log was read, and its spans are queued for a collector that is down
     wait_for(lambda: "export failed" in run.stderr, 30, "the first failed export", run.log)
@@ -294,8 +359,9 @@ def test_ctrl_c_while_the_collector_is_down_says_how_long_and_a_second_one_quits
         assert chatter not in stderr
     # Nothing is lost: the checkpoint stayed before the spans, a restart sends them all.
     with OtlpReceiver() as receiver:
-        again = RunningBridge(tmp_path, state,
-                              environment(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.http_endpoint))
+        again = RunningBridge(
+            tmp_path, state, environment(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.http_endpoint)
+        )
         running.append(again)
         received = receiver.wait_for_spans(BASIC_SPANS, timeout=30)
         again.close()
@@ -307,10 +373,19 @@ def test_ctrl_c_while_the_collector_is_down_says_how_long_and_a_second_one_quits
 
 def test_sdk_disabled_replay_exports_nothing_and_says_so(otlp_receiver, tmp_path) -> None:
     out = tmp_path / "traces.jsonl"
-    env = environment(OTEL_SDK_DISABLED="true",
-                      OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.http_endpoint)
-    result = bridge("replay", str(BASIC), "--traces-file", str(out), "--no-progress",
-                    "--metrics-file", str(tmp_path / "metrics.jsonl"), env=env)
+    env = environment(
+        OTEL_SDK_DISABLED="true", OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.http_endpoint
+    )
+    result = bridge(
+        "replay",
+        str(BASIC),
+        "--traces-file",
+        str(out),
+        "--no-progress",
+        "--metrics-file",
+        str(tmp_path / "metrics.jsonl"),
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     notices = [line for line in result.stderr.splitlines() if "OTEL_SDK_DISABLED" in line]
     assert len(notices) == 1
@@ -319,8 +394,9 @@ def test_sdk_disabled_replay_exports_nothing_and_says_so(otlp_receiver, tmp_path
     assert otlp_receiver.requests() == []
 
 
-def test_sdk_disabled_run_exports_nothing_and_leaves_checkpoints_alone(otlp_receiver, tmp_path,
-                                                                       running) -> None:
+def test_sdk_disabled_run_exports_nothing_and_leaves_checkpoints_alone(
+    otlp_receiver, tmp_path, running
+) -> None:
     state = basic_session_state(tmp_path)
     env = environment(OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.http_endpoint)
     off = RunningBridge(tmp_path, state, {**env, "OTEL_SDK_DISABLED": "true"})
@@ -333,8 +409,10 @@ def test_sdk_disabled_run_exports_nothing_and_leaves_checkpoints_alone(otlp_rece
     assert "copilot_tasks" not in metrics  # no metrics of the bridge's
     assert otlp_receiver.requests() == []
     assert not (off.state_dir / "checkpoints.json").exists()
-    assert sum("OTEL_SDK_DISABLED" in line for line in off.stderr.splitlines()
-               if "WARNING" in line) == 1
+    assert (
+        sum("OTEL_SDK_DISABLED" in line for line in off.stderr.splitlines() if "WARNING" in line)
+        == 1
+    )
     # Enabled again, the same logs are exported: nothing was skipped while it was off.
     on = RunningBridge(tmp_path, state, env)
     running.append(on)
@@ -344,8 +422,12 @@ def test_sdk_disabled_run_exports_nothing_and_leaves_checkpoints_alone(otlp_rece
 
 def test_sdk_disabled_live_bridge_exports_nothing(otlp_receiver, caplog) -> None:
     events = [json.loads(line) for line in BASIC.read_text().splitlines()]
-    live = LiveBridge(environ={"OTEL_SDK_DISABLED": "TRUE",
-                               "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint})
+    live = LiveBridge(
+        environ={
+            "OTEL_SDK_DISABLED": "TRUE",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint,
+        }
+    )
     for event in events:
         live.on_event(event, "s1")
     live.close()
@@ -363,18 +445,21 @@ def test_live_bridge_refuses_a_bad_endpoint() -> None:
 
 
 def doctor(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return bridge("doctor", "--session-state", str(FIXTURES), *args, env=environment(**env),
-                  timeout=60)
+    return bridge(
+        "doctor", "--session-state", str(FIXTURES), *args, env=environment(**env), timeout=60
+    )
 
 
-@pytest.mark.parametrize("variables", [
-    {"COPILOT_OTEL_ENABLED": "true"},
-    {"COPILOT_OTEL_FILE_EXPORTER_PATH": "/tmp/copilot-otel.jsonl"},
-    {"OTEL_EXPORTER_OTLP_ENDPOINT": "RECEIVER"},
-])
+@pytest.mark.parametrize(
+    "variables",
+    [
+        {"COPILOT_OTEL_ENABLED": "true"},
+        {"COPILOT_OTEL_FILE_EXPORTER_PATH": "/tmp/copilot-otel.jsonl"},
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": "RECEIVER"},
+    ],
+)
 def test_doctor_warns_that_the_cli_would_export_its_own_copy(variables, otlp_receiver) -> None:
-    env = {k: otlp_receiver.http_endpoint if v == "RECEIVER" else v
-           for k, v in variables.items()}
+    env = {k: otlp_receiver.http_endpoint if v == "RECEIVER" else v for k, v in variables.items()}
     result = doctor(**env)
     assert result.returncode == 0, result.stdout  # a warning, not a failure
     warnings = [line for line in result.stdout.splitlines() if "[warn]" in line]
@@ -385,16 +470,27 @@ def test_doctor_warns_that_the_cli_would_export_its_own_copy(variables, otlp_rec
 
 
 def test_doctor_does_not_warn_when_the_cli_would_export_nothing(otlp_receiver) -> None:
-    result = doctor("--traces-file", "/tmp/never-written.jsonl", COPILOT_OTEL_ENABLED="false",
-                    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=otlp_receiver.http_endpoint + "/v1/traces")
+    result = doctor(
+        "--traces-file",
+        "/tmp/never-written.jsonl",
+        COPILOT_OTEL_ENABLED="false",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=otlp_receiver.http_endpoint + "/v1/traces",
+    )
     assert result.returncode == 0, result.stdout
     assert "[warn]" not in result.stdout
     assert "reachable" in result.stdout and "traces file" in result.stdout
 
 
 def test_doctor_recognises_a_log_file_and_a_session_directory() -> None:
-    result = bridge("doctor", "--session-state", str(BASIC), "--session-state",
-                    str(BASIC.parent), env=environment(), timeout=60)
+    result = bridge(
+        "doctor",
+        "--session-state",
+        str(BASIC),
+        "--session-state",
+        str(BASIC.parent),
+        env=environment(),
+        timeout=60,
+    )
     assert result.returncode == 1
     assert "does not exist" not in result.stdout
     assert f"{BASIC} is a file: pass the session-state directory" in result.stdout
@@ -421,8 +517,10 @@ def test_doctor_warns_of_a_signal_endpoint_without_its_path(otlp_receiver) -> No
     assert result.returncode == 0, result.stdout
     assert f"did you mean {otlp_receiver.http_endpoint}/v1/traces?" in result.stdout
     # and what it says is so: spans sent there do not arrive
-    env = environment(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=otlp_receiver.http_endpoint,
-                      OTEL_EXPORTER_OTLP_TRACES_TIMEOUT="1")
+    env = environment(
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=otlp_receiver.http_endpoint,
+        OTEL_EXPORTER_OTLP_TRACES_TIMEOUT="1",
+    )
     replay = bridge("replay", str(BASIC), "--no-progress", "--export-timeout", "2", env=env)
     assert replay.returncode == 1
     assert otlp_receiver.spans() == [] and otlp_receiver.errors()  # a 404 at the root

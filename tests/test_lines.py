@@ -16,8 +16,15 @@ from tests.builder import Log
 
 
 def line(type_: str = "user.message", **data) -> bytes:
-    return json.dumps({"type": type_, "data": data, "id": f"id-{type_}",
-                       "timestamp": "2026-11-30T04:20:51.463Z", "parentId": None}).encode()
+    return json.dumps(
+        {
+            "type": type_,
+            "data": data,
+            "id": f"id-{type_}",
+            "timestamp": "2026-11-30T04:20:51.463Z",
+            "parentId": None,
+        }
+    ).encode()
 
 
 def test_splits_on_newline_bytes_only() -> None:
@@ -62,10 +69,18 @@ def test_malformed_line_is_logged_with_place_counted_and_skipped(caplog) -> None
     assert "events.jsonl:2" in caplog.text
 
 
-@pytest.mark.parametrize("bad", [
-    b"[1, 2]", b'"text"', b"null", b'{"data": {}}', b'{"type": "x"}',
-    b'{"type": "x", "timestamp": "yesterday"}', b'{"type": 5, "timestamp": "2026-01-01T00:00:00Z"}',
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"[1, 2]",
+        b'"text"',
+        b"null",
+        b'{"data": {}}',
+        b'{"type": "x"}',
+        b'{"type": "x", "timestamp": "yesterday"}',
+        b'{"type": 5, "timestamp": "2026-01-01T00:00:00Z"}',
+    ],
+)
 def test_envelopes_without_type_or_timestamp_are_skipped(bad: bytes) -> None:
     decoder = JsonLinesDecoder("f")
     assert decoder.feed(bad + b"\n" + line() + b"\n")[0].type == "user.message"
@@ -99,7 +114,7 @@ def test_oversized_line_is_skipped_without_buffering_it() -> None:
     decoder = JsonLinesDecoder("f", max_line_bytes=1000)
     big = line(content="x" * 5000)
     for i in range(0, len(big), 100):  # arrives in pieces, as from a growing file
-        assert decoder.feed(big[i:i + 100]) == []
+        assert decoder.feed(big[i : i + 100]) == []
         assert decoder.pending_bytes <= 1000
     events = decoder.feed(b"\n" + line() + b"\n")
     assert [e.type for e in events] == ["user.message"]
@@ -128,13 +143,16 @@ def test_arbitrary_bytes_never_raise_and_offsets_stay_consistent(data: bytes) ->
     decoder.finish()
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("2026-11-30T04:20:51.463Z", 1796012451_463_000_000),
-    ("2026-11-30T04:20:51Z", 1796012451_000_000_000),
-    ("2026-11-30T04:20:51.123456789Z", 1796012451_123_456_789),
-    ("2026-11-30T05:20:51.463+01:00", 1796012451_463_000_000),
-    ("2026-11-30T04:20:51.4", 1796012451_400_000_000),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-30T04:20:51.463Z", 1796012451_463_000_000),
+        ("2026-11-30T04:20:51Z", 1796012451_000_000_000),
+        ("2026-11-30T04:20:51.123456789Z", 1796012451_123_456_789),
+        ("2026-11-30T05:20:51.463+01:00", 1796012451_463_000_000),
+        ("2026-11-30T04:20:51.4", 1796012451_400_000_000),
+    ],
+)
 def test_timestamps(text: str, expected: int) -> None:
     assert parse_timestamp_ns(text) == expected
 
@@ -153,13 +171,18 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def binary_lines(count: int, seed: int = 7) -> bytes:
     """`count` lines of random bytes (no newline inside, none blank): a binary file."""
     rng = random.Random(seed)
-    return b"".join(bytes(rng.randrange(1, 256) for _ in range(60)).replace(b"\n", b"x") + b"\n"
-                    for _ in range(count))
+    return b"".join(
+        bytes(rng.randrange(1, 256) for _ in range(60)).replace(b"\n", b"x") + b"\n"
+        for _ in range(count)
+    )
 
 
 def decoder_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if r.name == "otel_bridge._lines" and r.levelno >= logging.WARNING]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "otel_bridge._lines" and r.levelno >= logging.WARNING
+    ]
 
 
 def test_a_file_without_events_logs_nothing_per_line_and_says_why_once(caplog) -> None:
@@ -174,8 +197,9 @@ def test_a_file_without_events_logs_nothing_per_line_and_says_why_once(caplog) -
 def test_json_that_is_not_events_says_what_is_missing() -> None:
     decoder = JsonLinesDecoder("f")
     decoder.feed(b'{"name": "x"}\n{"name": "y"}\n[1]\n')
-    assert decoder.without_events() == "0 of 3 lines are events (line 1: event has no string " \
-                                       "'type')"
+    assert (
+        decoder.without_events() == "0 of 3 lines are events (line 1: event has no string 'type')"
+    )
 
 
 @pytest.mark.parametrize("data", [b"", b"\n\n  \n"])
@@ -195,8 +219,10 @@ def test_bad_lines_before_the_first_event_are_one_line_and_lose_no_event(caplog)
     assert events == clean
     assert decoder.without_events() is None and decoder.stats.malformed == 3
     (message,) = decoder_warnings(caplog)
-    assert message == "s/events.jsonl: 3 bad lines before its first event skipped (the first, " \
-                      "line 1: not JSON)"
+    assert (
+        message == "s/events.jsonl: 3 bad lines before its first event skipped (the first, "
+        "line 1: not JSON)"
+    )
 
 
 @pytest.mark.parametrize("cut", [1, 40, -2])
@@ -205,8 +231,11 @@ def test_a_log_whose_first_line_is_torn_keeps_every_later_event(cut: int) -> Non
     real = (FIXTURES / "subagent_nested" / "events.jsonl").read_bytes()
     first, rest = real.split(b"\n", 1)
     clean = JsonLinesDecoder("clean").feed(rest)
-    for broken in (first[cut:] + b"\n" + rest, first[:cut] + b"\n" + rest,
-                   first[:cut] + rest):  # the last: torn, it runs into the second line
+    for broken in (
+        first[cut:] + b"\n" + rest,
+        first[:cut] + b"\n" + rest,
+        first[:cut] + rest,
+    ):  # the last: torn, it runs into the second line
         decoder = JsonLinesDecoder("f")
         events = decoder.feed(broken) + decoder.finish()
         assert events == clean  # only the broken first event is lost

@@ -53,8 +53,11 @@ def test_live_and_tailed_views_of_one_session_give_the_same_span_ids() -> None:
 
 def test_live_chat_spans_carry_the_tokens_of_the_usage_events() -> None:
     events = live_events()
-    usage = {e["data"]["accounting"]["usageId"]: e["data"] for e in events
-             if e["type"] == "assistant.usage"}
+    usage = {
+        e["data"]["accounting"]["usageId"]: e["data"]
+        for e in events
+        if e["type"] == "assistant.usage"
+    }
     chats = [s for s in run_live(events) if s.name.startswith("chat ")]
     assert len(chats) == len(usage) == 4
     for chat in chats:
@@ -97,14 +100,27 @@ def test_failed_calls_retries_and_interrupts() -> None:
     log.user()
     log.turn("0")
     log.wait(100)
-    log.add("model.call_failure", model="gpt-4.1", statusCode=500, durationMs=40,
-            source="top_level", errorMessage="upstream said no", retryAttempt=0)
+    log.add(
+        "model.call_failure",
+        model="gpt-4.1",
+        statusCode=500,
+        durationMs=40,
+        source="top_level",
+        errorMessage="upstream said no",
+        retryAttempt=0,
+    )
     log.add("assistant.turn_retry", turnId="0", reason="server_error")
     log.usage("u1")
     log.message([("slow", "bash")])
     log.tool_start("slow", "bash")
-    log.add("agent.interrupted", activity="tool_call", elapsedMs=900, turn=0,
-            toolCallIds=["slow"], toolNames=["bash"])
+    log.add(
+        "agent.interrupted",
+        activity="tool_call",
+        elapsedMs=900,
+        turn=0,
+        toolCallIds=["slow"],
+        toolNames=["bash"],
+    )
     log.add("session.idle", aborted=True)
     spans = run_live(log.raw, sdk_objects=False)  # hand-built ids are not UUIDs
     failed = [s for s in spans if s.name.startswith("chat") and not s.status.is_ok]
@@ -148,8 +164,11 @@ def test_parent_current_uses_the_apps_current_span() -> None:
 
 def test_parent_current_falls_back_to_the_traceparent_variable() -> None:
     exporter = InMemorySpanExporter()
-    bridge = LiveBridge([exporter], parent="current", environ={
-        "TRACEPARENT": "00-11111111111111111111111111111111-2222222222222222-01"})
+    bridge = LiveBridge(
+        [exporter],
+        parent="current",
+        environ={"TRACEPARENT": "00-11111111111111111111111111111111-2222222222222222-01"},
+    )
     for raw in live_events():
         bridge.on_event(raw)
     bridge.close()
@@ -200,9 +219,11 @@ def test_attach_subscribes_and_close_unsubscribes() -> None:
 @pytest.mark.parametrize("thing", [object(), None, "session", {"on": print}])
 def test_attach_to_something_that_is_not_a_session_is_a_clear_type_error(thing) -> None:
     bridge = LiveBridge([InMemorySpanExporter()], environ={})
-    with pytest.raises(TypeError, match=r"expects a Copilot SDK session \(copilot.CopilotSession, "
-                                        r"an object with .on\(handler\)\); got "
-                                        + type(thing).__name__):
+    with pytest.raises(
+        TypeError,
+        match=r"expects a Copilot SDK session \(copilot.CopilotSession, "
+        r"an object with .on\(handler\)\); got " + type(thing).__name__,
+    ):
         bridge.attach(thing)
     bridge.close()
 
@@ -221,22 +242,31 @@ def test_attach_to_a_session_not_yet_awaited_says_to_await_it() -> None:
 
 def metric_names(reader: InMemoryMetricReader) -> set[str]:
     data = reader.get_metrics_data()
-    return {m.name for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
-            if any(getattr(p, "value", getattr(p, "count", 0)) for p in m.data.data_points)}
+    return {
+        m.name
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if any(getattr(p, "value", getattr(p, "count", 0)) for p in m.data.data_points)
+    }
 
 
 def test_metrics_are_recorded_only_when_given_a_recorder_of_the_apps_provider() -> None:
     """README "Live sessions": LiveBridge(metrics=OtelMetricsRecorder(provider))."""
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
-    bridge = LiveBridge([InMemorySpanExporter()], environ={},
-                        metrics=OtelMetricsRecorder(provider))
+    bridge = LiveBridge([InMemorySpanExporter()], environ={}, metrics=OtelMetricsRecorder(provider))
     for raw in live_events():
         bridge.on_event(SessionEvent.from_dict(raw))
     bridge.close()
     names = metric_names(reader)
-    assert {"copilot.user_messages", "copilot.turns", "copilot.tasks",
-            "gen_ai.client.token.usage", "otel_bridge.events.read"} <= names
+    assert {
+        "copilot.user_messages",
+        "copilot.turns",
+        "copilot.tasks",
+        "gen_ai.client.token.usage",
+        "otel_bridge.events.read",
+    } <= names
     provider.shutdown()
 
 

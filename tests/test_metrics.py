@@ -33,8 +33,11 @@ class Recorder:
         self.points.append(("record", name, value, dict(attributes), session_id))
 
     def values(self, name: str, **match) -> list[float]:
-        return [v for _, n, v, a, _ in self.points
-                if n == name and all(a.get(k.replace("__", ".")) == m for k, m in match.items())]
+        return [
+            v
+            for _, n, v, a, _ in self.points
+            if n == name and all(a.get(k.replace("__", ".")) == m for k, m in match.items())
+        ]
 
 
 def observe(path: Path) -> Recorder:
@@ -78,8 +81,13 @@ def expected_outcomes(events: list[dict]) -> Counter:
 def test_metrics_match_the_raw_log(path: Path) -> None:
     events = raw(path)
     recorder = observe(path)
-    top_level = [e for e in events if e["type"] == "user.message" and "agentId" not in e
-                 and not e["data"].get("isAutopilotContinuation")]
+    top_level = [
+        e
+        for e in events
+        if e["type"] == "user.message"
+        and "agentId" not in e
+        and not e["data"].get("isAutopilotContinuation")
+    ]
     main_turns = [e for e in events if e["type"] == "assistant.turn_start" and "agentId" not in e]
     turns_per_message = recorder.values("copilot.turns_per_message")
     assert len(turns_per_message) == len(top_level)
@@ -90,8 +98,11 @@ def test_metrics_match_the_raw_log(path: Path) -> None:
             tasks[attributes["copilot.task.outcome"]] += value
     assert tasks == expected_outcomes(events)
     # tool calls by outcome
-    completes = {e["data"]["toolCallId"]: e["data"]["success"] for e in events
-                 if e["type"] == "tool.execution_complete"}
+    completes = {
+        e["data"]["toolCallId"]: e["data"]["success"]
+        for e in events
+        if e["type"] == "tool.execution_complete"
+    }
     starts = [e["data"]["toolCallId"] for e in events if e["type"] == "tool.execution_start"]
     calls = Counter()
     for _, name, value, attributes, _ in recorder.points:
@@ -102,15 +113,18 @@ def test_metrics_match_the_raw_log(path: Path) -> None:
     assert calls["incomplete"] + calls["aborted"] == sum(1 for c in starts if c not in completes)
     usage = [e["data"]["usage"] for e in events if e["type"] == "session.usage_record"]
     assert sum(recorder.values("gen_ai.client.token.usage", gen_ai__token__type="input")) == sum(
-        u["inputTokens"] for u in usage)
+        u["inputTokens"] for u in usage
+    )
     assert sum(recorder.values("gen_ai.client.token.usage", gen_ai__token__type="output")) == sum(
-        u["outputTokens"] for u in usage)
+        u["outputTokens"] for u in usage
+    )
     assert len(recorder.values("copilot.user_messages", copilot__continuation=False)) == len(
-        top_level)
-    assert len(recorder.values("copilot.aborts")) == sum(
-        1 for e in events if e["type"] == "abort")
+        top_level
+    )
+    assert len(recorder.values("copilot.aborts")) == sum(1 for e in events if e["type"] == "abort")
     assert len(recorder.values("copilot.session.errors")) == sum(
-        1 for e in events if e["type"] == "session.error")
+        1 for e in events if e["type"] == "session.error"
+    )
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.parent.name)
@@ -135,8 +149,11 @@ def test_unknown_event_types_are_counted_with_a_bounded_label() -> None:
 
     events = [Event(f"hostile.{i}", f"id{i}", 1_000 + i, {}) for i in range(200)]
     assembler.feed("s", events)
-    labels = {a["copilot.event.type"] for _, n, _, a, _ in recorder.points
-              if n == "otel_bridge.events.unknown"}
+    labels = {
+        a["copilot.event.type"]
+        for _, n, _, a, _ in recorder.points
+        if n == "otel_bridge.events.unknown"
+    }
     assert len(recorder.values("otel_bridge.events.unknown")) == 200
     assert len(labels) <= 51 and "other" in labels
 
@@ -154,10 +171,16 @@ def test_replay_metrics_file_holds_the_histogram_the_issue_asks_for(tmp_path) ->
     count = sum(p.count for p in histogram.data_points)
     total = sum(p.sum for p in histogram.data_points)
     events = [e for path in LOGS for e in raw(path)]
-    assert count == sum(1 for e in events if e["type"] == "user.message" and "agentId" not in e
-                        and not e["data"].get("isAutopilotContinuation"))
-    assert total == sum(1 for e in events
-                        if e["type"] == "assistant.turn_start" and "agentId" not in e)
+    assert count == sum(
+        1
+        for e in events
+        if e["type"] == "user.message"
+        and "agentId" not in e
+        and not e["data"].get("isAutopilotContinuation")
+    )
+    assert total == sum(
+        1 for e in events if e["type"] == "assistant.turn_start" and "agentId" not in e
+    )
     assert points["otel_bridge.events.read"].sum.data_points[0].as_int == len(events)
 
 
@@ -172,13 +195,19 @@ def test_stats_json_matches_the_raw_logs(capsys) -> None:
     report = json.loads(capsys.readouterr().out)
     events = [e for path in LOGS for e in raw(path)]
     total = report["total"]
-    top_level = sum(1 for e in events if e["type"] == "user.message" and "agentId" not in e
-                    and not e["data"].get("isAutopilotContinuation"))
+    top_level = sum(
+        1
+        for e in events
+        if e["type"] == "user.message"
+        and "agentId" not in e
+        and not e["data"].get("isAutopilotContinuation")
+    )
     assert total["user_messages"] == total["tasks"] == top_level
     assert total["turns"] == sum(1 for e in events if e["type"] == "assistant.turn_start")
     assert total["tool_calls"] == sum(1 for e in events if e["type"] == "tool.execution_start")
-    assert total["tool_failures"] == sum(1 for e in events if e["type"] ==
-                                         "tool.execution_complete" and not e["data"]["success"])
+    assert total["tool_failures"] == sum(
+        1 for e in events if e["type"] == "tool.execution_complete" and not e["data"]["success"]
+    )
     expected = sum((expected_outcomes(raw(p)) for p in LOGS), Counter())
     assert {k: v for k, v in total["outcomes"].items() if v} == dict(expected)
     assert len(report["sessions"]) == len(LOGS)
@@ -196,8 +225,11 @@ def test_prometheus_names_follow_the_exporter_rules() -> None:
     assert names["copilot.tasks"] == "copilot_tasks_total"
     assert names["copilot.turns_per_message"] == "copilot_turns_per_message"
     assert names["gen_ai.client.operation.duration"] == "gen_ai_client_operation_duration_seconds"
-    assert all(n.endswith("_total") == (s.instrument is Instrument.COUNTER)
-               for s in CATALOGUE for n in [prometheus_name(s)])
+    assert all(
+        n.endswith("_total") == (s.instrument is Instrument.COUNTER)
+        for s in CATALOGUE
+        for n in [prometheus_name(s)]
+    )
 
 
 COMMON_GENAI_LABELS = {"gen_ai.operation.name", "gen_ai.provider.name"}
@@ -247,4 +279,5 @@ def test_metrics_of_finished_spans_agree_with_the_spans(path: Path) -> None:
     assert len(recorder.values("copilot.tool.calls")) == len(durations("execute_tool"))
     roots = [s for s in spans if s.name == "invoke_agent copilot"]
     assert sorted(recorder.values("copilot.turns_per_message")) == sorted(
-        s.attributes["copilot.turns"] for s in roots)
+        s.attributes["copilot.turns"] for s in roots
+    )

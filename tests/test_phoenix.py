@@ -43,8 +43,12 @@ def _hex_ids_to_base64(node: Any) -> Any:
         return node
     out = {}
     for key, value in node.items():
-        if (key in _ID_KEYS and isinstance(value, str) and len(value) == _ID_KEYS[key]
-                and all(c in "0123456789abcdefABCDEF" for c in value)):
+        if (
+            key in _ID_KEYS
+            and isinstance(value, str)
+            and len(value) == _ID_KEYS[key]
+            and all(c in "0123456789abcdefABCDEF" for c in value)
+        ):
             value = base64.b64encode(bytes.fromhex(value)).decode()
         out[key] = _hex_ids_to_base64(value)
     return out
@@ -54,15 +58,23 @@ def bridge_rows(traces_file: Path) -> set[Row]:
     """The spans the bridge wrote to its OTLP JSON Lines file."""
     rows: set[Row] = set()
     for line in traces_file.read_text().splitlines():
-        request = json_format.ParseDict(_hex_ids_to_base64(json.loads(line)),
-                                        ExportTraceServiceRequest())
+        request = json_format.ParseDict(
+            _hex_ids_to_base64(json.loads(line)), ExportTraceServiceRequest()
+        )
         for resource_spans in request.resource_spans:
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
-                    rows.add((span.trace_id.hex(), span.span_id.hex(),
-                              span.parent_span_id.hex() or None, span.name,
-                              span.start_time_unix_nano // 1000, span.end_time_unix_nano // 1000,
-                              _STATUS[span.status.code]))
+                    rows.add(
+                        (
+                            span.trace_id.hex(),
+                            span.span_id.hex(),
+                            span.parent_span_id.hex() or None,
+                            span.name,
+                            span.start_time_unix_nano // 1000,
+                            span.end_time_unix_nano // 1000,
+                            _STATUS[span.status.code],
+                        )
+                    )
     return rows
 
 
@@ -72,9 +84,18 @@ def _micros(iso: str) -> int:
 
 def phoenix_rows(spans: list[dict[str, Any]]) -> set[Row]:
     """The spans as GET /v1/projects/{project}/spans gives them."""
-    return {(s["context"]["trace_id"], s["context"]["span_id"], s["parent_id"], s["name"],
-             _micros(s["start_time"]), _micros(s["end_time"]), s["status_code"])
-            for s in spans}
+    return {
+        (
+            s["context"]["trace_id"],
+            s["context"]["span_id"],
+            s["parent_id"],
+            s["name"],
+            _micros(s["start_time"]),
+            _micros(s["end_time"]),
+            s["status_code"],
+        )
+        for s in spans
+    }
 
 
 _TRACE_QUERY = """
@@ -93,15 +114,29 @@ query ($traceId: ID!) {
 def test_phoenix_shows_the_tree_the_bridge_built(phoenix: PhoenixServer, tmp_path: Path) -> None:
     traces_file = tmp_path / "bridge.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update({
-        # no OTEL_TRACES_EXPORTER: an endpoint means OTLP, and the file is one more destination
-        "OTEL_EXPORTER_OTLP_ENDPOINT": phoenix.url,
-        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-        "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={PROJECT}",
-    })
-    result = phoenix.run([sys.executable, "-m", "otel_bridge", "replay", str(LOG),
-                          "--no-progress", "--traces-file", str(traces_file)],
-                         env=env, cwd=ROOT, timeout=60)
+    env.update(
+        {
+            # no OTEL_TRACES_EXPORTER: an endpoint means OTLP, and the file is one more destination
+            "OTEL_EXPORTER_OTLP_ENDPOINT": phoenix.url,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={PROJECT}",
+        }
+    )
+    result = phoenix.run(
+        [
+            sys.executable,
+            "-m",
+            "otel_bridge",
+            "replay",
+            str(LOG),
+            "--no-progress",
+            "--traces-file",
+            str(traces_file),
+        ],
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
 
     expected = bridge_rows(traces_file)
@@ -111,7 +146,8 @@ def test_phoenix_shows_the_tree_the_bridge_built(phoenix: PhoenixServer, tmp_pat
 
     # Span for span: ids, parents, names, times and status as the bridge wrote them.
     assert seen == expected, (
-        f"only in Phoenix: {sorted(seen - expected)}\nonly in the file: {sorted(expected - seen)}")
+        f"only in Phoenix: {sorted(seen - expected)}\nonly in the file: {sorted(expected - seen)}"
+    )
     assert len(spans) == len(expected)  # and no duplicates
 
     # One trace in the project, the one of the file.
@@ -124,8 +160,10 @@ def test_phoenix_shows_the_tree_the_bridge_built(phoenix: PhoenixServer, tmp_pat
     (trace,) = [p["node"]["trace"] for p in projects if p["node"]["name"] == PROJECT]
     assert trace["traceId"] == trace_id
     assert trace["numSpans"] == len(expected)
-    drawn = {(e["node"]["spanId"], e["node"]["parentId"], e["node"]["name"])
-             for e in trace["spans"]["edges"]}
+    drawn = {
+        (e["node"]["spanId"], e["node"]["parentId"], e["node"]["name"])
+        for e in trace["spans"]["edges"]
+    }
     assert drawn == {(row[1], row[2], row[3]) for row in expected}
 
     # On its own: one root, `invoke_agent copilot`, and the sub-agent chain two levels deep.
@@ -144,8 +182,14 @@ def test_phoenix_shows_the_tree_the_bridge_built(phoenix: PhoenixServer, tmp_pat
     sub_agents = [row for row in seen if row[3] == "invoke_agent general-purpose"]
     assert len(sub_agents) == 2
     deepest = max((path_to_root(row) for row in sub_agents), key=len)
-    assert deepest == ["invoke_agent general-purpose", "execute_tool task", "turn 1",
-                       "invoke_agent general-purpose", "execute_tool task", "turn 1",
-                       "invoke_agent copilot"]
+    assert deepest == [
+        "invoke_agent general-purpose",
+        "execute_tool task",
+        "turn 1",
+        "invoke_agent general-purpose",
+        "execute_tool task",
+        "turn 1",
+        "invoke_agent copilot",
+    ]
     for row in sub_agents:
         assert by_id[row[2]][3] == "execute_tool task"

@@ -20,12 +20,19 @@ from tests.spantree import by_name
 SECRETS = {  # kind: (text holding the secret, the part that must not survive)
     "github_token": ("ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c", "Ab3dEf6hIj9kLm2n"),
     "aws_access_key": ("AKIAQ3EXAMPLE7QZ5WJ2", "Q3EXAMPLE7QZ5WJ2"),
-    "private_key": ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
-                    "-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAA"),
-    "jwt": ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJlLXBsYW50ZWQtMTIz",
-            "c2lnbmF0dXJlLXBsYW50ZWQtMTIz"),
-    "bearer_token": ("Authorization: Bearer Zm9vYmFyYmF6cXV4cXV1eDEyMzQ1",
-                     "Zm9vYmFyYmF6cXV4cXV1eDEyMzQ1"),
+    "private_key": (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+        "-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAA",
+    ),
+    "jwt": (
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJlLXBsYW50ZWQtMTIz",
+        "c2lnbmF0dXJlLXBsYW50ZWQtMTIz",
+    ),
+    "bearer_token": (
+        "Authorization: Bearer Zm9vYmFyYmF6cXV4cXV1eDEyMzQ1",
+        "Zm9vYmFyYmF6cXV4cXV1eDEyMzQ1",
+    ),
     "url_password": ("https://deploy:Pl4nted-Pa55@git.example.com/repo.git", "Pl4nted-Pa55"),
     "assignment": ("export DB_PASSWORD=pl4nted-db-pass", "pl4nted-db-pass"),
     "google_api_key": ("AIzaSyPlantedKey0123456789abcdefghijkLM", "PlantedKey0123456789"),
@@ -43,22 +50,29 @@ def test_each_kind_of_secret_is_redacted(kind: str) -> None:
     assert scrubbed.startswith("before") and scrubbed.endswith("after")
 
 
-@pytest.mark.parametrize("innocent", [
-    "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3",  # a git commit
-    "d3ebfa08-de8a-4b43-93da-591db8061cb6",  # a session id
-    "/home/dev/project/src/otel_bridge/_assembler.py",
-    "The quick brown fox jumps over the lazy dog, twice.",
-    "call_44576fa8bc",
-    "chatcmpl-2b99c565f4a6",
-])
+@pytest.mark.parametrize(
+    "innocent",
+    [
+        "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3",  # a git commit
+        "d3ebfa08-de8a-4b43-93da-591db8061cb6",  # a session id
+        "/home/dev/project/src/otel_bridge/_assembler.py",
+        "The quick brown fox jumps over the lazy dog, twice.",
+        "call_44576fa8bc",
+        "chatcmpl-2b99c565f4a6",
+    ],
+)
 def test_ordinary_text_is_left_alone(innocent: str) -> None:
     assert Scrubber().text(innocent) == innocent
 
 
 def test_extra_patterns_lists_and_paths() -> None:
-    scrubber = Scrubber(ScrubberConfig(extra_patterns=(r"ACME-\d{6}",),
-                                       deny_attributes=frozenset({"copilot.prompt.length"}),
-                                       paths="basename"))
+    scrubber = Scrubber(
+        ScrubberConfig(
+            extra_patterns=(r"ACME-\d{6}",),
+            deny_attributes=frozenset({"copilot.prompt.length"}),
+            paths="basename",
+        )
+    )
     assert scrubber.text("ticket ACME-123456 done") == "ticket [REDACTED:custom] done"
     assert scrubber.attributes({"copilot.prompt.length": 5, "x": "/a/b/c.txt"}) == {"x": "c.txt"}
     hashed = Scrubber(ScrubberConfig(paths="hash")).text("read /etc/app/config.yml now")
@@ -73,10 +87,19 @@ def test_a_record_is_scrubbed_everywhere_it_carries_text() -> None:
     from otel_bridge import SpanEventRecord
 
     secret = SECRETS["github_token"][0]
-    record = SpanRecord(1, 2, None, f"execute_tool {secret}", SpanKind.INTERNAL, 0, 1,
-                        {"a": secret, "b": [secret, "ok"], "n": 3}, StatusCode.ERROR,
-                        f"failed with {secret}",
-                        (SpanEventRecord(f"e {secret}", 0, {"c": secret}),))
+    record = SpanRecord(
+        1,
+        2,
+        None,
+        f"execute_tool {secret}",
+        SpanKind.INTERNAL,
+        0,
+        1,
+        {"a": secret, "b": [secret, "ok"], "n": 3},
+        StatusCode.ERROR,
+        f"failed with {secret}",
+        (SpanEventRecord(f"e {secret}", 0, {"c": secret}),),
+    )
     out = Scrubber().record(record)
     assert secret not in repr(out)
     assert out.attributes["n"] == 3 and out.attributes["b"][1] == "ok"
@@ -88,10 +111,19 @@ def content_log() -> Log:
     log.user(content="planted prompt: fix the build")
     log.turn("0")
     log.usage("u1")
-    log.add("assistant.message", messageId="m1", content="planted answer", turnId="0",
-            toolRequests=[{"toolCallId": "c1", "name": "bash", "arguments": {"command": "ls"}}])
-    log.add("tool.execution_start", toolCallId="c1", toolName="bash",
-            arguments={"command": "cat /etc/planted"})
+    log.add(
+        "assistant.message",
+        messageId="m1",
+        content="planted answer",
+        turnId="0",
+        toolRequests=[{"toolCallId": "c1", "name": "bash", "arguments": {"command": "ls"}}],
+    )
+    log.add(
+        "tool.execution_start",
+        toolCallId="c1",
+        toolName="bash",
+        arguments={"command": "cat /etc/planted"},
+    )
     log.tool_done("c1", result={"content": "planted tool output " + "z" * 50})
     log.turn_end("0")
     log.simple_turn("1", "u2")
@@ -119,11 +151,13 @@ def test_content_on_fills_the_genai_attributes_cut_to_the_limit() -> None:
     spans = scrubber.records(assemble_with(AssemblerConfig(capture_content=True)))
     (root,) = by_name(spans, "invoke_agent")
     messages = json.loads(root.attributes["gen_ai.input.messages"])
-    assert messages == [{"role": "user", "parts": [
-        {"type": "text", "content": "planted prompt: fix the build"}]}]
+    assert messages == [
+        {"role": "user", "parts": [{"type": "text", "content": "planted prompt: fix the build"}]}
+    ]
     (tool,) = by_name(spans, "execute_tool")
     assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {
-        "command": "cat /etc/planted"}  # cut string by string: still valid JSON
+        "command": "cat /etc/planted"
+    }  # cut string by string: still valid JSON
     assert tool.attributes["gen_ai.tool.call.result"].endswith("...[truncated]")
     assert len(tool.attributes["gen_ai.tool.call.result"]) == 30 + len("...[truncated]")
     answer = json.loads(by_name(spans, "turn 1")[0].attributes["gen_ai.output.messages"])
@@ -142,11 +176,27 @@ def test_salted_hashes_match_equal_texts_without_sending_them() -> None:
 
 
 def trace(trace_id: int, *, error: bool = False, outcome: str = "no_signal") -> list[SpanRecord]:
-    child = SpanRecord(trace_id, 2, 1, "execute_tool bash", SpanKind.INTERNAL, 0, 1,
-                       {"error.type": "failure"} if error else {},
-                       StatusCode.ERROR if error else StatusCode.UNSET)
-    root = SpanRecord(trace_id, 1, None, "invoke_agent copilot", SpanKind.INTERNAL, 0, 2,
-                      {"copilot.end_reason": "loop_end", "copilot.task.outcome": outcome})
+    child = SpanRecord(
+        trace_id,
+        2,
+        1,
+        "execute_tool bash",
+        SpanKind.INTERNAL,
+        0,
+        1,
+        {"error.type": "failure"} if error else {},
+        StatusCode.ERROR if error else StatusCode.UNSET,
+    )
+    root = SpanRecord(
+        trace_id,
+        1,
+        None,
+        "invoke_agent copilot",
+        SpanKind.INTERNAL,
+        0,
+        2,
+        {"copilot.end_reason": "loop_end", "copilot.task.outcome": outcome},
+    )
     return [child, root]
 
 
@@ -156,8 +206,9 @@ def test_sampler_keeps_every_failure_and_a_ratio_of_the_rest() -> None:
     assert kept_failures == 400
     for outcome in ("failed", "error", "aborted"):
         assert len(TraceSampler(0.0).offer(trace(7, outcome=outcome))) == 2
-    healthy = [sampler.offer(trace(i * 0x9E3779B97F4A7C15 % (1 << 128) or 1))
-               for i in range(1, 4001)]
+    healthy = [
+        sampler.offer(trace(i * 0x9E3779B97F4A7C15 % (1 << 128) or 1)) for i in range(1, 4001)
+    ]
     kept = sum(1 for spans in healthy if spans)
     assert 0.2 < kept / 4000 < 0.3
     assert all(len(spans) in (0, 2) for spans in healthy)  # whole traces, never halves
@@ -203,11 +254,17 @@ def test_checkpoints_are_private(tmp_path) -> None:
 
 def test_json_content_is_scrubbed_as_decoded_and_cut_without_splitting_a_secret() -> None:
     secret = SECRETS["github_token"][0]
-    arguments = json.dumps({"command": f"curl -H 'x: y'\nGH={secret}", "password": "hunter22",
-                            "note": "x" * 40 + secret})
+    arguments = json.dumps(
+        {
+            "command": f"curl -H 'x: y'\nGH={secret}",
+            "password": "hunter22",
+            "note": "x" * 40 + secret,
+        }
+    )
     scrubber = Scrubber(ScrubberConfig(content_max_chars=50))
-    out = json.loads(scrubber.attributes({"gen_ai.tool.call.arguments": arguments})[
-        "gen_ai.tool.call.arguments"])
+    out = json.loads(
+        scrubber.attributes({"gen_ai.tool.call.arguments": arguments})["gen_ai.tool.call.arguments"]
+    )
     assert secret[4:16] not in json.dumps(out)
     assert out["password"] == "[REDACTED:secret]"
     assert out["note"].startswith("x" * 40 + "[REDACTED:")  # redacted first, then cut

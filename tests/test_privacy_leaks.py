@@ -76,13 +76,23 @@ _CUSTOM = ("--scrub-pattern", CUSTOM_PATTERN)
 CONFIGS = (
     Config("default-grpc", "grpc", content=False),  # no option at all
     Config("default-http", "http/protobuf", content=False, flags=_CUSTOM),
-    Config("content-flag-grpc", "grpc", content=True,
-           flags=("--capture-content", *_CUSTOM, "--content-hash-salt", "pepper")),
+    Config(
+        "content-flag-grpc",
+        "grpc",
+        content=True,
+        flags=("--capture-content", *_CUSTOM, "--content-hash-salt", "pepper"),
+    ),
     Config("content-flag-http", "http/protobuf", content=True, flags=("--capture-content",)),
-    Config("content-env-http", "http/protobuf", content=True, flags=_CUSTOM,
-           env={CONTENT_ENV: "true"}),
-    Config("run-content-http", "http/protobuf", content=True,
-           flags=("--capture-content", *_CUSTOM), daemon=True),
+    Config(
+        "content-env-http", "http/protobuf", content=True, flags=_CUSTOM, env={CONTENT_ENV: "true"}
+    ),
+    Config(
+        "run-content-http",
+        "http/protobuf",
+        content=True,
+        flags=("--capture-content", *_CUSTOM),
+        daemon=True,
+    ),
 )
 BY_NAME = {config.name: config for config in CONFIGS}
 
@@ -110,8 +120,9 @@ class Outputs:
 
     def checked_leaks(self, sink: str) -> list[Leak]:
         """The leaks that count: custom-format tokens only where the bridge was told of them."""
-        return [leak for leak in self.leaks[sink]
-                if leak.secret.kind != "custom" or self.config.custom]
+        return [
+            leak for leak in self.leaks[sink] if leak.secret.kind != "custom" or self.config.custom
+        ]
 
 
 # --- running the bridge --------------------------------------------------------------------
@@ -120,39 +131,78 @@ class Outputs:
 def _environment(config: Config, receiver: OtlpReceiver) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
     endpoint = receiver.grpc_endpoint if config.protocol == "grpc" else receiver.http_endpoint
-    env.update({
-        "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-        "OTEL_EXPORTER_OTLP_PROTOCOL": config.protocol,
-        "OTEL_TRACES_EXPORTER": "otlp,console",
-        "OTEL_METRICS_EXPORTER": "prometheus,otlp,console" if config.daemon else "otlp,console",
-        "PYTHONPATH": str(ROOT),
-        **config.env,
-    })
+    env.update(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": config.protocol,
+            "OTEL_TRACES_EXPORTER": "otlp,console",
+            "OTEL_METRICS_EXPORTER": "prometheus,otlp,console" if config.daemon else "otlp,console",
+            "PYTHONPATH": str(ROOT),
+            **config.env,
+        }
+    )
     return env
 
 
-def _start(config: Config, corpus_dir: Path, work: Path, receiver: OtlpReceiver,
-           port: int | None) -> subprocess.Popen[bytes]:
+def _start(
+    config: Config, corpus_dir: Path, work: Path, receiver: OtlpReceiver, port: int | None
+) -> subprocess.Popen[bytes]:
     work.mkdir()
-    files = ["--traces-file", str(work / "traces.jsonl"), "--metrics-file",
-             str(work / "metrics.jsonl")]
+    files = [
+        "--traces-file",
+        str(work / "traces.jsonl"),
+        "--metrics-file",
+        str(work / "metrics.jsonl"),
+    ]
     if config.daemon:
-        command = ["run", "--session-state", str(corpus_dir), "--no-checkpoints",
-                   "--prometheus-port", str(port), "--metrics-interval", "0.5",
-                   "--idle-timeout", "1", "--poll-interval", "0.1", "--rescan-interval", "0.5",
-                   "--export-timeout", "10"]
+        command = [
+            "run",
+            "--session-state",
+            str(corpus_dir),
+            "--no-checkpoints",
+            "--prometheus-port",
+            str(port),
+            "--metrics-interval",
+            "0.5",
+            "--idle-timeout",
+            "1",
+            "--poll-interval",
+            "0.1",
+            "--rescan-interval",
+            "0.5",
+            "--export-timeout",
+            "10",
+        ]
     else:
         command = ["replay", str(corpus_dir), "--no-progress"]
     with (work / "stdout").open("wb") as out, (work / "stderr").open("wb") as err:
         return subprocess.Popen(
-            [sys.executable, "-m", "otel_bridge", "--log-level", "DEBUG", *command, *files,
-             *config.flags],
-            env=_environment(config, receiver), stdout=out, stderr=err,
-            stdin=subprocess.DEVNULL, cwd=work)
+            [
+                sys.executable,
+                "-m",
+                "otel_bridge",
+                "--log-level",
+                "DEBUG",
+                *command,
+                *files,
+                *config.flags,
+            ],
+            env=_environment(config, receiver),
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            cwd=work,
+        )
 
 
-def _collect(config: Config, corpus: Corpus, work: Path, receiver: OtlpReceiver,
-             returncode: int, prometheus: bytes = b"") -> Outputs:
+def _collect(
+    config: Config,
+    corpus: Corpus,
+    work: Path,
+    receiver: OtlpReceiver,
+    returncode: int,
+    prometheus: bytes = b"",
+) -> Outputs:
     traces, metrics = receiver.requests("traces"), receiver.requests("metrics")
     sinks = {
         "traces-file": (work / "traces.jsonl").read_bytes(),
@@ -166,23 +216,32 @@ def _collect(config: Config, corpus: Corpus, work: Path, receiver: OtlpReceiver,
     }
     if config.daemon:
         sinks["prometheus"] = prometheus
-    return Outputs(config, corpus, returncode, sinks, len(receiver.spans()),
-                   len(receiver.metrics()))
+    return Outputs(
+        config, corpus, returncode, sinks, len(receiver.spans()), len(receiver.metrics())
+    )
 
 
 def _file_spans(data: bytes) -> int:
-    return sum(len(scope["spans"]) for line in data.splitlines() if line.strip()
-               for resource in json.loads(line)["resourceSpans"]
-               for scope in resource["scopeSpans"])
+    return sum(
+        len(scope["spans"])
+        for line in data.splitlines()
+        if line.strip()
+        for resource in json.loads(line)["resourceSpans"]
+        for scope in resource["scopeSpans"]
+    )
 
 
 def _console_spans(data: bytes) -> int:
-    return sum(1 for line in data.splitlines()
-               if line.startswith(b'{"name": ') and b'"context": {"trace_id"' in line)
+    return sum(
+        1
+        for line in data.splitlines()
+        if line.startswith(b'{"name": ') and b'"context": {"trace_id"' in line
+    )
 
 
-def _scrape(port: int, process: subprocess.Popen[bytes], work: Path,
-            timeout: float = 15.0) -> bytes:
+def _scrape(
+    port: int, process: subprocess.Popen[bytes], work: Path, timeout: float = 15.0
+) -> bytes:
     """The daemon's Prometheus /metrics, once it serves them."""
     deadline = time.monotonic() + timeout
     while True:
@@ -191,8 +250,11 @@ def _scrape(port: int, process: subprocess.Popen[bytes], work: Path,
                 return resp.read()
         except OSError as exc:
             if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"no /metrics on port {port} ({exc}); the bridge logged:\n"
-                            f"{log_tail(work / 'stderr')}", pytrace=False)
+                pytest.fail(
+                    f"no /metrics on port {port} ({exc}); the bridge logged:\n"
+                    f"{log_tail(work / 'stderr')}",
+                    pytrace=False,
+                )
             time.sleep(0.1)
 
 
@@ -213,30 +275,36 @@ def runs(corpus: Corpus, tmp_path_factory: pytest.TempPathFactory) -> Iterator[d
         for config in CONFIGS:
             receivers[config.name] = OtlpReceiver().start()
         for config in sorted(CONFIGS, key=lambda c: not c.daemon):  # the daemon first
-            processes[config.name] = _start(config, corpus_dir, root / config.name,
-                                            receivers[config.name], port)
+            processes[config.name] = _start(
+                config, corpus_dir, root / config.name, receivers[config.name], port
+            )
         outputs: dict[str, Outputs] = {}
         for config in CONFIGS:
             if config.daemon:
                 continue
             code = processes[config.name].wait(timeout=60)
-            outputs[config.name] = _collect(config, corpus, root / config.name,
-                                            receivers[config.name], code)
+            outputs[config.name] = _collect(
+                config, corpus, root / config.name, receivers[config.name], code
+            )
         # the daemon: once it has exported as many spans as a replay of the same logs, scrape
         # /metrics, give its OTLP metrics one more interval, stop it
         daemon = next(c for c in CONFIGS if c.daemon)
         process, receiver = processes[daemon.name], receivers[daemon.name]
         expected = _file_spans(outputs["content-flag-http"].sinks["traces-file"])
         deadline = time.monotonic() + 30
-        while len(receiver.spans()) < expected and time.monotonic() < deadline \
-                and process.poll() is None:
+        while (
+            len(receiver.spans()) < expected
+            and time.monotonic() < deadline
+            and process.poll() is None
+        ):
             time.sleep(0.2)
         prometheus = _scrape(port, process, root / daemon.name)
         time.sleep(1.0)
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=30)
-        outputs[daemon.name] = _collect(daemon, corpus, root / daemon.name, receiver, code,
-                                        prometheus)
+        outputs[daemon.name] = _collect(
+            daemon, corpus, root / daemon.name, receiver, code, prometheus
+        )
         yield outputs
     finally:
         for process in processes.values():
@@ -257,9 +325,11 @@ def _describe(leaks: list[Leak], limit: int = 40) -> str:
     for (field_, kind), group in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
         example = max(group, key=lambda leak: len(leak.fragment))
         whole = sum(leak.complete for leak in group)
-        lines.append(f"- {field_} / {kind}: {len(group)} ({whole} whole, "
-                     f"{len(group) - whole} in part), e.g. planted {example.secret.text[:70]!r}"
-                     f"\n    out: ...{example.context!r}...")
+        lines.append(
+            f"- {field_} / {kind}: {len(group)} ({whole} whole, "
+            f"{len(group) - whole} in part), e.g. planted {example.secret.text[:70]!r}"
+            f"\n    out: ...{example.context!r}..."
+        )
         if len(lines) > limit:
             lines.append(f"... and {len(groups) - limit} more groups")
             break
@@ -269,13 +339,17 @@ def _describe(leaks: list[Leak], limit: int = 40) -> str:
 def _describe_texts(corpus: Corpus, found: set[str]) -> str:
     fields = Counter(text.field for text in corpus.texts if text.marker in found)
     return f"{len(found)} planted sentences found, from: " + ", ".join(
-        f"{name} ({n})" for name, n in fields.most_common())
+        f"{name} ({n})" for name, n in fields.most_common()
+    )
 
 
 def _cases(configs: tuple[Config, ...], sinks: tuple[str, ...] | None = None) -> list:
-    return [pytest.param(config.name, sink, id=f"{config.name}-{sink}")
-            for config in configs for sink in (sinks or config.sinks)
-            if sink in config.sinks]
+    return [
+        pytest.param(config.name, sink, id=f"{config.name}-{sink}")
+        for config in configs
+        for sink in (sinks or config.sinks)
+        if sink in config.sinks
+    ]
 
 
 # --- the tests -----------------------------------------------------------------------------
@@ -301,51 +375,57 @@ def test_every_sink_received_every_span(runs: dict[str, Outputs], name: str) -> 
 
 
 @pytest.mark.parametrize(("name", "sink"), _cases(CONFIGS))
-def test_no_planted_secret_leaves_the_bridge(runs: dict[str, Outputs], name: str,
-                                             sink: str) -> None:
+def test_no_planted_secret_leaves_the_bridge(
+    runs: dict[str, Outputs], name: str, sink: str
+) -> None:
     leaks = runs[name].checked_leaks(sink)
     if leaks:
         pytest.fail(f"{name}, {sink}: " + _describe(leaks), pytrace=False)
 
 
-@pytest.mark.parametrize(("name", "sink"),
-                         _cases(tuple(c for c in CONFIGS if not c.content)))
-def test_without_content_capture_no_planted_text_leaves(runs: dict[str, Outputs], name: str,
-                                                        sink: str) -> None:
+@pytest.mark.parametrize(("name", "sink"), _cases(tuple(c for c in CONFIGS if not c.content)))
+def test_without_content_capture_no_planted_text_leaves(
+    runs: dict[str, Outputs], name: str, sink: str
+) -> None:
     """With content off, no text from the logs goes out (README: "prompts, answers, tool
     arguments and results, error messages"): only sizes, counts, names, ids and timings."""
     found = runs[name].texts[sink]
     if found:
-        pytest.fail(f"{name}, {sink}: " + _describe_texts(runs[name].corpus, found),
-                    pytrace=False)
+        pytest.fail(f"{name}, {sink}: " + _describe_texts(runs[name].corpus, found), pytrace=False)
 
 
-@pytest.mark.parametrize(("name", "sink"),
-                         _cases(tuple(c for c in CONFIGS if c.content), TRACE_SINKS))
+@pytest.mark.parametrize(
+    ("name", "sink"), _cases(tuple(c for c in CONFIGS if c.content), TRACE_SINKS)
+)
 def test_with_content_capture_prompts_and_answers_go_out_scrubbed(
-        runs: dict[str, Outputs], name: str, sink: str) -> None:
+    runs: dict[str, Outputs], name: str, sink: str
+) -> None:
     """Content on: every exported prompt and answer is there (the test can see content), with
     secrets replaced by placeholders."""
     out = runs[name]
     expected = {t.marker for t in out.corpus.texts if t.exported_with_content}
     missing = expected - out.texts[sink]
-    assert not missing, f"{len(missing)} of {len(expected)} prompts and answers missing: " + \
-        ", ".join(sorted(f"{t.marker} ({t.field})" for t in out.corpus.texts
-                         if t.marker in missing)[:20])
+    assert not missing, (
+        f"{len(missing)} of {len(expected)} prompts and answers missing: "
+        + ", ".join(
+            sorted(f"{t.marker} ({t.field})" for t in out.corpus.texts if t.marker in missing)[:20]
+        )
+    )
     data = out.sinks[sink]
     assert b"[REDACTED:" in data
     for kind in ("github_token", "private_key", "url_password", "secret", "high_entropy"):
         assert f"[REDACTED:{kind}]".encode() in data
 
 
-@pytest.mark.parametrize(("name", "sink"), _cases(
-    tuple(c for c in CONFIGS if c.content), (*OTHER_SINKS, "prometheus")))
-def test_content_never_reaches_metrics_or_logs(runs: dict[str, Outputs], name: str,
-                                               sink: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "sink"), _cases(tuple(c for c in CONFIGS if c.content), (*OTHER_SINKS, "prometheus"))
+)
+def test_content_never_reaches_metrics_or_logs(
+    runs: dict[str, Outputs], name: str, sink: str
+) -> None:
     found = runs[name].texts[sink]
     if found:
-        pytest.fail(f"{name}, {sink}: " + _describe_texts(runs[name].corpus, found),
-                    pytrace=False)
+        pytest.fail(f"{name}, {sink}: " + _describe_texts(runs[name].corpus, found), pytrace=False)
 
 
 def test_the_corpus_is_large_deterministic_and_covers_every_kind(corpus: Corpus) -> None:
@@ -355,8 +435,7 @@ def test_the_corpus_is_large_deterministic_and_covers_every_kind(corpus: Corpus)
     assert build_corpus().sessions == corpus.sessions  # seeded: the same bytes every time
     # every planted secret is findable in the logs themselves, and none in what is innocent
     logs = b"".join(corpus.sessions.values())
-    assert {leak.secret.id for leak in corpus.find_secrets(logs)} == \
-        {s.id for s in corpus.secrets}
+    assert {leak.secret.id for leak in corpus.find_secrets(logs)} == {s.id for s in corpus.secrets}
     fixture_logs = b"".join(p.read_bytes() for p in (ROOT / "tests/fixtures").rglob("*.jsonl"))
     assert corpus.find_secrets(fixture_logs) == []
     assert corpus.find_texts(logs) == {t.marker for t in corpus.texts}

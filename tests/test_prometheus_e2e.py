@@ -51,63 +51,103 @@ def bad_input_log() -> bytes:
     session = str(uuid.uuid4())
     start_id, unknown_id = str(uuid.uuid4()), str(uuid.uuid4())
     events = [
-        {"type": "session.start", "data": {"sessionId": session, "version": 1,
-                                           "producer": "copilot-agent",
-                                           "copilotVersion": "1.0.102", "startTime": _now(),
-                                           "selectedModel": "gpt-4.1",
-                                           "context": {"cwd": "/home/dev/project"}},
-         "id": start_id, "timestamp": _now(), "parentId": None},
+        {
+            "type": "session.start",
+            "data": {
+                "sessionId": session,
+                "version": 1,
+                "producer": "copilot-agent",
+                "copilotVersion": "1.0.102",
+                "startTime": _now(),
+                "selectedModel": "gpt-4.1",
+                "context": {"cwd": "/home/dev/project"},
+            },
+            "id": start_id,
+            "timestamp": _now(),
+            "parentId": None,
+        },
         "this line is not JSON",
-        {"type": "session.hologram_projected", "data": {"beams": 3}, "id": unknown_id,
-         "timestamp": _now(), "parentId": start_id},
+        {
+            "type": "session.hologram_projected",
+            "data": {"beams": 3},
+            "id": unknown_id,
+            "timestamp": _now(),
+            "parentId": start_id,
+        },
     ]
     return "".join((e if isinstance(e, str) else json.dumps(e)) + "\n" for e in events).encode()
 
 
 def start_bridge(state: Path, port: int, workdir: Path) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update({
-        "OTEL_TRACES_EXPORTER": "otlp",  # to a port nobody listens on: failures, drops
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{free_port()}/v1/traces",
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
-        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "0.5",  # fail at once instead of backing off
-        "OTEL_SERVICE_NAME": "e2e",
-    })
+    env.update(
+        {
+            "OTEL_TRACES_EXPORTER": "otlp",  # to a port nobody listens on: failures, drops
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{free_port()}/v1/traces",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "0.5",  # fail at once instead of backing off
+            "OTEL_SERVICE_NAME": "e2e",
+        }
+    )
     with (workdir / "bridge.out").open("wb") as out, (workdir / "bridge.err").open("wb") as err:
         return subprocess.Popen(
-            [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
-             "--prometheus-port", str(port), "--poll-interval", "0.1", "--no-checkpoints",
-             "--export-timeout", "1",
-             "--rescan-interval", "0.3", "--traces-file", str(workdir / "traces.jsonl")],
-            env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "otel_bridge",
+                "run",
+                "--session-state",
+                str(state),
+                "--prometheus-port",
+                str(port),
+                "--poll-interval",
+                "0.1",
+                "--no-checkpoints",
+                "--export-timeout",
+                "1",
+                "--rescan-interval",
+                "0.3",
+                "--traces-file",
+                str(workdir / "traces.jsonl"),
+            ],
+            env=env,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
     terminate(process, 20)
 
 
-def fetch_metrics(process: subprocess.Popen[bytes], port: int, workdir: Path,
-                  timeout: float = 15.0) -> str:
+def fetch_metrics(
+    process: subprocess.Popen[bytes], port: int, workdir: Path, timeout: float = 15.0
+) -> str:
     """The bridge's /metrics text, once it serves it."""
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
             err = (workdir / "bridge.err").read_text(errors="replace")
-            pytest.fail(f"otel-bridge run exited with {process.returncode}:\n{err[-3000:]}",
-                        pytrace=False)
+            pytest.fail(
+                f"otel-bridge run exited with {process.returncode}:\n{err[-3000:]}", pytrace=False
+            )
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
                 return resp.read().decode()
         except (OSError, urllib.error.URLError):
             if time.monotonic() > deadline:
-                pytest.fail(f"nothing serves http://127.0.0.1:{port}/metrics after {timeout}s",
-                            pytrace=False)
+                pytest.fail(
+                    f"nothing serves http://127.0.0.1:{port}/metrics after {timeout}s",
+                    pytrace=False,
+                )
             time.sleep(0.1)
 
 
 @pytest.fixture
-def scraped_bridge(tmp_path: Path, request: pytest.FixtureRequest
-                   ) -> Iterator[tuple[Prometheus, subprocess.Popen[bytes], int, Path]]:
+def scraped_bridge(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[Prometheus, subprocess.Popen[bytes], int, Path]]:
     """The bridge following the captures, and a Prometheus scraping it and loading alerts.yml."""
     start_prometheus: Callable[..., Prometheus] = request.getfixturevalue("prometheus_factory")
     state = tmp_path / "session-state"
@@ -119,8 +159,9 @@ def scraped_bridge(tmp_path: Path, request: pytest.FixtureRequest
         prometheus = start_prometheus([f"127.0.0.1:{port}"], rule_files=[ALERTS])
         # Each log starts with its first line; the rest is appended once the bridge has read
         # that far, as a live session grows (only events read live count into the lag).
-        logs = {log.parent.name: log.read_bytes()
-                for log in sorted(FIXTURES.glob("*/events.jsonl"))}
+        logs = {
+            log.parent.name: log.read_bytes() for log in sorted(FIXTURES.glob("*/events.jsonl"))
+        }
         logs["bad_input"] = bad_input_log()
         for name, data in logs.items():
             (state / name).mkdir()
@@ -128,7 +169,7 @@ def scraped_bridge(tmp_path: Path, request: pytest.FixtureRequest
         time.sleep(1.5)
         for name, data in logs.items():
             with (state / name / "events.jsonl").open("ab") as handle:
-                handle.write(data[data.index(b"\n") + 1:])
+                handle.write(data[data.index(b"\n") + 1 :])
         yield prometheus, bridge, port, tmp_path
     finally:
         stop(bridge)
@@ -143,8 +184,9 @@ def test_every_dashboard_and_alert_query_finds_data(scraped_bridge) -> None:
         return max(deadline - time.monotonic(), 0.5)
 
     problems: list[str] = []
-    checks = [(f"dashboard {where} [{ref}]", expr, True)
-              for where, ref, expr in all_dashboard_queries()]
+    checks = [
+        (f"dashboard {where} [{ref}]", expr, True) for where, ref, expr in all_dashboard_queries()
+    ]
     checks += [(f"alert {rule['alert']}", rule["expr"], False) for rule in alert_rules()]
     for where, expr, must_have_data in checks:
         promql = grafana_to_promql(expr, "1m")
@@ -188,8 +230,14 @@ def test_metrics_endpoint_passes_promtool_lint(scraped_bridge) -> None:
     prometheus, bridge, port, workdir = scraped_bridge
     prometheus.wait_for("copilot_tasks_total", timeout=DEADLINE_S)
     text = fetch_metrics(bridge, port, workdir)
-    result = subprocess.run([find_binary("promtool"), "check", "metrics"], input=text,
-                            capture_output=True, text=True, timeout=30, check=False)
+    result = subprocess.run(
+        [find_binary("promtool"), "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     up = prometheus.wait_for('up{job="otel-bridge"} == 1', timeout=10)
     assert up[0]["metric"]["instance"] == f"127.0.0.1:{port}"

@@ -35,7 +35,7 @@ def append_line_by_line(source: Path, target: Path, pause: float) -> None:
                 handle.write(line[: len(line) // 2])
                 handle.flush()
                 time.sleep(pause)
-                handle.write(line[len(line) // 2:])
+                handle.write(line[len(line) // 2 :])
             else:
                 handle.write(line)
             handle.flush()
@@ -46,10 +46,29 @@ def start_bridge(state: Path, env_extra: dict[str, str]) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
     env.update(env_extra)
     return subprocess.Popen(
-        [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
-         "--poll-interval", "0.1", "--rescan-interval", "0.3", "--prometheus-port", "0",
-         "--metrics-interval", "0.5", "--state-dir", str(state.parent / "bridge-state")],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "otel_bridge",
+            "run",
+            "--session-state",
+            str(state),
+            "--poll-interval",
+            "0.1",
+            "--rescan-interval",
+            "0.3",
+            "--prometheus-port",
+            "0",
+            "--metrics-interval",
+            "0.5",
+            "--state-dir",
+            str(state.parent / "bridge-state"),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def stop_bridge(process: subprocess.Popen) -> tuple[int, str, str]:
@@ -64,27 +83,37 @@ def expected_spans() -> dict[str, dict]:
     for source in SESSIONS.values():
         for span in assemble_file(source):
             out[f"{span.span_id:016x}"] = {
-                "trace_id": f"{span.trace_id:032x}", "name": span.name,
+                "trace_id": f"{span.trace_id:032x}",
+                "name": span.name,
                 "parent_span_id": f"{span.parent_span_id:016x}" if span.parent_span_id else "",
-                "start": span.start_ns, "end": span.end_ns}
+                "start": span.start_ns,
+                "end": span.end_ns,
+            }
     return out
 
 
 @pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
-def test_run_follows_growing_logs_and_exports_over_otlp(protocol, otlp_receiver,
-                                                        tmp_path) -> None:
+def test_run_follows_growing_logs_and_exports_over_otlp(protocol, otlp_receiver, tmp_path) -> None:
     state = tmp_path / "session-state"
     state.mkdir()
     (state / ".session-operation-locks").mkdir()  # the CLI keeps this beside the sessions
     endpoint = otlp_receiver.grpc_endpoint if protocol == "grpc" else otlp_receiver.http_endpoint
-    bridge = start_bridge(state, {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-                                  "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
-                                  "OTEL_SERVICE_NAME": "itest"})
+    bridge = start_bridge(
+        state,
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+            "OTEL_SERVICE_NAME": "itest",
+        },
+    )
     try:
         time.sleep(1.0)  # let it start watching before the sessions appear
-        writers = [threading.Thread(target=append_line_by_line,
-                                    args=(source, state / name / "events.jsonl", 0.01))
-                   for name, source in SESSIONS.items()]
+        writers = [
+            threading.Thread(
+                target=append_line_by_line, args=(source, state / name / "events.jsonl", 0.01)
+            )
+            for name, source in SESSIONS.items()
+        ]
         for writer in writers:
             writer.start()
         for writer in writers:
@@ -102,19 +131,24 @@ def test_run_follows_growing_logs_and_exports_over_otlp(protocol, otlp_receiver,
         assert span["name"] == want["name"]
         assert span["trace_id"] == want["trace_id"]
         assert span["parent_span_id"] == want["parent_span_id"]
-        assert (span["start_time_unix_nano"], span["end_time_unix_nano"]) == (want["start"],
-                                                                              want["end"])
+        assert (span["start_time_unix_nano"], span["end_time_unix_nano"]) == (
+            want["start"],
+            want["end"],
+        )
         assert span["resource"]["service.name"] == "itest"
         assert span["protocol"] == ("grpc" if protocol == "grpc" else "http")
     names = sorted(s["name"] for s in received)
     # independent of the assembler: what the two raw logs hold
-    raw = [json.loads(line) for source in SESSIONS.values()
-           for line in source.read_text().splitlines()]
+    raw = [
+        json.loads(line) for source in SESSIONS.values() for line in source.read_text().splitlines()
+    ]
     assert names.count("execute_tool task") == 2
     assert sum(n.startswith("turn ") for n in names) == sum(
-        e["type"] == "assistant.turn_start" for e in raw)
+        e["type"] == "assistant.turn_start" for e in raw
+    )
     assert sum(n.startswith("chat ") for n in names) == sum(
-        e["type"] == "session.usage_record" for e in raw)
+        e["type"] == "session.usage_record" for e in raw
+    )
     assert names.count("invoke_agent copilot") == 2
     # metrics go the same way as the spans when an OTLP endpoint is set
     main_turns = sum(e["type"] == "assistant.turn_start" and "agentId" not in e for e in raw)
@@ -136,20 +170,29 @@ def test_run_with_nothing_configured_prints_spans_and_stops_cleanly(tmp_path) ->
     session = state / "s1"
     session.mkdir(parents=True)
     (session / "events.jsonl").write_bytes(
-        (FIXTURES / "run1_cli_prompt_basic" / "events.jsonl").read_bytes())
+        (FIXTURES / "run1_cli_prompt_basic" / "events.jsonl").read_bytes()
+    )
     bridge = start_bridge(state, {})
     time.sleep(1.5)  # the log is older than nothing: caught up at start, then idle
     code, stdout, stderr = stop_bridge(bridge)
     assert code == 0, stderr
     spans = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
     assert sorted(s["name"] for s in spans) == sorted(
-        ["invoke_agent copilot", "turn 1", "turn 2", "chat gpt-4.1", "chat gpt-4.1",
-         "execute_tool bash"])
+        [
+            "invoke_agent copilot",
+            "turn 1",
+            "turn 2",
+            "chat gpt-4.1",
+            "chat gpt-4.1",
+            "execute_tool bash",
+        ]
+    )
     assert "received SIGTERM" in stderr
 
 
-def test_run_reports_a_missing_state_directory_and_picks_it_up_later(tmp_path,
-                                                                     otlp_receiver) -> None:
+def test_run_reports_a_missing_state_directory_and_picks_it_up_later(
+    tmp_path, otlp_receiver
+) -> None:
     state = tmp_path / "not-yet"
     bridge = start_bridge(state, {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint})
     try:
@@ -157,7 +200,8 @@ def test_run_reports_a_missing_state_directory_and_picks_it_up_later(tmp_path,
         session = state / "later"
         session.mkdir(parents=True)
         (session / "events.jsonl").write_bytes(
-            (FIXTURES / "run1_cli_prompt_basic" / "events.jsonl").read_bytes())
+            (FIXTURES / "run1_cli_prompt_basic" / "events.jsonl").read_bytes()
+        )
         received = otlp_receiver.wait_for_spans(6, timeout=20)
     finally:
         code, _, stderr = stop_bridge(bridge)
@@ -166,13 +210,19 @@ def test_run_reports_a_missing_state_directory_and_picks_it_up_later(tmp_path,
     assert len(received) == 6
 
 
-def test_spans_queued_while_the_collector_is_down_arrive_when_it_is_back(otlp_receiver,
-                                                                        tmp_path) -> None:
+def test_spans_queued_while_the_collector_is_down_arrive_when_it_is_back(
+    otlp_receiver, tmp_path
+) -> None:
     state = tmp_path / "session-state"
     state.mkdir()
     otlp_receiver.mode = "unavailable"  # 503 with Retry-After, as a collector that is down
-    bridge = start_bridge(state, {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint,
-                                  "OTEL_EXPORTER_OTLP_TIMEOUT": "1"})
+    bridge = start_bridge(
+        state,
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint,
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+        },
+    )
     try:
         for name, source in SESSIONS.items():
             (state / name).mkdir()
@@ -204,19 +254,43 @@ def test_health_and_readiness_probes_and_the_status_line(otlp_receiver, tmp_path
     state = tmp_path / "session-state"
     (state / "s1").mkdir(parents=True)
     (state / "s1" / "events.jsonl").write_bytes(
-        (FIXTURES / "run1_cli_prompt_basic" / "events.jsonl").read_bytes())
+        (FIXTURES / "run1_cli_prompt_basic" / "events.jsonl").read_bytes()
+    )
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     otlp_receiver.mode = "unavailable"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint,
-                "OTEL_EXPORTER_OTLP_TIMEOUT": "1"})
+    env.update(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint,
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+        }
+    )
     bridge = subprocess.Popen(
-        [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
-         "--state-dir", str(tmp_path / "bridge-state"), "--prometheus-port", str(port),
-         "--poll-interval", "0.1", "--unready-after", "1", "--status-interval", "0.5"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "otel_bridge",
+            "run",
+            "--session-state",
+            str(state),
+            "--state-dir",
+            str(tmp_path / "bridge-state"),
+            "--prometheus-port",
+            str(port),
+            "--poll-interval",
+            "0.1",
+            "--unready-after",
+            "1",
+            "--status-interval",
+            "0.5",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 20

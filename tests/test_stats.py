@@ -24,8 +24,13 @@ def stats(*args: str, columns: int | None = None) -> subprocess.CompletedProcess
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     if columns is not None:
         env["COLUMNS"] = str(columns)
-    return subprocess.run([sys.executable, "-m", "otel_bridge", "stats", *args], env=env,
-                          capture_output=True, text=True, check=True)
+    return subprocess.run(
+        [sys.executable, "-m", "otel_bridge", "stats", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
 
 
 def first_event(path: Path) -> dict:
@@ -62,8 +67,16 @@ def test_piped_without_columns_the_table_is_whole() -> None:
     lines = stats(str(FIXTURES)).stdout.splitlines()
     assert "tasks by outcome" in lines[0]
     header = lines[1].split()
-    for column in ("started", "model", "directory", "messages", "turns/msg", "completed",
-                   "aborted", "tokens"):
+    for column in (
+        "started",
+        "model",
+        "directory",
+        "messages",
+        "turns/msg",
+        "completed",
+        "aborted",
+        "tokens",
+    ):
         assert column in header
     sessions = {first_event(p)["data"]["sessionId"] for p in LOGS}
     assert {line.split()[0] for line in lines[3:-2]} == sessions  # whole ids
@@ -78,16 +91,23 @@ def test_narrower_tables_keep_the_numbers_they_show_right() -> None:
     for width in (150, 120, 100, 80, 70, 50):
         assert max(map(len, render_table(sessions, total, width).splitlines())) <= width
     narrow = render_table(sessions, total, 80).splitlines()
-    assert narrow[-1].split()[:4] == ["total", str(total.turns), str(total.tool_calls),
-                                      str(total.tool_failures)]
+    assert narrow[-1].split()[:4] == [
+        "total",
+        str(total.turns),
+        str(total.tool_calls),
+        str(total.tool_failures),
+    ]
     assert narrow[-1].split()[4] == f"{total.outcomes['completed']}/{total.tasks}"
 
 
-@pytest.mark.parametrize(("mode", "shown"), [
-    ("keep", lambda cwd: cwd),
-    ("basename", lambda cwd: Path(cwd).name),
-    ("hash", lambda cwd: "path:" + hashlib.sha256(cwd.encode()).hexdigest()[:16]),
-])
+@pytest.mark.parametrize(
+    ("mode", "shown"),
+    [
+        ("keep", lambda cwd: cwd),
+        ("basename", lambda cwd: Path(cwd).name),
+        ("hash", lambda cwd: "path:" + hashlib.sha256(cwd.encode()).hexdigest()[:16]),
+    ],
+)
 def test_paths_decides_how_the_directory_is_shown(mode, shown, capsys) -> None:
     assert main(["stats", str(FIXTURES), "--json", "--paths", mode]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -98,7 +118,8 @@ def test_paths_decides_how_the_directory_is_shown(mode, shown, capsys) -> None:
         assert entry["directory"] == shown(start["context"]["cwd"])
         assert entry["model"] == start["selectedModel"]
         assert datetime.fromisoformat(entry["started"]) == datetime.fromisoformat(
-            start["startTime"].replace("Z", "+00:00"))
+            start["startTime"].replace("Z", "+00:00")
+        )
     assert report["total"]["directory"] is None
 
 

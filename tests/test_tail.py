@@ -22,8 +22,9 @@ class Clock:
 
 def make_tailer(root: Path, clock: Clock, **options) -> tuple[Tailer, list]:
     out: list = []
-    tailer = Tailer([root], Assembler(), out.extend, TailOptions(rescan_seconds=0, **options),
-                    clock=clock)
+    tailer = Tailer(
+        [root], Assembler(), out.extend, TailOptions(rescan_seconds=0, **options), clock=clock
+    )
     return tailer, out
 
 
@@ -124,7 +125,7 @@ def test_truncated_and_deleted_logs(tmp_path) -> None:
     path.write_bytes(data[: data.index(b"\n") + 1])  # truncated in place to its first line
     tailer.poll_once()
     with path.open("ab") as handle:
-        handle.write(data[data.index(b"\n") + 1:])
+        handle.write(data[data.index(b"\n") + 1 :])
     tailer.poll_once()
     assert sum(s.name == "invoke_agent copilot" for s in out) == 2  # re-read after truncation
     path.unlink()
@@ -155,8 +156,15 @@ def test_rotation_loses_nothing_written_after_it(tmp_path) -> None:
     tailer.poll_once()
     new = [s for s in out if s.span_id not in before]
     assert sorted(s.name for s in new) == sorted(
-        ["invoke_agent copilot", "turn 1", "turn 2", "chat gpt-4.1", "chat gpt-4.1",
-         "execute_tool bash"])
+        [
+            "invoke_agent copilot",
+            "turn 1",
+            "turn 2",
+            "chat gpt-4.1",
+            "chat gpt-4.1",
+            "execute_tool bash",
+        ]
+    )
     tailer.close()
 
 

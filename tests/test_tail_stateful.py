@@ -37,9 +37,13 @@ class FollowingALog(RuleBasedStateMachine):
         self.tailer = self._new_tailer()
 
     def _new_tailer(self) -> Tailer:
-        tailer = Tailer([self.state], Assembler(), self._collect,
-                        TailOptions(rescan_seconds=0, idle_timeout_seconds=1e9, watch=False),
-                        checkpoints=CheckpointStore(self.root / "bridge-state"))
+        tailer = Tailer(
+            [self.state],
+            Assembler(),
+            self._collect,
+            TailOptions(rescan_seconds=0, idle_timeout_seconds=1e9, watch=False),
+            checkpoints=CheckpointStore(self.root / "bridge-state"),
+        )
         tailer.start()
         return tailer
 
@@ -57,10 +61,10 @@ class FollowingALog(RuleBasedStateMachine):
         if self.written >= len(LINES):
             return
         line = LINES[self.written]
-        self._append(line[self.partial:])
+        self._append(line[self.partial :])
         self.partial = 0
         self.written += 1
-        for line in LINES[self.written:self.written + n - 1]:
+        for line in LINES[self.written : self.written + n - 1]:
             self._append(line)
             self.written += 1
 
@@ -70,7 +74,7 @@ class FollowingALog(RuleBasedStateMachine):
             return
         line = LINES[self.written]
         cut = max(int(len(line) * fraction), self.partial)
-        self._append(line[self.partial:cut])
+        self._append(line[self.partial : cut])
         self.partial = cut
 
     @rule()
@@ -104,6 +108,9 @@ class FollowingALog(RuleBasedStateMachine):
 
 
 FollowingALog.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=25, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow])
+    max_examples=60,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 test_following_a_log = FollowingALog.TestCase

@@ -32,26 +32,38 @@ FIXTURES = Path(__file__).parent / "fixtures"
 LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 TIMESTAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
-SUMMARY = re.compile(r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d  [0-9a-f]{8}  [a-z_]+.*  gpt-4\.1  "
-                     r"\d+\.\d s$")
+SUMMARY = re.compile(
+    r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d  [0-9a-f]{8}  [a-z_]+.*  gpt-4\.1  "
+    r"\d+\.\d s$"
+)
 BAR = re.compile(r"^replaying \d+ logs \[[#-]+\] +\d+\.\d% \S+ \S+/\S+ \S+$")
 
 
 def environment(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OTEL_", "COPILOT_")) and k not in ("COLUMNS", "NO_COLOR")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OTEL_", "COPILOT_")) and k not in ("COLUMNS", "NO_COLOR")
+    }
     env.update(TERM="xterm", **extra)
     return env
 
 
-def run_on_pty(argv: list[str], env: dict[str, str], columns: int = 200,
-               timeout: float = 120.0) -> tuple[int, str]:
+def run_on_pty(
+    argv: list[str], env: dict[str, str], columns: int = 200, timeout: float = 120.0
+) -> tuple[int, str]:
     """Run `otel-bridge argv` with stdin, stdout and stderr on a pseudo-terminal; return its
     exit status and everything it wrote to the terminal."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    process = subprocess.Popen([sys.executable, "-m", "otel_bridge", *argv], env=env,
-                               stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "otel_bridge", *argv],
+        env=env,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        close_fds=True,
+    )
     os.close(slave)
     chunks = []
     deadline = time.monotonic() + timeout
@@ -101,8 +113,13 @@ def screen(raw: str) -> list[str]:
 
 def traces_in(paths: list[Path]) -> int:
     """How many tasks (root spans) a replay of `paths` gives, from its JSON output."""
-    result = subprocess.run([sys.executable, "-m", "otel_bridge", "replay", *map(str, paths)],
-                            env=environment(), capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "otel_bridge", "replay", *map(str, paths)],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     spans = [json.loads(line) for line in result.stdout.splitlines()]
     return sum(1 for span in spans if span["parent_id"] is None)
 
@@ -118,23 +135,30 @@ def test_replay_on_a_terminal_prints_a_line_per_task(tmp_path) -> None:
 
 
 def test_no_color_turns_the_colours_off() -> None:
-    code, raw = run_on_pty(["replay", str(FIXTURES / "run3_cli_autopilot"), "--no-progress"],
-                           environment(NO_COLOR="1"))
+    code, raw = run_on_pty(
+        ["replay", str(FIXTURES / "run3_cli_autopilot"), "--no-progress"], environment(NO_COLOR="1")
+    )
     assert code == 0, raw
     assert "completed" in raw and "\x1b[" not in raw
 
 
 def test_replay_into_a_pipe_prints_json() -> None:
-    result = subprocess.run([sys.executable, "-m", "otel_bridge", "replay",
-                             str(FIXTURES / "abort")], env=environment(), capture_output=True,
-                            text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "otel_bridge", "replay", str(FIXTURES / "abort")],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     spans = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(spans) == 4 and {s["name"] for s in spans} >= {"invoke_agent copilot"}
 
 
 def test_tree_format_on_a_terminal() -> None:
-    code, raw = run_on_pty(["replay", str(FIXTURES / "subagent"), "--no-progress",
-                            "--console-format", "tree"], environment(NO_COLOR="1"))
+    code, raw = run_on_pty(
+        ["replay", str(FIXTURES / "subagent"), "--no-progress", "--console-format", "tree"],
+        environment(NO_COLOR="1"),
+    )
     lines = screen(raw)
     assert code == 0, raw
     assert sum(1 for line in lines if SUMMARY.match(line)) == 1
@@ -160,8 +184,11 @@ def test_progress_bar_warnings_and_task_lines_do_not_garble_each_other(tmp_path)
     warnings = [line for line in lines if "WARNING" in line]
     assert len(warnings) == 3, lines
     for warning in warnings:
-        assert re.match(rf"^{TIMESTAMP} WARNING otel_bridge\.\S+: \S+events\.jsonl:4 "
-                        r"\(byte \d+\): malformed line skipped: .+$", warning), warning
+        assert re.match(
+            rf"^{TIMESTAMP} WARNING otel_bridge\.\S+: \S+events\.jsonl:4 "
+            r"\(byte \d+\): malformed line skipped: .+$",
+            warning,
+        ), warning
     tasks = [line for line in lines if re.match(r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d  ", line)]
     assert len(tasks) == 4 and all(SUMMARY.match(line) for line in tasks), lines
     bars = [line for line in lines if "replaying" in line and "[" in line]
@@ -177,8 +204,10 @@ def test_log_level_is_taken_before_and_after_the_command() -> None:
     parser = _build_parser()
     assert parser.parse_args(["run", "--log-level", "DEBUG"]).log_level == "DEBUG"
     assert parser.parse_args(["--log-level", "ERROR", "stats", "x"]).log_level == "ERROR"
-    assert parser.parse_args(["--log-level", "ERROR", "replay", "x",
-                              "--log-level", "DEBUG"]).log_level == "DEBUG"
+    assert (
+        parser.parse_args(["--log-level", "ERROR", "replay", "x", "--log-level", "DEBUG"]).log_level
+        == "DEBUG"
+    )
     assert parser.parse_args(["doctor"]).log_level == "INFO"
     assert parser.parse_args(["stats", "x", "--log-level", "WARNING"]).log_level == "WARNING"
 
@@ -201,16 +230,28 @@ def session_state(tmp_path: Path, old: int, fresh: int) -> Path:
     return state
 
 
-def run_until(state: Path, tmp_path: Path, extra: list[str], wanted: str,
-              timeout: float = 60.0) -> str:
+def run_until(
+    state: Path, tmp_path: Path, extra: list[str], wanted: str, timeout: float = 60.0
+) -> str:
     """Start `otel-bridge run` on `state`, read its stderr until `wanted` appears, stop it with
     SIGTERM; return everything it logged."""
     checkpoints = [] if "--state-dir" in extra else ["--no-checkpoints"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state),
-         "--no-prometheus", *checkpoints, *extra],
-        env=environment(OTEL_TRACES_EXPORTER="none"), stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-m",
+            "otel_bridge",
+            "run",
+            "--session-state",
+            str(state),
+            "--no-prometheus",
+            *checkpoints,
+            *extra,
+        ],
+        env=environment(OTEL_TRACES_EXPORTER="none"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     assert process.stderr is not None
     seen = b""
     try:
@@ -231,17 +272,20 @@ def run_until(state: Path, tmp_path: Path, extra: list[str], wanted: str,
     return seen.decode()
 
 
-def test_run_sums_up_the_start_in_one_line_and_says_why_old_logs_give_nothing(
-        tmp_path) -> None:
+def test_run_sums_up_the_start_in_one_line_and_says_why_old_logs_give_nothing(tmp_path) -> None:
     state = session_state(tmp_path, old=3, fresh=1)
     stderr = run_until(state, tmp_path, ["--log-level", "INFO"], "following")
     following = [line for line in stderr.splitlines() if "following" in line]
-    assert following == [line for line in stderr.splitlines()
-                         if line.endswith(
-                             f"INFO otel_bridge.sources._tail: following 4 session logs under "
-                             f"{state}: 1 read from its beginning (modified in the last 60 "
-                             f"min); 3 older logs are followed from their end; `--backfill` or "
-                             f"`otel-bridge replay` reads them")], stderr
+    assert following == [
+        line
+        for line in stderr.splitlines()
+        if line.endswith(
+            f"INFO otel_bridge.sources._tail: following 4 session logs under "
+            f"{state}: 1 read from its beginning (modified in the last 60 "
+            f"min); 3 older logs are followed from their end; `--backfill` or "
+            f"`otel-bridge replay` reads them"
+        )
+    ], stderr
     assert len(following) == 1
     assert "from byte" not in stderr
 
@@ -249,9 +293,15 @@ def test_run_sums_up_the_start_in_one_line_and_says_why_old_logs_give_nothing(
 def test_run_with_debug_after_the_command_lists_each_log(tmp_path) -> None:
     state = session_state(tmp_path, old=2, fresh=0)
     stderr = run_until(state, tmp_path, ["--log-level", "DEBUG"], "older logs are followed")
-    per_file = [line for line in stderr.splitlines()
-                if re.search(r"DEBUG otel_bridge\.sources\._tail: following \S+events\.jsonl "
-                             r"from byte [1-9]\d* \(end\)$", line)]
+    per_file = [
+        line
+        for line in stderr.splitlines()
+        if re.search(
+            r"DEBUG otel_bridge\.sources\._tail: following \S+events\.jsonl "
+            r"from byte [1-9]\d* \(end\)$",
+            line,
+        )
+    ]
     assert len(per_file) == 2, stderr
     assert "2 older logs are followed from their end" in stderr
 
@@ -262,8 +312,9 @@ def test_run_says_nothing_of_older_logs_when_it_reads_them(tmp_path, extra) -> N
     stderr = run_until(state, tmp_path, extra, "following")
     line = next(line for line in stderr.splitlines() if "following" in line)
     why = "" if extra == ["--backfill"] else " (modified in the last 1000 min)"
-    assert line.endswith(f"following 2 session logs under {state}: 2 read from their "
-                         f"beginning{why}"), line
+    assert line.endswith(
+        f"following 2 session logs under {state}: 2 read from their beginning{why}"
+    ), line
     assert "older log" not in stderr and "from their end" not in stderr
 
 
@@ -274,5 +325,6 @@ def test_a_restart_says_the_logs_resume_from_their_checkpoints(tmp_path) -> None
     assert "2 older logs are followed from their end" in first
     second = run_until(state, tmp_path, options, "following")
     line = next(line for line in second.splitlines() if "following" in line)
-    assert line.endswith(f"following 3 session logs under {state}: 3 resumed from their "
-                         "checkpoint"), line
+    assert line.endswith(
+        f"following 3 session logs under {state}: 3 resumed from their checkpoint"
+    ), line

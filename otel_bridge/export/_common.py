@@ -56,11 +56,20 @@ def otlp_protocol(environ: Mapping[str, str], signal: str) -> str:
     Raises:
         ConfigError: a protocol the bridge cannot speak (http/json).
     """
-    protocol = (environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL")
-                or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip().lower()
+    protocol = (
+        (
+            environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL")
+            or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+            or "http/protobuf"
+        )
+        .strip()
+        .lower()
+    )
     if protocol not in OTLP_PROTOCOLS:
-        raise ConfigError(f"OTLP protocol {protocol!r} is not supported: set "
-                          "OTEL_EXPORTER_OTLP_PROTOCOL to grpc or http/protobuf")
+        raise ConfigError(
+            f"OTLP protocol {protocol!r} is not supported: set "
+            "OTEL_EXPORTER_OTLP_PROTOCOL to grpc or http/protobuf"
+        )
     return protocol
 
 
@@ -107,8 +116,9 @@ def otlp_endpoint(environ: Mapping[str, str], signal: str) -> OtlpEndpoint:
             break
     url = environ[variable].strip() if variable else DEFAULT_ENDPOINTS[protocol]
     example = DEFAULT_ENDPOINTS[protocol]
-    expected = (f"an http:// or https:// URL with a host, e.g. {example}"
-                + (", or host:port" if protocol == "grpc" else ""))
+    expected = f"an http:// or https:// URL with a host, e.g. {example}" + (
+        ", or host:port" if protocol == "grpc" else ""
+    )
     if protocol == "grpc" and (match := _HOST_PORT.match(url)):
         number = int(match["port"])
         if not 0 < number < 65536:
@@ -118,11 +128,11 @@ def otlp_endpoint(environ: Mapping[str, str], signal: str) -> OtlpEndpoint:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port
     except ValueError as exc:  # a port that is not a number or out of range
-        raise ConfigError(f"{variable}={url!r} is not a usable OTLP endpoint ({exc}): expected "
-                          f"{expected}") from exc
+        raise ConfigError(
+            f"{variable}={url!r} is not a usable OTLP endpoint ({exc}): expected {expected}"
+        ) from exc
     if parts.scheme.lower() not in ("http", "https") or not host:
-        raise ConfigError(f"{variable}={url!r} is not a usable OTLP endpoint: expected "
-                          f"{expected}")
+        raise ConfigError(f"{variable}={url!r} is not a usable OTLP endpoint: expected {expected}")
     if port is None:  # what the exporters' transports then use
         port = 443 if parts.scheme.lower() == "https" or protocol == "grpc" else 80
     target = url
@@ -214,8 +224,11 @@ def quiet_exporter_logs() -> None:
     modules are imported, so that their loggers exist."""
     with _install_lock:
         names = set(_SDK_LOGGERS)
-        names.update(name for name, item in list(logging.Logger.manager.loggerDict.items())
-                     if name.startswith(_SDK_PREFIXES) and isinstance(item, logging.Logger))
+        names.update(
+            name
+            for name, item in list(logging.Logger.manager.loggerDict.items())
+            if name.startswith(_SDK_PREFIXES) and isinstance(item, logging.Logger)
+        )
         for name in names:
             target = logging.getLogger(name)
             if _CHATTER not in target.filters:
@@ -244,8 +257,9 @@ def http_session(environ: Mapping[str, str], signal: str) -> Any:
     None (the exporter makes its own) when a credential provider is configured: that one
     makes the session.
     """
-    if (environ.get("OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER")
-            or environ.get(f"OTEL_PYTHON_EXPORTER_OTLP_HTTP_{signal.upper()}_CREDENTIAL_PROVIDER")):
+    if environ.get("OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER") or environ.get(
+        f"OTEL_PYTHON_EXPORTER_OTLP_HTTP_{signal.upper()}_CREDENTIAL_PROVIDER"
+    ):
         return None
     return _noting_session_class()()
 
@@ -272,8 +286,11 @@ def _note(message: str, args: tuple[Any, ...]) -> None:
     """Add a record to the current export's, if one is being captured on this thread."""
     kept: list[logging.LogRecord] | None = getattr(_local, "records", None)
     if kept is not None and len(kept) < _MAX_KEPT:
-        kept.append(logging.LogRecord("otel_bridge.export", logging.WARNING, __file__, 0,
-                                      message, args, None))
+        kept.append(
+            logging.LogRecord(
+                "otel_bridge.export", logging.WARNING, __file__, 0, message, args, None
+            )
+        )
 
 
 def failure_reason(records: Sequence[logging.LogRecord]) -> str:
@@ -315,12 +332,16 @@ def describe_exception(exc: BaseException) -> str:
         seen.add(id(current))
         if isinstance(current, OSError) and current.strerror:
             return current.strerror
-        nested = [current.__cause__, current.__context__, getattr(current, "reason", None),
-                  *current.args]
+        nested = [
+            current.__cause__,
+            current.__context__,
+            getattr(current, "reason", None),
+            *current.args,
+        ]
         todo.extend(item for item in nested if isinstance(item, BaseException))
     return _clip(f"{type(exc).__name__}: {exc}")
 
 
 def _clip(text: str, limit: int = 240) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -48,8 +48,12 @@ MAX_HELD_TRACES = 1000
 _PRINTED_ROOTS = 10_000  # root span ids remembered, to recognise late spans hanging under them
 
 _GREEN, _RED, _YELLOW, _DIM, _RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[2m", "\x1b[0m"
-_OUTCOME_COLORS = {sc.OUTCOME_COMPLETED: _GREEN, sc.OUTCOME_FAILED: _RED,
-                   sc.OUTCOME_ERROR: _RED, sc.OUTCOME_ABORTED: _YELLOW}
+_OUTCOME_COLORS = {
+    sc.OUTCOME_COMPLETED: _GREEN,
+    sc.OUTCOME_FAILED: _RED,
+    sc.OUTCOME_ERROR: _RED,
+    sc.OUTCOME_ABORTED: _YELLOW,
+}
 
 
 def _json_line(span: ReadableSpan) -> str:
@@ -71,8 +75,14 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         max_held_traces: tasks held at most while waiting for their root span.
     """
 
-    def __init__(self, out: IO[str] | None = None, console_format: str | None = None, *,
-                 color: bool | None = None, max_held_traces: int = MAX_HELD_TRACES) -> None:
+    def __init__(
+        self,
+        out: IO[str] | None = None,
+        console_format: str | None = None,
+        *,
+        color: bool | None = None,
+        max_held_traces: int = MAX_HELD_TRACES,
+    ) -> None:
         stream = out or sys.stdout
         super().__init__(out=stream, formatter=_json_line)
         tty = _isatty(stream)
@@ -134,15 +144,19 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
 
     def _is_root(self, span: ReadableSpan) -> bool:
         attributes = span.attributes or {}
-        return (span.parent is None or sc.COPILOT_END_REASON in attributes
-                or sc.COPILOT_TASK_OUTCOME in attributes
-                or span.parent.span_id in self._printed)  # late: its task was printed
+        return (
+            span.parent is None
+            or sc.COPILOT_END_REASON in attributes
+            or sc.COPILOT_TASK_OUTCOME in attributes
+            or span.parent.span_id in self._printed
+        )  # late: its task was printed
 
     def _render_leftovers(self, trace: dict[int, ReadableSpan]) -> str:
-        tops = [s for s in trace.values()
-                if s.parent is None or s.parent.span_id not in trace]
-        return "".join(self._render(top, _pop_subtree(dict(trace), _span_id(top)))
-                       for top in sorted(tops, key=_start))
+        tops = [s for s in trace.values() if s.parent is None or s.parent.span_id not in trace]
+        return "".join(
+            self._render(top, _pop_subtree(dict(trace), _span_id(top)))
+            for top in sorted(tops, key=_start)
+        )
 
     # --- rendering -------------------------------------------------------------------------
 
@@ -161,8 +175,14 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
     def _summary(self, top: ReadableSpan, spans: list[ReadableSpan]) -> str:
         """time  session  outcome  turns  tools (failed)  tokens  model  duration."""
         attributes = top.attributes or {}
-        session = next((str(s.attributes[sc.GEN_AI_CONVERSATION_ID]) for s in [top, *spans]
-                        if s.attributes and sc.GEN_AI_CONVERSATION_ID in s.attributes), "")
+        session = next(
+            (
+                str(s.attributes[sc.GEN_AI_CONVERSATION_ID])
+                for s in [top, *spans]
+                if s.attributes and sc.GEN_AI_CONVERSATION_ID in s.attributes
+            ),
+            "",
+        )
         outcome = attributes.get(sc.COPILOT_TASK_OUTCOME)
         if outcome is None:
             late = top.parent is not None and top.parent.span_id in self._printed
@@ -178,16 +198,19 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         tokens_in = sum(_int(s, sc.GEN_AI_USAGE_INPUT_TOKENS) for s in chats)
         tokens_out = sum(_int(s, sc.GEN_AI_USAGE_OUTPUT_TOKENS) for s in chats)
         model = attributes.get(sc.GEN_AI_REQUEST_MODEL) or _most_common(
-            s.attributes.get(sc.GEN_AI_REQUEST_MODEL) for s in chats if s.attributes)
+            s.attributes.get(sc.GEN_AI_REQUEST_MODEL) for s in chats if s.attributes
+        )
         error_type = attributes.get(sc.ERROR_TYPE)
         if error_type and error_type != outcome:  # why it failed: "error (rate_limited)"
             outcome += f" ({error_type!s})"
         if attributes.get(sc.COPILOT_INCOMPLETE):
             outcome += " incomplete"
-        parts = [self._paint(_DIM, _clock(_start(top))),
-                 session[:8].ljust(8),
-                 self._paint(_OUTCOME_COLORS.get(outcome.split()[0], _DIM), outcome.ljust(10)),
-                 _plural(turns, "turn").ljust(8)]
+        parts = [
+            self._paint(_DIM, _clock(_start(top))),
+            session[:8].ljust(8),
+            self._paint(_OUTCOME_COLORS.get(outcome.split()[0], _DIM), outcome.ljust(10)),
+            _plural(turns, "turn").ljust(8),
+        ]
         tool_text = _plural(len(tools), "tool")
         if failed:
             tool_text += " " + self._paint(_RED, f"({failed} failed)")
@@ -201,8 +224,13 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         parts.append(_duration(_end(top) - _start(top)))
         return "  ".join(parts)
 
-    def _tree(self, span: ReadableSpan, children: dict[int, list[ReadableSpan]],
-              prefix: str, lines: list[str]) -> None:
+    def _tree(
+        self,
+        span: ReadableSpan,
+        children: dict[int, list[ReadableSpan]],
+        prefix: str,
+        lines: list[str],
+    ) -> None:
         below = sorted(children.get(_span_id(span), []), key=lambda s: (_start(s), s.name))
         for index, child in enumerate(below):
             last = index == len(below) - 1
@@ -221,8 +249,10 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
             why = attributes.get(sc.ERROR_TYPE) or span.status.description or ""
             parts.append(self._paint(_RED, f"ERROR {why}".rstrip()))
         if _operation(span) == sc.OP_CHAT and sc.GEN_AI_USAGE_INPUT_TOKENS in attributes:
-            parts.append(f"{_count(_int(span, sc.GEN_AI_USAGE_INPUT_TOKENS))} in / "
-                         f"{_count(_int(span, sc.GEN_AI_USAGE_OUTPUT_TOKENS))} out tokens")
+            parts.append(
+                f"{_count(_int(span, sc.GEN_AI_USAGE_INPUT_TOKENS))} in / "
+                f"{_count(_int(span, sc.GEN_AI_USAGE_OUTPUT_TOKENS))} out tokens"
+            )
         if sc.COPILOT_TOOL_EXIT_CODE in attributes:
             parts.append(f"exit {attributes[sc.COPILOT_TOOL_EXIT_CODE]!s}")
         if attributes.get(sc.COPILOT_INCOMPLETE):

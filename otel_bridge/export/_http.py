@@ -42,19 +42,29 @@ def cannot_serve(host: str, port: int, exc: OSError | OverflowError) -> str:
     if isinstance(exc, OverflowError):  # bind() checks the port range only this way
         return f"{where}: the port is not from 0 to 65535"
     if isinstance(exc, socket.gaierror) and ":" in host:  # the server is IPv4 (AF_INET)
-        return (f"{where}: IPv6 addresses are not supported (use 127.0.0.1, 0.0.0.0 or a local "
-                "interface's IPv4 address)")
+        return (
+            f"{where}: IPv6 addresses are not supported (use 127.0.0.1, 0.0.0.0 or a local "
+            "interface's IPv4 address)"
+        )
     if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-        return (f"{where}: the host is not an address of this machine (use 127.0.0.1, 0.0.0.0 "
-                "or a local interface's address)")
+        return (
+            f"{where}: the host is not an address of this machine (use 127.0.0.1, 0.0.0.0 "
+            "or a local interface's address)"
+        )
     if exc.errno == errno.EADDRINUSE:
-        return (f"{where}: the port is in use: pick another with --prometheus-port (0: any "
-                "free port), or --no-prometheus")
+        return (
+            f"{where}: the port is in use: pick another with --prometheus-port (0: any "
+            "free port), or --no-prometheus"
+        )
     if exc.errno == errno.EACCES:
-        return (f"{where}: permission denied (ports below 1024 need privileges): pick another "
-                "with --prometheus-port")
-    return (f"{where}: {exc.strerror or exc}: check --prometheus-host and --prometheus-port, or "
-            "use --no-prometheus")
+        return (
+            f"{where}: permission denied (ports below 1024 need privileges): pick another "
+            "with --prometheus-port"
+        )
+    return (
+        f"{where}: {exc.strerror or exc}: check --prometheus-host and --prometheus-port, or "
+        "use --no-prometheus"
+    )
 
 
 class TelemetryServer:
@@ -83,8 +93,11 @@ class TelemetryServer:
                     body = json.dumps({"ready": ready, "reason": reason}).encode() + b"\n"
                     self._send(200 if ready else 503, body, "application/json")
                 else:
-                    self._send(404, b"not found: try /metrics, /healthz or /readyz\n",
-                               "text/plain; charset=utf-8")
+                    self._send(
+                        404,
+                        b"not found: try /metrics, /healthz or /readyz\n",
+                        "text/plain; charset=utf-8",
+                    )
 
             def _send(self, status: int, body: bytes, content_type: str) -> None:
                 self.send_response(status)
@@ -99,8 +112,9 @@ class TelemetryServer:
         self._server = ThreadingHTTPServer((host, port), Handler)
         self._server.daemon_threads = True
         self.address = f"{host}:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="telemetry-http",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="telemetry-http", daemon=True
+        )
         self._thread.start()
 
     def close(self) -> None:

@@ -75,24 +75,30 @@ class OtelMetricsRecorder:
         for spec in CATALOGUE:
             if spec.instrument is Instrument.COUNTER:
                 self._counters[spec.name] = counter = meter.create_counter(
-                    spec.name, unit=spec.unit, description=spec.description)
+                    spec.name, unit=spec.unit, description=spec.description
+                )
                 if not spec.attributes:
                     # Exist from the start at 0: Prometheus' increase() misses the first
                     # increment of a series that appears already above 0.
                     counter.add(0)
             elif spec.instrument is Instrument.HISTOGRAM:
                 self._histograms[spec.name] = meter.create_histogram(
-                    spec.name, unit=spec.unit, description=spec.description,
-                    explicit_bucket_boundaries_advisory=BUCKETS.get(spec.name))
+                    spec.name,
+                    unit=spec.unit,
+                    description=spec.description,
+                    explicit_bucket_boundaries_advisory=BUCKETS.get(spec.name),
+                )
 
-    def add(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
-            session_id: str) -> None:
+    def add(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
         counter = self._counters.get(name)
         if counter is not None:  # the session id is never a label
             counter.add(value, self._labels(attributes))
 
-    def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue],
-               session_id: str) -> None:
+    def record(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
         histogram = self._histograms.get(name)
         if histogram is not None:
             histogram.record(value, self._labels(attributes))
@@ -100,9 +106,14 @@ class OtelMetricsRecorder:
     def _labels(self, attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
         """Scrubbed, then cut to 64 characters (cutting first could leave half a secret the
         patterns no longer recognize)."""
-        return {key: (value if not isinstance(value, str) or len(value) <= _LABEL_MAX
-                      else value[:_LABEL_MAX - 3] + "...")
-                for key, value in self._scrubber.attributes(attributes).items()}
+        return {
+            key: (
+                value
+                if not isinstance(value, str) or len(value) <= _LABEL_MAX
+                else value[: _LABEL_MAX - 3] + "..."
+            )
+            for key, value in self._scrubber.attributes(attributes).items()
+        }
 
     def gauge(self, name: str, read: Callable[[], float]) -> None:
         """Report `read()` as the catalogue's gauge `name` whenever metrics are collected."""
@@ -111,8 +122,9 @@ class OtelMetricsRecorder:
         def callback(_options: CallbackOptions) -> Iterable[Observation]:
             return [Observation(read())]
 
-        self._meter.create_observable_gauge(name, [callback], unit=spec.unit,
-                                            description=spec.description)
+        self._meter.create_observable_gauge(
+            name, [callback], unit=spec.unit, description=spec.description
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +153,13 @@ class MetricsOptions:
 class MetricsPipeline:
     """The meter provider, the recorder over it, and what must be closed with them."""
 
-    def __init__(self, provider: MeterProvider | None, recorder: OtelMetricsRecorder | None,
-                 closers: list[Callable[[], Any]], server: TelemetryServer | None) -> None:
+    def __init__(
+        self,
+        provider: MeterProvider | None,
+        recorder: OtelMetricsRecorder | None,
+        closers: list[Callable[[], Any]],
+        server: TelemetryServer | None,
+    ) -> None:
         self.provider = provider
         self.recorder = recorder
         self.server = server  # serves /metrics, /healthz, /readyz when Prometheus is on
@@ -177,8 +194,12 @@ class MetricsPipeline:
             close()
 
 
-def build_metrics(environ: Mapping[str, str], resource: Resource,
-                  options: MetricsOptions, scrubber: Scrubber | None = None) -> MetricsPipeline:
+def build_metrics(
+    environ: Mapping[str, str],
+    resource: Resource,
+    options: MetricsOptions,
+    scrubber: Scrubber | None = None,
+) -> MetricsPipeline:
     """Set up the metric readers the configuration asks for.
 
     With OTEL_SDK_DISABLED=true no metric goes anywhere (the caller says so); the Prometheus
@@ -208,8 +229,9 @@ def build_metrics(environ: Mapping[str, str], resource: Resource,
         if name == "prometheus":
             if options.prometheus_port is None:
                 continue
-            reader, server = _prometheus(options.prometheus_host, options.prometheus_port,
-                                         with_metrics=not disabled)
+            reader, server = _prometheus(
+                options.prometheus_host, options.prometheus_port, with_metrics=not disabled
+            )
             if reader is not None:
                 readers.append(reader)
             closers.append(server.close)
@@ -219,11 +241,16 @@ def build_metrics(environ: Mapping[str, str], resource: Resource,
             counted.append(_otlp_exporter(environ))
             readers.append(PeriodicExportingMetricReader(counted[-1], interval))
         elif name == "console":
-            readers.append(PeriodicExportingMetricReader(
-                ConsoleMetricExporter(out=options.console_stream or sys.stdout), interval))
+            readers.append(
+                PeriodicExportingMetricReader(
+                    ConsoleMetricExporter(out=options.console_stream or sys.stdout), interval
+                )
+            )
         else:
-            raise ConfigError(f"OTEL_METRICS_EXPORTER={name!r} is not supported: use otlp, "
-                              "prometheus, console or none (comma-separated)")
+            raise ConfigError(
+                f"OTEL_METRICS_EXPORTER={name!r} is not supported: use otlp, "
+                "prometheus, console or none (comma-separated)"
+            )
     if options.metrics_file is not None and not disabled:
         exporter, stream = _file_exporter(options.metrics_file, options.file_mode)
         readers.append(PeriodicExportingMetricReader(exporter, interval))
@@ -246,15 +273,21 @@ def metric_exporter_names(environ: Mapping[str, str], defaults: Sequence[str]) -
     if raw:
         return [n.strip().lower() for n in raw.split(",") if n.strip()]
     names = list(defaults)
-    if names and "otlp" not in names and (
+    if (
+        names
+        and "otlp" not in names
+        and (
             environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-            or environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "").strip()):
+            or environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "").strip()
+        )
+    ):
         names.append("otlp")
     return names
 
 
-def _prometheus(host: str, port: int, *, with_metrics: bool = True
-                ) -> tuple[MetricReader | None, TelemetryServer]:
+def _prometheus(
+    host: str, port: int, *, with_metrics: bool = True
+) -> tuple[MetricReader | None, TelemetryServer]:
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
 
     reader = PrometheusMetricReader() if with_metrics else None
@@ -263,8 +296,9 @@ def _prometheus(host: str, port: int, *, with_metrics: bool = True
     except (OSError, OverflowError) as exc:
         raise ConfigError(cannot_serve(host, port, exc)) from exc
     if reader is None:
-        logger.info("serving http://%s/healthz and /readyz (no metrics: OTEL_SDK_DISABLED)",
-                    server.address)
+        logger.info(
+            "serving http://%s/healthz and /readyz (no metrics: OTEL_SDK_DISABLED)", server.address
+        )
     else:
         logger.info("serving http://%s/metrics (and /healthz, /readyz)", server.address)
     return reader, server
@@ -277,16 +311,21 @@ def _otlp_exporter(environ: Mapping[str, str]) -> _QuietMetricExporter:
             from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
                 OTLPMetricExporter,
             )
+
             inner: MetricExporter = OTLPMetricExporter(endpoint=endpoint.target)
         else:
             from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
                 OTLPMetricExporter as HttpMetricExporter,
             )
-            inner = HttpMetricExporter(endpoint=endpoint.target,
-                                       session=http_session(environ, "metrics"))
+
+            inner = HttpMetricExporter(
+                endpoint=endpoint.target, session=http_session(environ, "metrics")
+            )
     except (ValueError, TypeError, RuntimeError, OSError) as exc:  # e.g. a timeout not a number
-        raise ConfigError(f"cannot set up the OTLP metric exporter ({endpoint.describe()}): "
-                          f"{exc}; check the OTEL_EXPORTER_OTLP_* variables") from exc
+        raise ConfigError(
+            f"cannot set up the OTLP metric exporter ({endpoint.describe()}): "
+            f"{exc}; check the OTEL_EXPORTER_OTLP_* variables"
+        ) from exc
     quiet_exporter_logs()
     return _QuietMetricExporter(inner, f"otlp {endpoint.describe()}")
 
@@ -298,8 +337,10 @@ class _QuietMetricExporter(MetricExporter):
     (a metric point that could not be sent is sent cumulatively with the next one)."""
 
     def __init__(self, inner: MetricExporter, label: str) -> None:
-        super().__init__(preferred_temporality=getattr(inner, "_preferred_temporality", None),
-                         preferred_aggregation=getattr(inner, "_preferred_aggregation", None))
+        super().__init__(
+            preferred_temporality=getattr(inner, "_preferred_temporality", None),
+            preferred_aggregation=getattr(inner, "_preferred_aggregation", None),
+        )
         self._inner = inner
         self._label = label
         self._name = type(inner).__name__
@@ -307,29 +348,35 @@ class _QuietMetricExporter(MetricExporter):
         self._shut = False  # a failure while being shut down is the shutdown's, not news
         self.recorder: OtelMetricsRecorder | None = None  # set once the provider exists
 
-    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000,
-               **kwargs: Any) -> MetricExportResult:
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
         with capture_exporter_logs() as records:
             try:
-                result = self._inner.export(metrics_data, timeout_millis=timeout_millis,
-                                            **kwargs)
-                reason = "" if result is MetricExportResult.SUCCESS else failure_reason(
-                    records)
+                result = self._inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+                reason = "" if result is MetricExportResult.SUCCESS else failure_reason(records)
             except Exception as exc:  # an exporter bug must not stop the metrics
                 result, reason = MetricExportResult.FAILURE, describe_exception(exc)
         if result is MetricExportResult.SUCCESS:
             if self._failing_since is not None:
-                logger.info("%s: exporting metrics again after %.0f s of failures",
-                            self._label, time.monotonic() - self._failing_since)
+                logger.info(
+                    "%s: exporting metrics again after %.0f s of failures",
+                    self._label,
+                    time.monotonic() - self._failing_since,
+                )
                 self._failing_since = None
             return result
         if self.recorder is not None:
-            self.recorder.add("otel_bridge.export.failures", 1,
-                              {"otel_bridge.exporter": self._name}, "")
+            self.recorder.add(
+                "otel_bridge.export.failures", 1, {"otel_bridge.exporter": self._name}, ""
+            )
         if self._failing_since is None and not self._shut:
             self._failing_since = time.monotonic()
-            logger.warning("%s: metrics export failed (%s); trying again at the next interval",
-                           self._label, reason)
+            logger.warning(
+                "%s: metrics export failed (%s); trying again at the next interval",
+                self._label,
+                reason,
+            )
         else:
             logger.debug("%s: metrics export failed again (%s)", self._label, reason)
         return result

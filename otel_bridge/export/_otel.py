@@ -73,8 +73,11 @@ DEFAULT_SERVICE_NAME = "github-copilot"
 
 _SCOPE = InstrumentationScope("otel_bridge", __version__, semconv.SCHEMA_URL)
 _KINDS = {SpanKind.INTERNAL: SdkSpanKind.INTERNAL, SpanKind.CLIENT: SdkSpanKind.CLIENT}
-_STATUS = {StatusCode.UNSET: SdkStatusCode.UNSET, StatusCode.OK: SdkStatusCode.OK,
-           StatusCode.ERROR: SdkStatusCode.ERROR}
+_STATUS = {
+    StatusCode.UNSET: SdkStatusCode.UNSET,
+    StatusCode.OK: SdkStatusCode.OK,
+    StatusCode.ERROR: SdkStatusCode.ERROR,
+}
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)  # without it exporters and processors drop the span
 
 
@@ -83,7 +86,8 @@ def build_resource(environ: Mapping[str, str]) -> Resource:
     OTEL_RESOURCE_ATTRIBUTES), with our default service name when the user gave none."""
     attributes: dict[str, str] = {"otel_bridge.version": __version__}
     named = environ.get("OTEL_SERVICE_NAME") or "service.name=" in environ.get(
-        "OTEL_RESOURCE_ATTRIBUTES", "")
+        "OTEL_RESOURCE_ATTRIBUTES", ""
+    )
     if not named:
         attributes["service.name"] = DEFAULT_SERVICE_NAME
     return Resource.create(attributes)
@@ -94,8 +98,9 @@ def to_readable_span(record: SpanRecord, resource: Resource) -> ReadableSpan:
     context = SpanContext(record.trace_id, record.span_id, is_remote=False, trace_flags=_SAMPLED)
     parent = None
     if record.parent_span_id is not None:
-        parent = SpanContext(record.trace_id, record.parent_span_id, is_remote=False,
-                             trace_flags=_SAMPLED)
+        parent = SpanContext(
+            record.trace_id, record.parent_span_id, is_remote=False, trace_flags=_SAMPLED
+        )
     return ReadableSpan(
         name=record.name,
         context=context,
@@ -103,12 +108,18 @@ def to_readable_span(record: SpanRecord, resource: Resource) -> ReadableSpan:
         resource=resource,
         attributes=dict(record.attributes),
         events=[SdkEvent(e.name, dict(e.attributes), e.timestamp_ns) for e in record.events],
-        links=[Link(SpanContext(link.trace_id, link.span_id, is_remote=True,
-                                trace_flags=_SAMPLED), dict(link.attributes))
-               for link in record.links],
+        links=[
+            Link(
+                SpanContext(link.trace_id, link.span_id, is_remote=True, trace_flags=_SAMPLED),
+                dict(link.attributes),
+            )
+            for link in record.links
+        ],
         kind=_KINDS[record.kind],
-        status=Status(_STATUS[record.status], record.status_message
-                      if record.status is StatusCode.ERROR else None),
+        status=Status(
+            _STATUS[record.status],
+            record.status_message if record.status is StatusCode.ERROR else None,
+        ),
         start_time=record.start_ns,
         end_time=record.end_ns,
         instrumentation_scope=_SCOPE,
@@ -123,8 +134,10 @@ def trace_exporter_names(environ: Mapping[str, str], traces_file: bool) -> tuple
     raw = environ.get("OTEL_TRACES_EXPORTER", "").strip()
     if raw:
         names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())
-    elif environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or environ.get(
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip():
+    elif (
+        environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+        or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    ):
         names = ("otlp",)
     elif traces_file:
         names = ()  # the file is where the spans go
@@ -184,17 +197,23 @@ def build_span_exporters(
             exporters.append(_otlp_exporter(endpoint, environ))
             _LABELS[exporters[-1]] = f"otlp {endpoint.describe()}"
         else:
-            raise ConfigError(f"OTEL_TRACES_EXPORTER={name!r} is not supported: "
-                              "use otlp, console or none (comma-separated)")
+            raise ConfigError(
+                f"OTEL_TRACES_EXPORTER={name!r} is not supported: "
+                "use otlp, console or none (comma-separated)"
+            )
     if traces_file is not None:
         exporters.append(_file_exporter(traces_file, file_mode))
         _LABELS[exporters[-1]] = f"file {traces_file}"
     return exporters
 
 
-def unreachable_collector(environ: Mapping[str, str], *, traces_file: Path | None = None,
-                          metric_defaults: Sequence[str] = (), timeout: float = 2.0
-                          ) -> str | None:
+def unreachable_collector(
+    environ: Mapping[str, str],
+    *,
+    traces_file: Path | None = None,
+    metric_defaults: Sequence[str] = (),
+    timeout: float = 2.0,
+) -> str | None:
     """One line about the first OTLP endpoint the configuration sends to that does not accept
     a TCP connection, naming it and pointing to `otel-bridge doctor`; None when all do (or
     none is used, or OTEL_SDK_DISABLED=true).
@@ -219,8 +238,10 @@ def unreachable_collector(environ: Mapping[str, str], *, traces_file: Path | Non
         seen.add((endpoint.host, endpoint.port))
         problem = reachability(endpoint, timeout)
         if problem is not None:
-            return (f"OTLP endpoint {endpoint.describe()} {problem}: is the collector running? "
-                    f"`otel-bridge doctor` checks the set-up")
+            return (
+                f"OTLP endpoint {endpoint.describe()} {problem}: is the collector running? "
+                f"`otel-bridge doctor` checks the set-up"
+            )
     return None
 
 
@@ -231,16 +252,21 @@ def _otlp_exporter(endpoint: OtlpEndpoint, environ: Mapping[str, str]) -> SpanEx
     try:
         if endpoint.protocol == "grpc":
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
             exporter: SpanExporter = OTLPSpanExporter(endpoint=endpoint.target)
         else:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
                 OTLPSpanExporter as HttpSpanExporter,
             )
-            exporter = HttpSpanExporter(endpoint=endpoint.target,
-                                        session=http_session(environ, "traces"))
+
+            exporter = HttpSpanExporter(
+                endpoint=endpoint.target, session=http_session(environ, "traces")
+            )
     except (ValueError, TypeError, RuntimeError, OSError) as exc:  # e.g. a timeout not a number
-        raise ConfigError(f"cannot set up the OTLP trace exporter ({endpoint.describe()}): "
-                          f"{exc}; check the OTEL_EXPORTER_OTLP_* variables") from exc
+        raise ConfigError(
+            f"cannot set up the OTLP trace exporter ({endpoint.describe()}): "
+            f"{exc}; check the OTEL_EXPORTER_OTLP_* variables"
+        ) from exc
     quiet_exporter_logs()
     return exporter
 
@@ -317,11 +343,20 @@ class SpanSink:
         sampler: decides per trace what is exported (all, by default).
     """
 
-    def __init__(self, exporters: Sequence[SpanExporter], resource: Resource,
-                 max_batch: int = 512, metrics: MetricsRecorder | None = None, *,
-                 queue_spans: int = DEFAULT_QUEUE_SPANS, block_when_full: bool = False,
-                 retry: RetryPolicy | None = None, block_seconds: float = 60.0,
-                 scrubber: Scrubber | None = None, sampler: TraceSampler | None = None) -> None:
+    def __init__(
+        self,
+        exporters: Sequence[SpanExporter],
+        resource: Resource,
+        max_batch: int = 512,
+        metrics: MetricsRecorder | None = None,
+        *,
+        queue_spans: int = DEFAULT_QUEUE_SPANS,
+        block_when_full: bool = False,
+        retry: RetryPolicy | None = None,
+        block_seconds: float = 60.0,
+        scrubber: Scrubber | None = None,
+        sampler: TraceSampler | None = None,
+    ) -> None:
         if max_batch < 1 or queue_spans < 1:
             raise ValueError("max_batch and queue_spans must be positive")
         self._resource = resource
@@ -337,12 +372,19 @@ class SpanSink:
         # the last one has it (exported) or when a full queue drops it (dropped)
         self._pending: dict[int, int] = {}
         labels = _unique([exporter_label(exporter) for exporter in exporters])
-        self._workers = [ExportWorker(exporter, capacity=queue_spans, max_batch=max_batch,
-                                      block_when_full=block_when_full,
-                                      block_seconds=block_seconds, label=label,
-                                      retry=retry or RetryPolicy(),
-                                      on_result=partial(self._result, label))
-                         for exporter, label in zip(exporters, labels, strict=True)]
+        self._workers = [
+            ExportWorker(
+                exporter,
+                capacity=queue_spans,
+                max_batch=max_batch,
+                block_when_full=block_when_full,
+                block_seconds=block_seconds,
+                label=label,
+                retry=retry or RetryPolicy(),
+                on_result=partial(self._result, label),
+            )
+            for exporter, label in zip(exporters, labels, strict=True)
+        ]
         self.stats.by_exporter = dict.fromkeys(labels, 0)
 
     @property
@@ -419,14 +461,12 @@ class SpanSink:
         for worker in self._workers:
             undelivered = worker.finish_stop(abort)
             if undelivered:
-                logger.error("%s: %d spans not delivered at shutdown", worker.label,
-                             undelivered)
+                logger.error("%s: %d spans not delivered at shutdown", worker.label, undelivered)
         with self._lock:
             self._left = len(self._pending)
         return self._left
 
-    def _result(self, label: str, exporter: str, sequence: Sequence[int],
-                ok: bool | None) -> None:
+    def _result(self, label: str, exporter: str, sequence: Sequence[int], ok: bool | None) -> None:
         with self._lock:
             if ok is None:
                 dropped = sum(self._pending.pop(seq, None) is not None for seq in sequence)
@@ -435,8 +475,7 @@ class SpanSink:
                     self.stats.dropped += dropped
                     self.metrics.add("otel_bridge.spans.dropped", dropped, {}, "")
             elif ok:
-                self.stats.by_exporter[label] = self.stats.by_exporter.get(label, 0) + len(
-                    sequence)
+                self.stats.by_exporter[label] = self.stats.by_exporter.get(label, 0) + len(sequence)
                 done = 0
                 for seq in sequence:
                     left = self._pending.get(seq)
@@ -452,8 +491,9 @@ class SpanSink:
                     self.metrics.add("otel_bridge.spans.exported", done, {}, "")
             else:
                 self.stats.failed += len(sequence)
-                self.metrics.add("otel_bridge.export.failures", 1,
-                                 {"otel_bridge.exporter": exporter}, "")
+                self.metrics.add(
+                    "otel_bridge.export.failures", 1, {"otel_bridge.exporter": exporter}, ""
+                )
 
 
 def _unique(labels: list[str]) -> list[str]:

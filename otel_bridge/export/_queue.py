@@ -69,9 +69,18 @@ class ExportWorker:
             log lines; its class name by default.
     """
 
-    def __init__(self, exporter: SpanExporter, *, capacity: int, max_batch: int,
-                 block_when_full: bool, retry: RetryPolicy, on_result: ResultCallback,
-                 block_seconds: float = 60.0, label: str | None = None) -> None:
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        *,
+        capacity: int,
+        max_batch: int,
+        block_when_full: bool,
+        retry: RetryPolicy,
+        on_result: ResultCallback,
+        block_seconds: float = 60.0,
+        label: str | None = None,
+    ) -> None:
         if capacity < 1 or max_batch < 1:
             raise ValueError("capacity and max_batch must be positive")
         self.name = type(exporter).__name__
@@ -95,8 +104,7 @@ class ExportWorker:
         self.failing_since: float | None = None  # monotonic time the current batch first failed
         # A daemon thread: one stuck in an exporter call (a collector that does not answer)
         # must not keep the process alive once the command is done with it.
-        self._thread = threading.Thread(target=self._run, name=f"export-{self.name}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"export-{self.name}", daemon=True)
         self._thread.start()
 
     @property
@@ -125,8 +133,12 @@ class ExportWorker:
             for item in items:
                 if len(self._queue) + self._in_flight >= self._capacity and self._block:
                     self._cond.notify_all()  # the worker must see what this call added
-                    self._cond.wait_for(lambda: self._stopping or len(self._queue)
-                                        + self._in_flight < self._capacity, self._block_seconds)
+                    self._cond.wait_for(
+                        lambda: (
+                            self._stopping or len(self._queue) + self._in_flight < self._capacity
+                        ),
+                        self._block_seconds,
+                    )
                 if len(self._queue) + self._in_flight >= self._capacity:
                     if self._queue:
                         dropped.append(self._queue.popleft()[0])  # the oldest goes
@@ -143,8 +155,7 @@ class ExportWorker:
     def wait_idle(self, timeout: float) -> bool:
         """Wait until everything queued was delivered (or dropped); False on timeout."""
         with self._cond:
-            return self._cond.wait_for(lambda: not self._queue and not self._in_flight,
-                                       timeout)
+            return self._cond.wait_for(lambda: not self._queue and not self._in_flight, timeout)
 
     def begin_stop(self, deadline: float) -> None:
         """Deliver what is queued until `deadline` (monotonic), then stop; see `finish_stop`."""
@@ -214,8 +225,9 @@ class ExportWorker:
                 self._cond.wait_for(lambda: self._queue or self._stopping)
                 if not self._queue or self._past_deadline():
                     return
-                batch = [self._queue.popleft()
-                         for _ in range(min(self._max_batch, len(self._queue)))]
+                batch = [
+                    self._queue.popleft() for _ in range(min(self._max_batch, len(self._queue)))
+                ]
                 self._in_flight = len(batch)
                 self._in_flight_first = batch[0][0]
             if not self._deliver(batch):
@@ -236,20 +248,34 @@ class ExportWorker:
             self._on_result(self.name, sequence, ok)
             if ok:
                 if self.failing_since is not None:
-                    logger.info("%s: exporting again after %.0f s of failures; %d spans queued",
-                                self.label, time.monotonic() - self.failing_since, self.depth)
+                    logger.info(
+                        "%s: exporting again after %.0f s of failures; %d spans queued",
+                        self.label,
+                        time.monotonic() - self.failing_since,
+                        self.depth,
+                    )
                     self.failing_since = None
                 return True
             delay = self._retry.delay(attempt)
             # A call that finish_stop cut short is no news; the start of an outage is.
             if self.failing_since is None and not self._shut:
                 self.failing_since = time.monotonic()
-                logger.warning("%s: export failed (%s); %d spans queued, retrying with back-off "
-                               "(`otel-bridge doctor` checks the set-up)", self.label, reason,
-                               self.depth)
+                logger.warning(
+                    "%s: export failed (%s); %d spans queued, retrying with back-off "
+                    "(`otel-bridge doctor` checks the set-up)",
+                    self.label,
+                    reason,
+                    self.depth,
+                )
             else:
-                logger.debug("%s: export of %d spans failed again (attempt %d: %s); retrying in "
-                             "%.1f s", self.label, len(batch), attempt, reason, delay)
+                logger.debug(
+                    "%s: export of %d spans failed again (attempt %d: %s); retrying in %.1f s",
+                    self.label,
+                    len(batch),
+                    attempt,
+                    reason,
+                    delay,
+                )
             with self._cond:
                 # Give up when the wait would end past the deadline, or once it has passed
                 # while waiting (finish_stop moves it to now to quit at once).

@@ -105,7 +105,8 @@ def _find_one(path: Path) -> list[LogFile]:
             return logs
     raise ConfigError(
         f"{path}: no session log found. Give an events.jsonl file, a session directory that "
-        f"holds one, or a session-state directory (e.g. ~/.copilot/session-state)")
+        f"holds one, or a session-state directory (e.g. ~/.copilot/session-state)"
+    )
 
 
 def _unique(logs: Iterable[LogFile]) -> Iterable[LogFile]:

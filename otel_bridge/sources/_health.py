@@ -22,6 +22,7 @@ class SkipCounter:
         for reason, count in now.items():
             delta = count - self._seen.get(reason, 0)
             if delta > 0:
-                self._metrics.add("otel_bridge.lines.skipped", delta,
-                                  {"otel_bridge.reason": reason}, "")
+                self._metrics.add(
+                    "otel_bridge.lines.skipped", delta, {"otel_bridge.reason": reason}, ""
+                )
         self._seen = now

@@ -68,8 +68,9 @@ def replay_logs(
             with log.path.open("rb") as handle:
                 while chunk := handle.read(_CHUNK):
                     summary.bytes += len(chunk)
-                    records = assembler.feed(stream, _counted(decoder.feed(chunk), assembler),
-                                             log.session_hint)
+                    records = assembler.feed(
+                        stream, _counted(decoder.feed(chunk), assembler), log.session_hint
+                    )
                     summary.spans += len(records)
                     emit(records)
                     if on_progress is not None:
@@ -78,8 +79,7 @@ def replay_logs(
             why = exc.strerror or str(exc)
             logger.error("cannot read %s: %s", log.path, why)
             summary.failed.append((stream, why))
-        records = assembler.feed(stream, _counted(decoder.finish(), assembler),
-                                 log.session_hint)
+        records = assembler.feed(stream, _counted(decoder.finish(), assembler), log.session_hint)
         if len(summary.failed) == failures:  # read to its end
             _judge(decoder, stream, summary)
         records += assembler.end_stream(stream)

@@ -57,15 +57,17 @@ def parent_from_traceparent(value: str) -> tuple[int, int]:
             raise ValueError(value)
         trace_id, span_id = int(parts[1], 16), int(parts[2], 16)
     except ValueError as exc:
-        raise ConfigError(f"not a W3C traceparent: {value!r} (expected "
-                          "00-<32 hex>-<16 hex>-<2 hex>)") from exc
+        raise ConfigError(
+            f"not a W3C traceparent: {value!r} (expected 00-<32 hex>-<16 hex>-<2 hex>)"
+        ) from exc
     if not trace_id or not span_id:
         raise ConfigError(f"traceparent with an all-zero id: {value!r}")
     return trace_id, span_id
 
 
-def _resolve_parent(parent: str | tuple[int, int] | None,
-                    environ: Mapping[str, str]) -> tuple[int, int] | None:
+def _resolve_parent(
+    parent: str | tuple[int, int] | None, environ: Mapping[str, str]
+) -> tuple[int, int] | None:
     if parent is None or isinstance(parent, tuple):
         return parent
     if parent == "current":  # the app's current span, e.g. a web request it is serving
@@ -98,12 +100,18 @@ class LiveBridge:
         sample_ratio: share of healthy traces exported (failures are always kept).
     """
 
-    def __init__(self, span_exporters: Sequence[SpanExporter] | None = None, *,
-                 metrics: MetricsRecorder | None = None, capture_content: bool | None = None,
-                 parent: str | tuple[int, int] | None = None,
-                 environ: Mapping[str, str] | None = None,
-                 resource: Resource | None = None, scrubber: Scrubber | None = None,
-                 sample_ratio: float = 1.0) -> None:
+    def __init__(
+        self,
+        span_exporters: Sequence[SpanExporter] | None = None,
+        *,
+        metrics: MetricsRecorder | None = None,
+        capture_content: bool | None = None,
+        parent: str | tuple[int, int] | None = None,
+        environ: Mapping[str, str] | None = None,
+        resource: Resource | None = None,
+        scrubber: Scrubber | None = None,
+        sample_ratio: float = 1.0,
+    ) -> None:
         env = os.environ if environ is None else environ
         if capture_content is None:
             capture_content = env.get(_CONTENT_ENV, "").strip().lower() == "true"
@@ -113,11 +121,17 @@ class LiveBridge:
             exporters = build_span_exporters(env)  # validates the OTLP endpoint: ConfigError
             if sdk_disabled(env):
                 logger.warning("OTEL_SDK_DISABLED=true: LiveBridge exports no spans")
-        self._sink = SpanSink(exporters, resource or build_resource(env), metrics=metrics,
-                              scrubber=scrubber, sampler=TraceSampler(sample_ratio))
-        self._assembler = Assembler(AssemblerConfig(capture_content=capture_content,
-                                                    parent=_resolve_parent(parent, env)),
-                                    metrics=metrics)
+        self._sink = SpanSink(
+            exporters,
+            resource or build_resource(env),
+            metrics=metrics,
+            scrubber=scrubber,
+            sampler=TraceSampler(sample_ratio),
+        )
+        self._assembler = Assembler(
+            AssemblerConfig(capture_content=capture_content, parent=_resolve_parent(parent, env)),
+            metrics=metrics,
+        )
         self._lock = threading.Lock()
         self._unsubscribe: list[Callable[[], Any]] = []
         self._closed = False
@@ -136,11 +150,16 @@ class LiveBridge:
                 passed by mistake): said here, rather than as an AttributeError from inside.
         """
         if not callable(getattr(session, "on", None)):
-            hint = " (await it first: create_session() is a coroutine)" \
-                if inspect.isawaitable(session) else ""
-            raise TypeError("LiveBridge.attach() expects a Copilot SDK session "
-                            "(copilot.CopilotSession, an object with .on(handler)); got "
-                            f"{type(session).__name__}{hint}")
+            hint = (
+                " (await it first: create_session() is a coroutine)"
+                if inspect.isawaitable(session)
+                else ""
+            )
+            raise TypeError(
+                "LiveBridge.attach() expects a Copilot SDK session "
+                "(copilot.CopilotSession, an object with .on(handler)); got "
+                f"{type(session).__name__}{hint}"
+            )
         stream = str(getattr(session, "session_id", None) or f"session-{id(session)}")
 
         def handler(event: Any) -> None:

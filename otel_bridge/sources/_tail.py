@@ -69,16 +69,24 @@ class TailOptions:
 class _Follower:
     """One followed log: where reading goes on, and which file (device, inode) it is."""
 
-    def __init__(self, log: LogFile, offset: int, identity: tuple[int, int], mtime: float,
-                 options: TailOptions, stats: ReadStats) -> None:
+    def __init__(
+        self,
+        log: LogFile,
+        offset: int,
+        identity: tuple[int, int],
+        mtime: float,
+        options: TailOptions,
+        stats: ReadStats,
+    ) -> None:
         self.log = log
         self.stream = str(log.path)
         self.identity = identity
         self.last_activity = mtime  # wall-clock seconds of the last growth seen
         self._options = options
         self._stats = stats
-        self.decoder = JsonLinesDecoder(self.stream, start_offset=offset,
-                                        max_line_bytes=options.max_line_bytes, stats=stats)
+        self.decoder = JsonLinesDecoder(
+            self.stream, start_offset=offset, max_line_bytes=options.max_line_bytes, stats=stats
+        )
         self.read_pos = offset  # next byte to read (the decoder may hold a partial line)
         # Where a restart may resume: after the last line past which no interaction was open,
         # with the session's state there (see _checkpoint.py).
@@ -103,8 +111,9 @@ class _Follower:
         self.pending = []
         self.fingerprint = None
         self.not_a_log_said = False
-        self.decoder = JsonLinesDecoder(self.stream, max_line_bytes=self._options.max_line_bytes,
-                                        stats=self._stats)
+        self.decoder = JsonLinesDecoder(
+            self.stream, max_line_bytes=self._options.max_line_bytes, stats=self._stats
+        )
 
 
 class _Hints(FileSystemEventHandler):
@@ -147,11 +156,16 @@ class Tailer:
             exporting.
     """
 
-    def __init__(self, roots: Sequence[Path], assembler: Assembler,
-                 emit: Callable[[list[SpanRecord]], None], options: TailOptions | None = None,
-                 clock: Callable[[], float] = time.time,
-                 checkpoints: CheckpointStore | None = None,
-                 sequence: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        roots: Sequence[Path],
+        assembler: Assembler,
+        emit: Callable[[list[SpanRecord]], None],
+        options: TailOptions | None = None,
+        clock: Callable[[], float] = time.time,
+        checkpoints: CheckpointStore | None = None,
+        sequence: Callable[[], int] | None = None,
+    ) -> None:
         self.roots = [Path(r) for r in roots]
         self.options = options or TailOptions()
         self.stats = ReadStats()
@@ -204,20 +218,27 @@ class Tailer:
         text = f"following {followed} session log{'' if followed == 1 else 's'} under {roots}"
         parts = []
         if starts["checkpoint"]:
-            parts.append(f"{starts['checkpoint']} resumed from "
-                         f"{_their(starts['checkpoint'])} checkpoint")
+            parts.append(
+                f"{starts['checkpoint']} resumed from {_their(starts['checkpoint'])} checkpoint"
+            )
         if starts["beginning"]:
-            recent = "" if self.options.backfill else \
-                f" (modified in the last {_minutes(self.options.catch_up_seconds)})"
-            parts.append(f"{starts['beginning']} read from {_their(starts['beginning'])} "
-                         f"beginning{recent}")
+            recent = (
+                ""
+                if self.options.backfill
+                else f" (modified in the last {_minutes(self.options.catch_up_seconds)})"
+            )
+            parts.append(
+                f"{starts['beginning']} read from {_their(starts['beginning'])} beginning{recent}"
+            )
         if parts:
             text += ": " + ", ".join(parts)
         if starts["end"]:
             one = starts["end"] == 1
-            text += (f"; {starts['end']} older log{' is' if one else 's are'} followed from "
-                     f"{_their(starts['end'])} end; `--backfill` or `otel-bridge replay` "
-                     f"reads {'it' if one else 'them'}")
+            text += (
+                f"; {starts['end']} older log{' is' if one else 's are'} followed from "
+                f"{_their(starts['end'])} end; `--backfill` or `otel-bridge replay` "
+                f"reads {'it' if one else 'them'}"
+            )
         return text
 
     def poll_once(self) -> int:
@@ -246,8 +267,12 @@ class Tailer:
         self.events_read += events
         return events
 
-    def run(self, should_stop: Callable[[], bool], poll_interval: float = 0.5,
-            after_poll: Callable[[], None] | None = None) -> None:
+    def run(
+        self,
+        should_stop: Callable[[], bool],
+        poll_interval: float = 0.5,
+        after_poll: Callable[[], None] | None = None,
+    ) -> None:
         """Poll until `should_stop()`; a watchdog hint cuts the wait short.
 
         `should_stop` is checked at least every `poll_interval`: a signal handler can make it
@@ -284,8 +309,12 @@ class Tailer:
                 observer.schedule(self._hints, str(root), recursive=True)
                 observer.start()
             except OSError as exc:  # e.g. inotify watch limit reached
-                logger.warning("cannot watch %s (%s); falling back to polling every %.0fs",
-                               root, exc, self.options.rescan_seconds)
+                logger.warning(
+                    "cannot watch %s (%s); falling back to polling every %.0fs",
+                    root,
+                    exc,
+                    self.options.rescan_seconds,
+                )
                 continue
             self._observers[root] = observer
 
@@ -304,16 +333,20 @@ class Tailer:
             self._assembler.session(str(log.path), log.session_hint).restore(resume.session)
         elif resume is not None:
             logger.info("%s was replaced or truncated since its checkpoint", log.path)
-        elif at_start and not self.options.backfill and \
-                now - st.st_mtime > self.options.catch_up_seconds:
+        elif (
+            at_start
+            and not self.options.backfill
+            and now - st.st_mtime > self.options.catch_up_seconds
+        ):
             offset = _end_of_last_line(log.path, st.st_size)
             start = "end"
         if at_start:  # summed up in one line by start()
             logger.debug("following %s from byte %d (%s)", log.path, offset, start)
         else:  # a session that started while we run
             logger.info("following %s from byte %d", log.path, offset)
-        follower = _Follower(log, offset, (st.st_dev, st.st_ino), st.st_mtime, self.options,
-                             self.stats)
+        follower = _Follower(
+            log, offset, (st.st_dev, st.st_ino), st.st_mtime, self.options, self.stats
+        )
         if resume is not None and offset:
             follower.safe_session = dict(resume.session)
         self._followers[str(log.path)] = follower
@@ -333,8 +366,11 @@ class Tailer:
             return 0
         identity = (st.st_dev, st.st_ino)
         if identity != follower.identity or st.st_size < follower.read_pos:
-            logger.info("%s was %s; reading it from the start", path,
-                        "replaced" if identity != follower.identity else "truncated")
+            logger.info(
+                "%s was %s; reading it from the start",
+                path,
+                "replaced" if identity != follower.identity else "truncated",
+            )
             self._emit(self._assembler.end_stream(follower.stream))
             follower.restart(identity)
         if st.st_size <= follower.read_pos:
@@ -345,8 +381,11 @@ class Tailer:
                 handle.seek(follower.read_pos)
                 chunk = handle.read(min(st.st_size - follower.read_pos, _READ_LIMIT))
         except OSError as exc:
-            self._failed(follower, f"cannot read {path}: {exc.strerror or exc}; the other "
-                                   f"logs go on, and this one is tried again")
+            self._failed(
+                follower,
+                f"cannot read {path}: {exc.strerror or exc}; the other "
+                f"logs go on, and this one is tried again",
+            )
             return 0
         if follower.error is not None:
             logger.info("%s can be read again", path)
@@ -385,8 +424,11 @@ class Tailer:
         event. It is still followed: a log could yet become one (its bad lines were counted)."""
         why = follower.decoder.without_events()
         if why is not None and not follower.not_a_log_said:
-            logger.warning("%s: does not look like a Copilot session log so far: %s; still "
-                           "following it", follower.log.path, why)
+            logger.warning(
+                "%s: does not look like a Copilot session log so far: %s; still following it",
+                follower.log.path,
+                why,
+            )
             follower.not_a_log_said = True
 
     @staticmethod
@@ -406,28 +448,41 @@ class Tailer:
             done = [p for p in follower.pending if watermark is None or p[0] <= watermark]
             if done:
                 _, follower.safe_offset, follower.safe_session = done[-1]
-                follower.pending = follower.pending[len(done):]
+                follower.pending = follower.pending[len(done) :]
             if follower.fingerprint is None or follower.fingerprint[1] < FINGERPRINT_BYTES:
                 try:
                     follower.fingerprint = fingerprint(follower.log.path)
                 except OSError:
                     continue
             digest, length = follower.fingerprint
-            entries[stream] = FileCheckpoint(stream, follower.identity[0], follower.identity[1],
-                                             digest, length, follower.safe_offset,
-                                             follower.safe_session)
+            entries[stream] = FileCheckpoint(
+                stream,
+                follower.identity[0],
+                follower.identity[1],
+                digest,
+                length,
+                follower.safe_offset,
+                follower.safe_session,
+            )
         self._store.save(entries)
 
     def _close_quiet(self, now: float) -> None:
         timeout = self.options.idle_timeout_seconds
         for follower in self._followers.values():
-            if now - follower.last_activity >= timeout and \
-                    self._assembler.has_open_interaction(follower.stream):
-                logger.info("%s quiet for %.0fs; closing its open interaction",
-                            follower.log.path, timeout)
+            if now - follower.last_activity >= timeout and self._assembler.has_open_interaction(
+                follower.stream
+            ):
+                logger.info(
+                    "%s quiet for %.0fs; closing its open interaction", follower.log.path, timeout
+                )
                 self._emit(self._assembler.close_stream(follower.stream))
-                follower.pending.append((self._sequence(), follower.decoder.offset,
-                                         self._assembler.session(follower.stream).snapshot()))
+                follower.pending.append(
+                    (
+                        self._sequence(),
+                        follower.decoder.offset,
+                        self._assembler.session(follower.stream).snapshot(),
+                    )
+                )
 
 
 def _their(count: int) -> str:

@@ -44,8 +44,17 @@ from tests.e2e.copilot import (
 )
 
 #: The `copilot -p` scenarios the tests run (tests/e2e/copilot.py SCENARIOS), each once.
-CLI_SCENARIOS = ("one_tool", "resume", "parallel_tools", "autopilot", "autopilot_nudge",
-                 "subagent_nested", "subagent_parallel", "provider_error", "abort")
+CLI_SCENARIOS = (
+    "one_tool",
+    "resume",
+    "parallel_tools",
+    "autopilot",
+    "autopilot_nudge",
+    "subagent_nested",
+    "subagent_parallel",
+    "provider_error",
+    "abort",
+)
 #: Scenarios that `otel-bridge run` also follows live, while the CLI writes the log (all: it
 #: costs about a second each).
 FOLLOWED = frozenset(CLI_SCENARIOS)
@@ -54,6 +63,7 @@ ABORT_AFTER = 1.0
 
 
 # --- reading what the bridge (or the CLI) wrote -------------------------------------------------
+
 
 @dataclass
 class Span:
@@ -78,10 +88,20 @@ class Span:
 
     def key(self) -> tuple:
         """Everything but the resource: two exports of the same span compare equal."""
-        return (self.trace_id, self.span_id, self.parent_span_id, self.name, self.kind,
-                self.start_ns, self.end_ns, self.status, self.status_message,
-                json.dumps(self.attributes, sort_keys=True),
-                json.dumps(self.events, sort_keys=True), json.dumps(self.links, sort_keys=True))
+        return (
+            self.trace_id,
+            self.span_id,
+            self.parent_span_id,
+            self.name,
+            self.kind,
+            self.start_ns,
+            self.end_ns,
+            self.status,
+            self.status_message,
+            json.dumps(self.attributes, sort_keys=True),
+            json.dumps(self.events, sort_keys=True),
+            json.dumps(self.links, sort_keys=True),
+        )
 
 
 def _value(any_value: dict[str, Any]) -> Any:
@@ -103,8 +123,7 @@ def _attributes(pairs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {p["key"]: _value(p.get("value", {})) for p in pairs}
 
 
-_KINDS = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER",
-          5: "CONSUMER"}
+_KINDS = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
 _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
 
 
@@ -128,22 +147,32 @@ def read_traces(path: Path) -> list[Span]:
             for scope_spans in resource_spans.get("scopeSpans", []):
                 for raw in scope_spans.get("spans", []):
                     status = raw.get("status", {})
-                    spans.append(Span(
-                        name=raw["name"],
-                        trace_id=raw["traceId"],
-                        span_id=raw["spanId"],
-                        parent_span_id=raw.get("parentSpanId") or None,
-                        kind=_KINDS[int(raw.get("kind", 0))],
-                        start_ns=int(raw["startTimeUnixNano"]),
-                        end_ns=int(raw["endTimeUnixNano"]),
-                        status=_STATUS[int(status.get("code", 0))],
-                        status_message=status.get("message", ""),
-                        attributes=_attributes(raw.get("attributes", [])),
-                        events=[(e["name"], _attributes(e.get("attributes", [])))
-                                for e in raw.get("events", [])],
-                        links=[(link["traceId"], link["spanId"],
-                                _attributes(link.get("attributes", [])))
-                               for link in raw.get("links", [])]))
+                    spans.append(
+                        Span(
+                            name=raw["name"],
+                            trace_id=raw["traceId"],
+                            span_id=raw["spanId"],
+                            parent_span_id=raw.get("parentSpanId") or None,
+                            kind=_KINDS[int(raw.get("kind", 0))],
+                            start_ns=int(raw["startTimeUnixNano"]),
+                            end_ns=int(raw["endTimeUnixNano"]),
+                            status=_STATUS[int(status.get("code", 0))],
+                            status_message=status.get("message", ""),
+                            attributes=_attributes(raw.get("attributes", [])),
+                            events=[
+                                (e["name"], _attributes(e.get("attributes", [])))
+                                for e in raw.get("events", [])
+                            ],
+                            links=[
+                                (
+                                    link["traceId"],
+                                    link["spanId"],
+                                    _attributes(link.get("attributes", [])),
+                                )
+                                for link in raw.get("links", [])
+                            ],
+                        )
+                    )
     return spans
 
 
@@ -171,8 +200,11 @@ class Metrics:
     def series(self, name: str, **match: Any) -> list[Point]:
         """Points of `name` whose attributes include `match` (dots written as __)."""
         wanted = {k.replace("__", "."): v for k, v in match.items()}
-        return [p for p in self.points if p.name == name
-                and all(p.attributes.get(k) == v for k, v in wanted.items())]
+        return [
+            p
+            for p in self.points
+            if p.name == name and all(p.attributes.get(k) == v for k, v in wanted.items())
+        ]
 
     def total(self, name: str, **match: Any) -> float:
         """Sum of a counter over the matching series (0 when there is none)."""
@@ -212,8 +244,14 @@ def _points(metric: dict[str, Any]) -> list[Point]:
             value = float(raw["asInt"]) if "asInt" in raw else float(raw.get("asDouble", 0))
             out.append(Point(name, _attributes(raw.get("attributes", [])), value=value))
     for raw in metric.get("histogram", {}).get("dataPoints", []):
-        out.append(Point(name, _attributes(raw.get("attributes", [])),
-                         count=int(raw.get("count", 0)), sum=float(raw.get("sum", 0))))
+        out.append(
+            Point(
+                name,
+                _attributes(raw.get("attributes", [])),
+                count=int(raw.get("count", 0)),
+                sum=float(raw.get("sum", 0)),
+            )
+        )
     return out
 
 
@@ -239,12 +277,13 @@ class Tree:
 
     def named(self, prefix: str) -> list[Span]:
         """Spans whose name is `prefix` or starts with `prefix + " "`, in start order."""
-        return sorted((s for s in self.spans if s.name == prefix
-                       or s.name.startswith(prefix + " ")), key=lambda s: s.start_ns)
+        return sorted(
+            (s for s in self.spans if s.name == prefix or s.name.startswith(prefix + " ")),
+            key=lambda s: s.start_ns,
+        )
 
     def roots(self) -> list[Span]:
-        return sorted((s for s in self.spans if s.parent_span_id is None),
-                      key=lambda s: s.start_ns)
+        return sorted((s for s in self.spans if s.parent_span_id is None), key=lambda s: s.start_ns)
 
     def parent(self, span: Span) -> Span | None:
         return self.by_id.get(span.parent_span_id) if span.parent_span_id else None
@@ -301,6 +340,7 @@ class Tree:
 
 # --- running the bridge -----------------------------------------------------------------------
 
+
 def bridge_command() -> list[str]:
     """`otel-bridge` as installed beside this Python (pip install -e .), else `-m otel_bridge`."""
     script = Path(sys.executable).with_name("otel-bridge")
@@ -329,9 +369,21 @@ def replay(path: Path, out: Path) -> BridgeView:
     out.mkdir(parents=True, exist_ok=True)
     traces, metrics = out / "replay-traces.jsonl", out / "replay-metrics.jsonl"
     done = subprocess.run(
-        [*bridge_command(), "replay", str(path), "--traces-file", str(traces),
-         "--metrics-file", str(metrics), "--no-progress"],
-        env=bridge_env(), capture_output=True, text=True, timeout=120)
+        [
+            *bridge_command(),
+            "replay",
+            str(path),
+            "--traces-file",
+            str(traces),
+            "--metrics-file",
+            str(metrics),
+            "--no-progress",
+        ],
+        env=bridge_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     return BridgeView(read_traces(traces), read_metrics(metrics), done.stderr)
@@ -339,8 +391,13 @@ def replay(path: Path, out: Path) -> BridgeView:
 
 def stats(path: Path) -> dict[str, Any]:
     """`otel-bridge stats --json PATH`: the one session's numbers."""
-    done = subprocess.run([*bridge_command(), "stats", "--json", str(path)], env=bridge_env(),
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*bridge_command(), "stats", "--json", str(path)],
+        env=bridge_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert len(report["sessions"]) == 1, report
@@ -357,11 +414,30 @@ class Follower:
         self.stderr_lines: list[str] = []
         self._lines: queue.Queue[str] = queue.Queue()
         self.process = subprocess.Popen(
-            [*bridge_command(), "run", "--session-state", str(state),
-             "--traces-file", str(self.traces), "--metrics-file", str(self.metrics),
-             "--no-prometheus", "--poll-interval", "0.1", "--rescan-interval", "0.5",
-             "--metrics-interval", "1", "--idle-timeout", "600"],
-            env=bridge_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            [
+                *bridge_command(),
+                "run",
+                "--session-state",
+                str(state),
+                "--traces-file",
+                str(self.traces),
+                "--metrics-file",
+                str(self.metrics),
+                "--no-prometheus",
+                "--poll-interval",
+                "0.1",
+                "--rescan-interval",
+                "0.5",
+                "--metrics-interval",
+                "1",
+                "--idle-timeout",
+                "600",
+            ],
+            env=bridge_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self._wait_for_line("watching", timeout=30)
@@ -411,6 +487,7 @@ class Follower:
 
 
 # --- scenarios, run once per test session -------------------------------------------------------
+
 
 @dataclass
 class Result:
@@ -467,8 +544,9 @@ class E2E:
     def _run(self, name: str) -> Result:
         scenario = SCENARIOS[name]
         root = self.root / name
-        follower = Follower(root / "home" / "session-state", root / "bridge") \
-            if name in FOLLOWED else None
+        follower = (
+            Follower(root / "home" / "session-state", root / "bridge") if name in FOLLOWED else None
+        )
         followed = None
         try:
             run = run_scenario(scenario, root, binary=self.binary, interrupt_after=ABORT_AFTER)
@@ -478,8 +556,13 @@ class E2E:
         finally:
             if follower is not None:
                 followed = follower.stop()
-        return Result(run, replayed, stats(run.events_file), followed,
-                      follower.process.returncode if follower is not None else None)
+        return Result(
+            run,
+            replayed,
+            stats(run.events_file),
+            followed,
+            follower.process.returncode if follower is not None else None,
+        )
 
 
 @pytest.fixture(scope="session")

@@ -80,29 +80,35 @@ def find_copilot(root: Path = REPO) -> Path:
     if not loader.is_file():
         raise CopilotMissing(
             f"the Copilot CLI is not installed in {root / 'node_modules'}; the end-to-end tests "
-            f"drive the real CLI. Install it with:\n    cd {root} && {INSTALL_HINT}")
+            f"drive the real CLI. Install it with:\n    cd {root} && {INSTALL_HINT}"
+        )
     version = json.loads(loader.read_text()).get("version")
     if version != COPILOT_VERSION:
         raise CopilotMissing(
             f"node_modules holds @github/copilot {version}, the tests are written against "
             f"{COPILOT_VERSION} (docs/recorded-captures.md). Install it with:\n"
-            f"    cd {root} && {INSTALL_HINT}")
+            f"    cd {root} && {INSTALL_HINT}"
+        )
     machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
-        platform.machine().lower(), platform.machine().lower())
-    system = {"darwin": "darwin", "linux": "linux", "win32": "win32"}.get(sys.platform,
-                                                                         sys.platform)
+        platform.machine().lower(), platform.machine().lower()
+    )
+    system = {"darwin": "darwin", "linux": "linux", "win32": "win32"}.get(
+        sys.platform, sys.platform
+    )
     flavours = [f"{system}-{machine}"]
     if system == "linux":
         flavours.append(f"linuxmusl-{machine}")
     for flavour in flavours:
-        binary = modules / f"copilot-{flavour}" / ("copilot.exe" if system == "win32"
-                                                   else "copilot")
+        binary = (
+            modules / f"copilot-{flavour}" / ("copilot.exe" if system == "win32" else "copilot")
+        )
         if binary.is_file() and os.access(binary, os.X_OK):
             return binary
     raise CopilotMissing(
         f"@github/copilot {version} is installed but its platform package "
         f"(@github/copilot-{flavours[0]}) is missing; reinstall with:\n"
-        f"    cd {root} && {INSTALL_HINT}")
+        f"    cd {root} && {INSTALL_HINT}"
+    )
 
 
 @dataclass(frozen=True)
@@ -134,7 +140,8 @@ class Workspace:
         workspace.home.mkdir(parents=True)
         workspace.project.mkdir()
         (workspace.project / "README.md").write_text(
-            "# demo project\n\nA tiny project for tests.\n")
+            "# demo project\n\nA tiny project for tests.\n"
+        )
         (workspace.project / "hello.py").write_text('print("hello")\n')
         return workspace
 
@@ -145,25 +152,29 @@ class Workspace:
         """The one session's events.jsonl (every scenario here makes a single session)."""
         logs = self.event_logs()
         if len(logs) != 1:
-            raise AssertionError(f"expected one session log in {self.session_state}, "
-                                 f"found {len(logs)}: {logs}")
+            raise AssertionError(
+                f"expected one session log in {self.session_state}, found {len(logs)}: {logs}"
+            )
         return logs[0]
 
 
-def copilot_env(workspace: Workspace, base_url: str, *,
-                environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def copilot_env(
+    workspace: Workspace, base_url: str, *, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The CLI's environment: offline, the fake provider, its own telemetry to a file."""
     source = os.environ if environ is None else environ
     env = {k: v for k, v in source.items() if not k.startswith(_STRIPPED_PREFIXES)}
-    env.update({
-        "HOME": str(workspace.home),
-        "COPILOT_HOME": str(workspace.home),
-        "COPILOT_OFFLINE": "true",
-        "COPILOT_PROVIDER_BASE_URL": base_url,
-        "COPILOT_MODEL": MODEL,
-        "COPILOT_PROVIDER_API_KEY": API_KEY,
-        "COPILOT_OTEL_FILE_EXPORTER_PATH": str(workspace.native_otel),
-    })
+    env.update(
+        {
+            "HOME": str(workspace.home),
+            "COPILOT_HOME": str(workspace.home),
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_PROVIDER_BASE_URL": base_url,
+            "COPILOT_MODEL": MODEL,
+            "COPILOT_PROVIDER_API_KEY": API_KEY,
+            "COPILOT_OTEL_FILE_EXPORTER_PATH": str(workspace.native_otel),
+        }
+    )
     return env
 
 
@@ -194,17 +205,29 @@ class CliRun:
         """The command line (with the variables that matter), exit status and time."""
         shown = {k: v for k, v in self.env.items() if k.startswith("COPILOT_") or k == "HOME"}
         command = " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.items())
-        return {"cmd": f"{command} {shlex.join(self.args)}".strip(), "rc": self.returncode,
-                "seconds": round(self.seconds, 2), "note": self.note}
+        return {
+            "cmd": f"{command} {shlex.join(self.args)}".strip(),
+            "rc": self.returncode,
+            "seconds": round(self.seconds, 2),
+            "note": self.note,
+        }
 
 
 #: interrupt(process, fake, workspace) -> a note; called while the CLI runs
 Interrupt = Callable[[subprocess.Popen, FakeLLM, Workspace], str | None]
 
 
-def run_copilot(binary: Path, workspace: Workspace, fake: FakeLLM, prompt: str, *,
-                extra: Sequence[str] = (), tag: str = "", timeout: float = 120.0,
-                interrupt: Interrupt | None = None) -> CliRun:
+def run_copilot(
+    binary: Path,
+    workspace: Workspace,
+    fake: FakeLLM,
+    prompt: str,
+    *,
+    extra: Sequence[str] = (),
+    tag: str = "",
+    timeout: float = 120.0,
+    interrupt: Interrupt | None = None,
+) -> CliRun:
     """Run `copilot -p prompt` in the workspace's project directory; wait for it to end.
 
     The process is always gone when this returns (killed after `timeout`).
@@ -216,8 +239,9 @@ def run_copilot(binary: Path, workspace: Workspace, fake: FakeLLM, prompt: str, 
     started = time.monotonic()
     note = None
     with stdout.open("wb") as out, stderr.open("wb") as err:
-        process = subprocess.Popen(args, cwd=workspace.project, env=env, stdout=out,
-                                   stderr=err, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            args, cwd=workspace.project, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL
+        )
         try:
             if interrupt is not None:
                 note = interrupt(process, fake, workspace)
@@ -257,26 +281,45 @@ def sigint_during_tool(rule: str, after: float) -> Interrupt:
 
 # --- scenarios ----------------------------------------------------------------------------------
 
+
 def _bash(command: str, description: str) -> dict[str, Any]:
     return {"name": "bash", "arguments": {"command": command, "description": description}}
 
 
 #: Scripts of scenarios that have no recorded fixture (the fixtures keep their own script.json).
 INLINE_SCRIPTS: dict[str, dict[str, Any]] = {
-    "one_tool": {"responses": [
-        {"name": "tool", "when": {"assistant_count": 0}, "text": "Let me look.",
-         "tool_calls": [_bash("echo hello-from-fake-llm && ls", "List files")]},
-        {"name": "answer", "when": {"assistant_count": 1},
-         "text": "The project has README.md and hello.py."},
-    ]},
-    "autopilot": {"responses": [
-        {"name": "tool", "when": {"assistant_count": 0},
-         "tool_calls": [_bash("cat hello.py", "Show hello.py")]},
-        {"name": "task-complete", "when": {"assistant_count": 1},
-         "tool_calls": [{"name": "task_complete",
-                         "arguments": {"summary": "hello.py prints hello."}}]},
-        {"name": "after-complete", "repeat": True, "text": "Done."},
-    ]},
+    "one_tool": {
+        "responses": [
+            {
+                "name": "tool",
+                "when": {"assistant_count": 0},
+                "text": "Let me look.",
+                "tool_calls": [_bash("echo hello-from-fake-llm && ls", "List files")],
+            },
+            {
+                "name": "answer",
+                "when": {"assistant_count": 1},
+                "text": "The project has README.md and hello.py.",
+            },
+        ]
+    },
+    "autopilot": {
+        "responses": [
+            {
+                "name": "tool",
+                "when": {"assistant_count": 0},
+                "tool_calls": [_bash("cat hello.py", "Show hello.py")],
+            },
+            {
+                "name": "task-complete",
+                "when": {"assistant_count": 1},
+                "tool_calls": [
+                    {"name": "task_complete", "arguments": {"summary": "hello.py prints hello."}}
+                ],
+            },
+            {"name": "after-complete", "repeat": True, "text": "Done."},
+        ]
+    },
 }
 
 
@@ -306,8 +349,9 @@ class Scenario:
     def interrupt(self, after: float | None = None) -> Interrupt | None:
         if self.interrupt_rule is None:
             return None
-        return sigint_during_tool(self.interrupt_rule,
-                                  self.interrupt_after if after is None else after)
+        return sigint_during_tool(
+            self.interrupt_rule, self.interrupt_after if after is None else after
+        )
 
 
 def _scenarios(*items: Scenario) -> dict[str, Scenario]:
@@ -317,31 +361,67 @@ def _scenarios(*items: Scenario) -> dict[str, Scenario]:
 SCENARIOS: dict[str, Scenario] = _scenarios(
     Scenario("one_tool", ("Show me what is in this project.",)),
     Scenario("autopilot", ("What does hello.py print?",), flags=("--autopilot",)),
-    Scenario("resume", ("FIRST-PROMPT: echo first-run.", "SECOND-PROMPT: echo second-run."),
-             fixture="resume"),
-    Scenario("parallel_tools", ("Run several tools at once, then a failing command.",),
-             fixture="parallel_tools"),
-    Scenario("autopilot_nudge", ("Describe this project.",), flags=("--autopilot",),
-             fixture="autopilot_nudge"),
-    Scenario("subagent", ("MAIN-TASK: use a sub-agent to echo something.",),
-             fixture="subagent"),
-    Scenario("subagent_parallel", ("MAIN-TASK: use two sub-agents in parallel.",),
-             fixture="subagent_parallel"),
-    Scenario("subagent_nested", ("MAIN-TASK: delegate to an agent that delegates again.",),
-             fixture="subagent_nested"),
-    Scenario("subagent_deep", ("MAIN-TASK: delegate down a chain of agents.",),
-             fixture="subagent_deep", never_used=("L5-1", "L5-2")),  # the depth limit is 4
-    Scenario("subagent_failed", ("MAIN-TASK: delegate to an agent whose model fails.",),
-             fixture="subagent_failed", timeout=540),
-    Scenario("subagent_background", ("MAIN-TASK: start a background agent.",),
-             fixture="subagent_background", timeout=240),
-    Scenario("provider_error", ("This request will fail at the provider.",),
-             fixture="provider_error", timeout=540),
+    Scenario(
+        "resume",
+        ("FIRST-PROMPT: echo first-run.", "SECOND-PROMPT: echo second-run."),
+        fixture="resume",
+    ),
+    Scenario(
+        "parallel_tools",
+        ("Run several tools at once, then a failing command.",),
+        fixture="parallel_tools",
+    ),
+    Scenario(
+        "autopilot_nudge",
+        ("Describe this project.",),
+        flags=("--autopilot",),
+        fixture="autopilot_nudge",
+    ),
+    Scenario("subagent", ("MAIN-TASK: use a sub-agent to echo something.",), fixture="subagent"),
+    Scenario(
+        "subagent_parallel",
+        ("MAIN-TASK: use two sub-agents in parallel.",),
+        fixture="subagent_parallel",
+    ),
+    Scenario(
+        "subagent_nested",
+        ("MAIN-TASK: delegate to an agent that delegates again.",),
+        fixture="subagent_nested",
+    ),
+    Scenario(
+        "subagent_deep",
+        ("MAIN-TASK: delegate down a chain of agents.",),
+        fixture="subagent_deep",
+        never_used=("L5-1", "L5-2"),
+    ),  # the depth limit is 4
+    Scenario(
+        "subagent_failed",
+        ("MAIN-TASK: delegate to an agent whose model fails.",),
+        fixture="subagent_failed",
+        timeout=540,
+    ),
+    Scenario(
+        "subagent_background",
+        ("MAIN-TASK: start a background agent.",),
+        fixture="subagent_background",
+        timeout=240,
+    ),
+    Scenario(
+        "provider_error",
+        ("This request will fail at the provider.",),
+        fixture="provider_error",
+        timeout=540,
+    ),
     Scenario("abort", ("Run a slow command.",), fixture="abort", interrupt_rule="slow-bash"),
-    Scenario("abort_try1", ("Run a slow command.",), fixture="abort_try1",
-             interrupt_rule="slow-bash"),
-    Scenario("abort_subagent", ("MAIN-TASK: have a sub-agent run a slow command.",),
-             fixture="abort_subagent", interrupt_rule="slow-bash"),
+    Scenario(
+        "abort_try1", ("Run a slow command.",), fixture="abort_try1", interrupt_rule="slow-bash"
+    ),
+    Scenario(
+        "abort_subagent",
+        ("MAIN-TASK: have a sub-agent run a slow command.",),
+        fixture="abort_subagent",
+        interrupt_rule="slow-bash",
+    ),
 )
 
 
@@ -365,14 +445,21 @@ class ScenarioRun:
         return self.events_file.parent.name
 
     def events(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.events_file.read_text().splitlines()
-                if line.strip()]
+        return [
+            json.loads(line) for line in self.events_file.read_text().splitlines() if line.strip()
+        ]
 
 
-def run_scenario(scenario: Scenario, root: Path, *, binary: Path | None = None,
-                 script: dict[str, Any] | None = None, interrupt_after: float | None = None,
-                 log_requests: bool = True,
-                 before_each: Callable[[int, Workspace], None] | None = None) -> ScenarioRun:
+def run_scenario(
+    scenario: Scenario,
+    root: Path,
+    *,
+    binary: Path | None = None,
+    script: dict[str, Any] | None = None,
+    interrupt_after: float | None = None,
+    log_requests: bool = True,
+    before_each: Callable[[int, Workspace], None] | None = None,
+) -> ScenarioRun:
     """Run every prompt of `scenario` in a fresh workspace under `root` (which must not exist)."""
     binary = binary or find_copilot()
     workspace = Workspace.create(root)
@@ -385,10 +472,18 @@ def run_scenario(scenario: Scenario, root: Path, *, binary: Path | None = None,
                 extra += ["--resume", workspace.session_log().parent.name]
             if before_each is not None:
                 before_each(number, workspace)
-            runs.append(run_copilot(
-                binary, workspace, fake, prompt, extra=extra,
-                tag="" if number == 0 else f".run{number + 1}", timeout=scenario.timeout,
-                interrupt=scenario.interrupt(interrupt_after) if number == 0 else None))
+            runs.append(
+                run_copilot(
+                    binary,
+                    workspace,
+                    fake,
+                    prompt,
+                    extra=extra,
+                    tag="" if number == 0 else f".run{number + 1}",
+                    timeout=scenario.timeout,
+                    interrupt=scenario.interrupt(interrupt_after) if number == 0 else None,
+                )
+            )
         requests = list(fake.requests)
         unused = fake.unused()
     return ScenarioRun(scenario, workspace, script, runs, requests, unused)

@@ -56,17 +56,31 @@ from typing import Any
 __all__ = ["FakeLLM", "Request", "load_script", "matches", "usage_for"]
 
 HOST = "127.0.0.1"
-FALLBACK: dict[str, Any] = {"name": "fallback",
-                            "text": "fake-llm: no scripted response matched this request."}
-_CONDITIONS = frozenset({"last_contains", "last_role", "system_contains", "first_user_contains",
-                         "any_contains", "none_contains", "has_tool", "lacks_tool",
-                         "assistant_count", "stream"})
+FALLBACK: dict[str, Any] = {
+    "name": "fallback",
+    "text": "fake-llm: no scripted response matched this request.",
+}
+_CONDITIONS = frozenset(
+    {
+        "last_contains",
+        "last_role",
+        "system_contains",
+        "first_user_contains",
+        "any_contains",
+        "none_contains",
+        "has_tool",
+        "lacks_tool",
+        "assistant_count",
+        "stream",
+    }
+)
 
 
 def load_script(script: Any) -> dict[str, Any]:
     """A script given as a dict, a list of rules, JSON text or a path, normalised to a dict."""
-    if isinstance(script, Path) or (isinstance(script, str) and not script.lstrip().startswith(
-            ("{", "["))):
+    if isinstance(script, Path) or (
+        isinstance(script, str) and not script.lstrip().startswith(("{", "["))
+    ):
         script = json.loads(Path(script).read_text())
     elif isinstance(script, str):
         script = json.loads(script)
@@ -96,8 +110,9 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part)
-                         for part in content)
+        return "\n".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
+        )
     return json.dumps(content)
 
 
@@ -111,8 +126,9 @@ def matches(when: dict[str, Any] | None, body: dict[str, Any]) -> bool:
         return True
     messages = body.get("messages") or []
     texts = [_text_of(m.get("content")) for m in messages]
-    system = "\n".join(t for m, t in zip(messages, texts, strict=True)
-                       if m.get("role") in ("system", "developer"))
+    system = "\n".join(
+        t for m, t in zip(messages, texts, strict=True) if m.get("role") in ("system", "developer")
+    )
     users = [t for m, t in zip(messages, texts, strict=True) if m.get("role") == "user"]
     last_text = texts[-1] if texts else ""
     last_role = messages[-1].get("role") if messages else None
@@ -152,8 +168,9 @@ class Request:
 class FakeLLM:
     """The scripted server. `start()` / `stop()`, or use it as a context manager."""
 
-    def __init__(self, script: Any = None, *, model: str = "gpt-4.1",
-                 log_path: str | Path | None = None) -> None:
+    def __init__(
+        self, script: Any = None, *, model: str = "gpt-4.1", log_path: str | Path | None = None
+    ) -> None:
         self.script = load_script(script)
         self.model = model
         self.log_path = Path(log_path) if log_path else None
@@ -182,8 +199,9 @@ class FakeLLM:
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self._stopping.clear()
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="fake-llm", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -209,9 +227,13 @@ class FakeLLM:
     def unused(self) -> list[str]:
         """Names (or indexes) of the scripted rules never used: a script that did not play out."""
         with self._lock:
-            return [str(rule.get("name", i)) for i, (rule, uses)
-                    in enumerate(zip(self.script["responses"], self._uses, strict=True))
-                    if uses == 0]
+            return [
+                str(rule.get("name", i))
+                for i, (rule, uses) in enumerate(
+                    zip(self.script["responses"], self._uses, strict=True)
+                )
+                if uses == 0
+            ]
 
     def completions(self) -> list[Request]:
         """Chat-completion requests answered successfully, in order."""
@@ -284,8 +306,13 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         if self.path.rstrip("/").endswith("/models"):
             fake._record(Request(0, time.time(), "GET", self.path))
-            self._send_json(200, {"object": "list", "data": [
-                {"id": fake.model, "object": "model", "owned_by": "fake-llm"}]})
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": [{"id": fake.model, "object": "model", "owned_by": "fake-llm"}],
+                },
+            )
         else:
             fake._record(Request(0, time.time(), "GET", self.path, status=404))
             self._send_json(404, {"error": {"message": "not found"}})
@@ -305,15 +332,24 @@ class _Handler(BaseHTTPRequestHandler):
         index, rule, n = fake._pick(body)
         if rule.get("delay") and not fake._sleep(float(rule["delay"])):
             return  # stopping
-        request = Request(0, time.time(), "POST", self.path, rule=index, name=rule.get("name"),
-                          body=body)
+        request = Request(
+            0, time.time(), "POST", self.path, rule=index, name=rule.get("name"), body=body
+        )
         try:
             if rule.get("status"):
                 request.status = int(rule["status"])
                 fake._record(request)
-                self._send_json(request.status, rule.get("body") or {"error": {
-                    "message": f"fake-llm scripted error {request.status}",
-                    "type": "server_error", "code": None}})
+                self._send_json(
+                    request.status,
+                    rule.get("body")
+                    or {
+                        "error": {
+                            "message": f"fake-llm scripted error {request.status}",
+                            "type": "server_error",
+                            "code": None,
+                        }
+                    },
+                )
                 return
             answer = _Answer.of(rule, usage_for(n), body.get("model") or fake.model)
             request.response_id = answer.id
@@ -321,8 +357,7 @@ class _Handler(BaseHTTPRequestHandler):
             request.tool_call_ids = [c["id"] for c in answer.calls]
             fake._record(request)
             if body.get("stream"):
-                self._stream(answer, bool((body.get("stream_options") or {})
-                                          .get("include_usage")))
+                self._stream(answer, bool((body.get("stream_options") or {}).get("include_usage")))
             else:
                 self._send_json(200, answer.completion())
         except (BrokenPipeError, ConnectionResetError):
@@ -359,54 +394,99 @@ class _Answer:
         calls = []
         for call in rule.get("tool_calls") or []:
             arguments = call.get("arguments", {})
-            calls.append({"id": call.get("id") or "call_" + uuid.uuid4().hex[:10],
-                          "name": call["name"],
-                          "arguments": arguments if isinstance(arguments, str)
-                          else json.dumps(arguments)})
-        return cls(id="chatcmpl-" + uuid.uuid4().hex[:12], model=model,
-                   text=rule.get("text") or "", calls=calls,
-                   finish=rule.get("finish_reason") or ("tool_calls" if calls else "stop"),
-                   usage_numbers={**default_usage, **(rule.get("usage") or {})},
-                   created=int(time.time()))
+            calls.append(
+                {
+                    "id": call.get("id") or "call_" + uuid.uuid4().hex[:10],
+                    "name": call["name"],
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                }
+            )
+        return cls(
+            id="chatcmpl-" + uuid.uuid4().hex[:12],
+            model=model,
+            text=rule.get("text") or "",
+            calls=calls,
+            finish=rule.get("finish_reason") or ("tool_calls" if calls else "stop"),
+            usage_numbers={**default_usage, **(rule.get("usage") or {})},
+            created=int(time.time()),
+        )
 
     @property
     def usage(self) -> dict[str, Any]:
         u = self.usage_numbers
-        return {"prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
-                "total_tokens": u["prompt_tokens"] + u["completion_tokens"],
-                "prompt_tokens_details": {"cached_tokens": u["cached_tokens"]}}
+        return {
+            "prompt_tokens": u["prompt_tokens"],
+            "completion_tokens": u["completion_tokens"],
+            "total_tokens": u["prompt_tokens"] + u["completion_tokens"],
+            "prompt_tokens_details": {"cached_tokens": u["cached_tokens"]},
+        }
 
     def completion(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
         if self.calls:
             message["tool_calls"] = [
-                {"id": c["id"], "type": "function",
-                 "function": {"name": c["name"], "arguments": c["arguments"]}}
-                for c in self.calls]
-        return {"id": self.id, "object": "chat.completion", "created": self.created,
-                "model": self.model,
-                "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
-                "usage": self.usage}
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
+                for c in self.calls
+            ]
+        return {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
+            "usage": self.usage,
+        }
 
     def chunks(self, include_usage: bool) -> list[dict[str, Any]]:
         def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
-            return {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                    "model": self.model,
-                    "choices": [] if delta is None else
-                    [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return {
+                "id": self.id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": self.model,
+                "choices": []
+                if delta is None
+                else [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
 
         out = [chunk({"role": "assistant", "content": ""})]
         if self.text:
             step = max(1, len(self.text) // 3)
-            out += [chunk({"content": self.text[i:i + step]})
-                    for i in range(0, len(self.text), step)]
+            out += [
+                chunk({"content": self.text[i : i + step]}) for i in range(0, len(self.text), step)
+            ]
         for index, call in enumerate(self.calls):  # as OpenAI does: head, then argument pieces
             half = len(call["arguments"]) // 2
-            out.append(chunk({"tool_calls": [{
-                "index": index, "id": call["id"], "type": "function",
-                "function": {"name": call["name"], "arguments": call["arguments"][:half]}}]}))
-            out.append(chunk({"tool_calls": [{
-                "index": index, "function": {"arguments": call["arguments"][half:]}}]}))
+            out.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {
+                                    "name": call["name"],
+                                    "arguments": call["arguments"][:half],
+                                },
+                            }
+                        ]
+                    }
+                )
+            )
+            out.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {"index": index, "function": {"arguments": call["arguments"][half:]}}
+                        ]
+                    }
+                )
+            )
         out.append(chunk({}, self.finish))
         if include_usage:
             last = chunk(None)

@@ -17,10 +17,18 @@ from otel_bridge import parse_timestamp_ns
 from tests.e2e.conftest import CLI_SCENARIOS, E2E, FOLLOWED, Metrics, Result, Span, Tree
 
 # Mission metrics: all must agree between `run` (live) and `replay` of the same log.
-MISSION = ("copilot.tasks", "copilot.turns", "copilot.user_messages", "copilot.tool.calls",
-           "copilot.session.errors", "copilot.aborts", "copilot.autopilot.continuations",
-           "copilot.turns_per_message", "gen_ai.client.token.usage",
-           "gen_ai.invoke_agent.tool_calls")
+MISSION = (
+    "copilot.tasks",
+    "copilot.turns",
+    "copilot.user_messages",
+    "copilot.tool.calls",
+    "copilot.session.errors",
+    "copilot.aborts",
+    "copilot.autopilot.continuations",
+    "copilot.turns_per_message",
+    "gen_ai.client.token.usage",
+    "gen_ai.invoke_agent.tool_calls",
+)
 
 
 def main_events(result: Result, kind: str) -> list[dict[str, Any]]:
@@ -43,7 +51,8 @@ def check_root(result: Result, root: Span, *, mode: str, outcome: str) -> None:
 
 def assert_tasks(metrics: Metrics, **by_outcome: int) -> None:
     assert metrics.by("copilot.tasks", "copilot.task.outcome") == {
-        k: float(v) for k, v in by_outcome.items()}
+        k: float(v) for k, v in by_outcome.items()
+    }
 
 
 def cli_ok(result: Result, code: int = 0) -> None:
@@ -57,6 +66,7 @@ def cli_ok(result: Result, code: int = 0) -> None:
 
 
 # --- one scenario at a time -------------------------------------------------------------------
+
 
 def test_one_tool_call(e2e: E2E) -> None:
     result = e2e.run("one_tool")
@@ -94,19 +104,33 @@ def test_one_tool_call(e2e: E2E) -> None:
     assert_tasks(metrics, no_signal=1)
     assert metrics.series("copilot.tasks", copilot__mode="interactive")
     assert metrics.total("copilot.turns", copilot__agent__type="main") == 2
-    assert metrics.total("copilot.tool.calls", gen_ai__tool__name="bash",
-                         copilot__tool__outcome="success") == 1
+    assert (
+        metrics.total(
+            "copilot.tool.calls", gen_ai__tool__name="bash", copilot__tool__outcome="success"
+        )
+        == 1
+    )
     assert metrics.histogram("copilot.turns_per_message") == (1, 2)
     assert metrics.total("copilot.user_messages", copilot__continuation=False) == 1
-    assert metrics.histogram("gen_ai.invoke_agent.tool_calls", gen_ai__agent__name="copilot") \
-        == (1, 1)
+    assert metrics.histogram("gen_ai.invoke_agent.tool_calls", gen_ai__agent__name="copilot") == (
+        1,
+        1,
+    )
     prompt_tokens = sum(r.usage["prompt_tokens"] for r in result.run.requests if r.usage)
     assert metrics.histogram("gen_ai.client.token.usage", gen_ai__token__type="input") == (
-        2, prompt_tokens)
+        2,
+        prompt_tokens,
+    )
 
     stats = result.stats
-    assert (stats["user_messages"], stats["tasks"], stats["turns"], stats["tool_calls"],
-            stats["tool_failures"], stats["llm_calls"]) == (1, 1, 2, 1, 0, 2)
+    assert (
+        stats["user_messages"],
+        stats["tasks"],
+        stats["turns"],
+        stats["tool_calls"],
+        stats["tool_failures"],
+        stats["llm_calls"],
+    ) == (1, 1, 2, 1, 0, 2)
     assert stats["input_tokens"] == prompt_tokens
     assert stats["turns_per_message"] == 2
     assert stats["outcomes"]["no_signal"] == 1
@@ -132,7 +156,8 @@ def test_resumed_session_with_several_user_messages(e2e: E2E) -> None:
         assert [s.name for s in tree.children(turns[1])] == ["chat gpt-4.1"]
     messages = main_events(result, "user.message")
     assert [r.attrs["copilot.interaction.id"] for r in (first, second)] == [
-        m["data"]["interactionId"] for m in messages]
+        m["data"]["interactionId"] for m in messages
+    ]
     assert not first.links
     ((trace_id, span_id, _),) = second.links  # the previous interaction of the session
     assert (trace_id, span_id) == (first.trace_id, first.span_id)
@@ -144,7 +169,11 @@ def test_resumed_session_with_several_user_messages(e2e: E2E) -> None:
     assert metrics.total("copilot.tool.calls", gen_ai__tool__name="bash") == 2
     stats = result.stats
     assert (stats["user_messages"], stats["tasks"], stats["turns"], stats["llm_calls"]) == (
-        2, 2, 4, 4)
+        2,
+        2,
+        4,
+        4,
+    )
 
 
 def test_parallel_tool_calls(e2e: E2E) -> None:
@@ -162,10 +191,12 @@ def test_parallel_tool_calls(e2e: E2E) -> None:
     assert max(s.start_ns for s in parallel) < min(s.end_ns for s in parallel)
     first_message = main_events(result, "assistant.message")[0]
     assert {s.attrs["gen_ai.tool.call.id"] for s in parallel} == {
-        r["toolCallId"] for r in first_message["data"]["toolRequests"]}
+        r["toolCallId"] for r in first_message["data"]["toolRequests"]
+    }
     # each starts when the CLI says it started (the CLI picks the order, not the bridge)
-    started = {e["data"]["toolCallId"]: e["timestamp"]
-               for e in main_events(result, "tool.execution_start")}
+    started = {
+        e["data"]["toolCallId"]: e["timestamp"] for e in main_events(result, "tool.execution_start")
+    }
     for span in parallel:
         assert span.start_ns == parse_timestamp_ns(started[span.attrs["gen_ai.tool.call.id"]])
     assert len(tree.children(turns[0], "chat")) == 1
@@ -181,8 +212,9 @@ def test_failing_tool(e2e: E2E) -> None:
     result = e2e.run("parallel_tools")
     tree = result.tree
     views = {s.attrs["gen_ai.tool.call.id"]: s for s in tree.named("execute_tool view")}
-    completes = {e["data"]["toolCallId"]: e["data"] for e in
-                 main_events(result, "tool.execution_complete")}
+    completes = {
+        e["data"]["toolCallId"]: e["data"] for e in main_events(result, "tool.execution_complete")
+    }
     failed = [s for call, s in views.items() if completes[call]["success"] is False]
     (missing,) = failed
     assert missing.status == "ERROR"
@@ -197,12 +229,24 @@ def test_failing_tool(e2e: E2E) -> None:
     assert root.status == "UNSET"  # a failed tool does not fail the task
 
     metrics = result.metrics
-    assert metrics.total("copilot.tool.calls", gen_ai__tool__name="view",
-                         copilot__tool__outcome="error") == 1
-    assert metrics.total("copilot.tool.calls", gen_ai__tool__name="view",
-                         copilot__tool__outcome="success") == 1
-    assert metrics.total("copilot.tool.calls", gen_ai__tool__name="bash",
-                         copilot__tool__outcome="success") == 2
+    assert (
+        metrics.total(
+            "copilot.tool.calls", gen_ai__tool__name="view", copilot__tool__outcome="error"
+        )
+        == 1
+    )
+    assert (
+        metrics.total(
+            "copilot.tool.calls", gen_ai__tool__name="view", copilot__tool__outcome="success"
+        )
+        == 1
+    )
+    assert (
+        metrics.total(
+            "copilot.tool.calls", gen_ai__tool__name="bash", copilot__tool__outcome="success"
+        )
+        == 2
+    )
     assert metrics.histogram("gen_ai.execute_tool.duration", error__type="failure")[0] == 1
     assert result.stats["tool_failures"] == 1
 
@@ -218,8 +262,7 @@ def test_autopilot_ending_in_task_complete(e2e: E2E) -> None:
     assert [name for name, _ in root.events] == ["copilot.task_complete"]
     first, second = turns_of(tree, root)
     assert [s.name for s in tree.children(first)] == ["chat gpt-4.1", "execute_tool bash"]
-    assert [s.name for s in tree.children(second)] == ["chat gpt-4.1",
-                                                       "execute_tool task_complete"]
+    assert [s.name for s in tree.children(second)] == ["chat gpt-4.1", "execute_tool task_complete"]
     (complete,) = [e for e in result.events() if e["type"] == "session.task_complete"]
     assert complete["data"]["success"] is True
     assert root.start_ns <= int(_ns(complete["timestamp"])) <= root.end_ns
@@ -243,14 +286,15 @@ def test_autopilot_continuation_nudge_stays_in_the_task(e2e: E2E) -> None:
     assert root.attrs["copilot.interaction.id"] == messages[0]["data"]["interactionId"]
     assert root.attrs["copilot.user_messages"] == 2
     assert root.attrs["copilot.autopilot.continuations"] == 1
-    assert [name for name, _ in root.events] == ["copilot.autopilot.continuation",
-                                                 "copilot.task_complete"]
+    assert [name for name, _ in root.events] == [
+        "copilot.autopilot.continuation",
+        "copilot.task_complete",
+    ]
     first, second = turns_of(tree, root)
     assert first.attrs["copilot.interaction.id"] == messages[0]["data"]["interactionId"]
     assert second.attrs["copilot.interaction.id"] == messages[1]["data"]["interactionId"]
     assert [s.name for s in tree.children(first)] == ["chat gpt-4.1"]
-    assert [s.name for s in tree.children(second)] == ["chat gpt-4.1",
-                                                       "execute_tool task_complete"]
+    assert [s.name for s in tree.children(second)] == ["chat gpt-4.1", "execute_tool task_complete"]
 
     metrics = result.metrics
     assert_tasks(metrics, completed=1)
@@ -272,11 +316,19 @@ def test_subagents_nested(e2e: E2E) -> None:
     check_root(result, root, mode="interactive", outcome="no_signal")
     (bash,) = tree.named("execute_tool bash")
     chain = [s.name for s in reversed(tree.ancestors(bash))]
-    assert chain == ["invoke_agent copilot", "turn 1", "execute_tool task",
-                     "invoke_agent general-purpose", "turn 1", "execute_tool task",
-                     "invoke_agent general-purpose", "turn 1"]
-    started = {e["data"]["toolCallId"]: e for e in result.events()
-               if e["type"] == "subagent.started"}
+    assert chain == [
+        "invoke_agent copilot",
+        "turn 1",
+        "execute_tool task",
+        "invoke_agent general-purpose",
+        "turn 1",
+        "execute_tool task",
+        "invoke_agent general-purpose",
+        "turn 1",
+    ]
+    started = {
+        e["data"]["toolCallId"]: e for e in result.events() if e["type"] == "subagent.started"
+    }
     agents = tree.named("invoke_agent general-purpose")
     assert len(agents) == len(started) == 2
     for agent in agents:
@@ -294,17 +346,29 @@ def test_subagents_nested(e2e: E2E) -> None:
     metrics = result.metrics
     assert metrics.total("copilot.turns", copilot__agent__type="main") == 2
     assert metrics.total("copilot.turns", copilot__agent__type="subagent") == 4
-    assert metrics.total("copilot.tool.calls", gen_ai__tool__name="task",
-                         copilot__agent__type="main") == 1
-    assert metrics.total("copilot.tool.calls", gen_ai__tool__name="task",
-                         copilot__agent__type="subagent") == 1
-    assert metrics.total("copilot.tool.calls", gen_ai__tool__name="bash",
-                         copilot__agent__type="subagent") == 1
+    assert (
+        metrics.total("copilot.tool.calls", gen_ai__tool__name="task", copilot__agent__type="main")
+        == 1
+    )
+    assert (
+        metrics.total(
+            "copilot.tool.calls", gen_ai__tool__name="task", copilot__agent__type="subagent"
+        )
+        == 1
+    )
+    assert (
+        metrics.total(
+            "copilot.tool.calls", gen_ai__tool__name="bash", copilot__agent__type="subagent"
+        )
+        == 1
+    )
     # turns per message counts the main agent only; sub-agent prompts are not user messages
     assert metrics.histogram("copilot.turns_per_message") == (1, 2)
     assert metrics.total("copilot.user_messages") == 1
-    assert metrics.histogram("gen_ai.invoke_agent.duration",
-                             gen_ai__agent__name="general-purpose")[0] == 2
+    assert (
+        metrics.histogram("gen_ai.invoke_agent.duration", gen_ai__agent__name="general-purpose")[0]
+        == 2
+    )
     assert result.stats["turns"] == 6 and result.stats["llm_calls"] == 6
 
 
@@ -322,8 +386,12 @@ def test_subagents_in_parallel(e2e: E2E) -> None:
     # both ran at the same time; their events interleave in the one log
     assert max(a.start_ns for a in agents) < min(a.end_ns for a in agents)
     assert len({a.attrs["gen_ai.agent.id"] for a in agents}) == 2
-    tools = sorted(s.attrs["gen_ai.tool.name"] for a in agents
-                   for turn in turns_of(tree, a) for s in tree.children(turn, "execute_tool"))
+    tools = sorted(
+        s.attrs["gen_ai.tool.name"]
+        for a in agents
+        for turn in turns_of(tree, a)
+        for s in tree.children(turn, "execute_tool")
+    )
     assert tools == ["bash", "view"]
     for agent in agents:
         turns = turns_of(tree, agent)
@@ -355,8 +423,10 @@ def test_provider_http_500_is_a_session_error(e2e: E2E) -> None:
 
     metrics = result.metrics
     assert_tasks(metrics, error=1)
-    assert metrics.total("copilot.session.errors", error__type="query",
-                         copilot__agent__type="main") == 1
+    assert (
+        metrics.total("copilot.session.errors", error__type="query", copilot__agent__type="main")
+        == 1
+    )
     assert metrics.histogram("gen_ai.client.token.usage") == (0, 0)
     assert result.stats["outcomes"]["error"] == 1 and result.stats["llm_calls"] == 0
 
@@ -385,17 +455,23 @@ def test_abort_during_a_slow_tool(e2e: E2E) -> None:
     # README: "An abort ends every open span with error.type=aborted": the interrupted tool too,
     # whichever of turn_end and abort the CLI writes first (both orders occur).
     assert (tool.status, tool.attrs.get("error.type")) == ("ERROR", "aborted"), (
-        f"interrupted tool not marked aborted; log order {order}, attributes {tool.attrs}")
+        f"interrupted tool not marked aborted; log order {order}, attributes {tool.attrs}"
+    )
 
     metrics = result.metrics
     assert_tasks(metrics, aborted=1)
     assert metrics.total("copilot.aborts", copilot__abort__reason=abort["data"]["reason"]) == 1
-    assert metrics.total("copilot.tool.calls", gen_ai__tool__name="bash",
-                         copilot__tool__outcome="aborted") == 1
+    assert (
+        metrics.total(
+            "copilot.tool.calls", gen_ai__tool__name="bash", copilot__tool__outcome="aborted"
+        )
+        == 1
+    )
     assert result.stats["outcomes"]["aborted"] == 1
 
 
 # --- every scenario -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", CLI_SCENARIOS)
 def test_every_model_answer_and_tool_call_is_one_span(e2e: E2E, name: str) -> None:
@@ -418,8 +494,9 @@ def test_every_model_answer_and_tool_call_is_one_span(e2e: E2E, name: str) -> No
     assert set(tools) == asked
     for tool in tools.values():
         assert tree.parent(tool).name.startswith("turn ")
-    assert len(tree.named("turn")) == sum(e["type"] == "assistant.turn_start"
-                                          for e in result.events())
+    assert len(tree.named("turn")) == sum(
+        e["type"] == "assistant.turn_start" for e in result.events()
+    )
     assert result.stats["llm_calls"] == len(answered)
     assert result.stats["tool_calls"] == len(asked)
 
@@ -443,11 +520,15 @@ def test_run_following_the_growing_log_exports_what_replay_does(e2e: E2E, name: 
 
 
 def _series(metrics: Metrics, name: str) -> dict[str, tuple]:
-    return {json.dumps(p.attributes, sort_keys=True): (p.value, p.count, p.sum)
-            for p in metrics.series(name) if p.value or p.count}
+    return {
+        json.dumps(p.attributes, sort_keys=True): (p.value, p.count, p.sum)
+        for p in metrics.series(name)
+        if p.value or p.count
+    }
 
 
 def _ns(timestamp: str) -> int:
     from datetime import datetime
+
     moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000

@@ -31,13 +31,17 @@ def native_spans(result: Result) -> list[dict[str, Any]]:
 
 
 def native_chats(result: Result) -> list[dict[str, Any]]:
-    return [s for s in native_spans(result)
-            if s["attributes"].get("gen_ai.operation.name") == "chat"]
+    return [
+        s for s in native_spans(result) if s["attributes"].get("gen_ai.operation.name") == "chat"
+    ]
 
 
 def native_tools(result: Result) -> list[dict[str, Any]]:
-    return [s for s in native_spans(result)
-            if s["attributes"].get("gen_ai.operation.name") == "execute_tool"]
+    return [
+        s
+        for s in native_spans(result)
+        if s["attributes"].get("gen_ai.operation.name") == "execute_tool"
+    ]
 
 
 def native_metric(result: Result, name: str) -> list[dict[str, Any]]:
@@ -64,14 +68,21 @@ def test_the_same_llm_calls_appear_in_both(e2e: E2E, name: str) -> None:
     assert len(native_ids) == len(bridge_ids) == len(answered)
     assert set(native_ids) == set(bridge_ids) == answered
     # the usage record's apiCallId is the id both report
-    usage_ids = {e["data"]["usage"]["apiCallId"] for e in result.events()
-                 if e["type"] == "session.usage_record"}
+    usage_ids = {
+        e["data"]["usage"]["apiCallId"]
+        for e in result.events()
+        if e["type"] == "session.usage_record"
+    }
     assert usage_ids == answered
     bridge = {s.attrs["gen_ai.response.id"]: s for s in result.tree.named("chat")}
     for span in native_ok:
         mine = bridge[span["attributes"]["gen_ai.response.id"]]
-        for key in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
-                    "gen_ai.usage.cache_read.input_tokens", "gen_ai.response.model"):
+        for key in (
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.output_tokens",
+            "gen_ai.usage.cache_read.input_tokens",
+            "gen_ai.response.model",
+        ):
             assert mine.attrs[key] == span["attributes"][key], key
         assert abs(mine.start_ns - ns(span["startTime"])) < TOLERANCE_NS
         assert abs(mine.end_ns - ns(span["endTime"])) < TOLERANCE_NS
@@ -91,7 +102,8 @@ def test_the_same_tool_executions_appear_in_both(e2e: E2E, name: str) -> None:
         assert abs(mine[call].end_ns - ns(span["endTime"])) < TOLERANCE_NS
         native_failed = span["status"].get("code", 0) == 2
         assert (mine[call].status == "ERROR") == native_failed or (
-            name == "abort" and native_failed), call
+            name == "abort" and native_failed
+        ), call
     # the native tool counter agrees with the bridge's (its success=false covers the bridge's
     # error, aborted and incomplete), except for a tool an abort cut: the CLI counts that one as
     # failed or not at all, depending on whether its metrics are exported before it stops
@@ -104,7 +116,8 @@ def test_the_same_tool_executions_appear_in_both(e2e: E2E, name: str) -> None:
         outcome = point.attributes["copilot.tool.outcome"]
         if point.value:
             bridge_counts[(point.attributes["gen_ai.tool.name"], outcome == "success")] += int(
-                point.value)
+                point.value
+            )
     if name == "abort":
         assert dict(native_counts) in ({}, {("bash", False): 1})
         assert dict(bridge_counts) == {("bash", False): 1}
@@ -113,6 +126,7 @@ def test_the_same_tool_executions_appear_in_both(e2e: E2E, name: str) -> None:
 
 
 # --- where the two differ ------------------------------------------------------------------------
+
 
 def test_native_has_no_turn_spans_the_bridge_puts_calls_in_turns(e2e: E2E) -> None:
     result = e2e.run("parallel_tools")
@@ -161,26 +175,41 @@ def test_subagents_nest_the_same_way_in_both(e2e: E2E) -> None:
             names.append(span["name"])
         return names
 
-    (native_bash,) = [s for s in native_tools(result)
-                      if s["attributes"]["gen_ai.tool.name"] == "bash"]
+    (native_bash,) = [
+        s for s in native_tools(result) if s["attributes"]["gen_ai.tool.name"] == "bash"
+    ]
     assert native_chain(native_bash) == [
-        "invoke_agent general-purpose", "execute_tool task", "invoke_agent general-purpose",
-        "execute_tool task", "invoke_agent"]
+        "invoke_agent general-purpose",
+        "execute_tool task",
+        "invoke_agent general-purpose",
+        "execute_tool task",
+        "invoke_agent",
+    ]
     tree = result.tree
     (bash,) = tree.named("execute_tool bash")
     assert [s.name for s in tree.ancestors(bash) if not s.name.startswith("turn")] == [
-        "invoke_agent general-purpose", "execute_tool task", "invoke_agent general-purpose",
-        "execute_tool task", "invoke_agent copilot"]
+        "invoke_agent general-purpose",
+        "execute_tool task",
+        "invoke_agent general-purpose",
+        "execute_tool task",
+        "invoke_agent copilot",
+    ]
     # the task calls above it are the same calls on both sides
-    native_tasks = [by_id[s["parentSpanId"]]["attributes"]["gen_ai.tool.call.id"]
-                    for s in spans if s["name"] == "invoke_agent general-purpose"]
-    mine = [tree.parent(a).attrs["gen_ai.tool.call.id"]
-            for a in tree.named("invoke_agent general-purpose")]
+    native_tasks = [
+        by_id[s["parentSpanId"]]["attributes"]["gen_ai.tool.call.id"]
+        for s in spans
+        if s["name"] == "invoke_agent general-purpose"
+    ]
+    mine = [
+        tree.parent(a).attrs["gen_ai.tool.call.id"]
+        for a in tree.named("invoke_agent general-purpose")
+    ]
     assert sorted(native_tasks) == sorted(mine)
 
 
 def test_a_provider_error_is_failed_chat_spans_natively_a_session_error_in_the_bridge(
-        e2e: E2E) -> None:
+    e2e: E2E,
+) -> None:
     result = e2e.run("provider_error")
     failed = native_chats(result)
     assert len(failed) == 6  # the call and its 5 retries, each a failed span
@@ -225,9 +254,11 @@ def test_ids_native_random_bridge_derived_from_the_log(e2e: E2E, tmp_path) -> No
     assert not native_traces & {s.trace_id for s in result.replayed.spans}
     # both name the conversation by the session id
     assert {s["attributes"]["gen_ai.conversation.id"] for s in native_spans(result)} == {
-        result.run.session_id}
+        result.run.session_id
+    }
     assert {s.attrs["gen_ai.conversation.id"] for s in result.tree.roots()} == {
-        result.run.session_id}
+        result.run.session_id
+    }
 
 
 def test_timing_of_roots(e2e: E2E) -> None:

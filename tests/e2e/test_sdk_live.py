@@ -32,25 +32,40 @@ from tests.e2e.fake_llm import FakeLLM
 try:
     from copilot import CopilotClient, PermissionHandler, RuntimeConnection
 except ImportError:  # not skipped: the live source is part of what is tested
-    pytest.fail("the SDK tests need the Python SDK: pip install github-copilot-sdk==1.0.27",
-                pytrace=False)
+    pytest.fail(
+        "the SDK tests need the Python SDK: pip install github-copilot-sdk==1.0.27", pytrace=False
+    )
 
 TIMEOUT = 60.0
-SLOW = {"name": "slow-bash", "when": {"last_contains": "SDK-SLOW"},
-        "text": "Running a slow command.",
-        "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30; echo woke",
-                                                      "description": "sleep long"}}]}
+SLOW = {
+    "name": "slow-bash",
+    "when": {"last_contains": "SDK-SLOW"},
+    "text": "Running a slow command.",
+    "tool_calls": [
+        {
+            "name": "bash",
+            "arguments": {"command": "sleep 30; echo woke", "description": "sleep long"},
+        }
+    ],
+}
 
 
 def tool_then_answer(marker: str, command: str) -> list[dict[str, Any]]:
     """A prompt containing `marker` gets a bash call; its output gets an answer."""
     word = command.split()[-1]
     return [
-        {"name": f"{marker}-tool", "when": {"last_contains": marker},
-         "tool_calls": [{"name": "bash",
-                         "arguments": {"command": command, "description": "echo"}}]},
-        {"name": f"{marker}-answer", "when": {"last_role": "tool", "last_contains": word},
-         "text": f"Done: {word}."},
+        {
+            "name": f"{marker}-tool",
+            "when": {"last_contains": marker},
+            "tool_calls": [
+                {"name": "bash", "arguments": {"command": command, "description": "echo"}}
+            ],
+        },
+        {
+            "name": f"{marker}-answer",
+            "when": {"last_role": "tool", "last_contains": word},
+            "text": f"Done: {word}.",
+        },
     ]
 
 
@@ -74,13 +89,23 @@ class Driver:
     def __init__(self, binary: Path, run: LiveRun, bridge: LiveBridge) -> None:
         self.run = run
         self.bridge = bridge
-        env = {k: v for k, v in copilot_env(run.workspace, run.fake.url).items()
-               if k not in ("COPILOT_OFFLINE", "COPILOT_PROVIDER_BASE_URL",
-                            "COPILOT_PROVIDER_API_KEY", "COPILOT_MODEL")}
+        env = {
+            k: v
+            for k, v in copilot_env(run.workspace, run.fake.url).items()
+            if k
+            not in (
+                "COPILOT_OFFLINE",
+                "COPILOT_PROVIDER_BASE_URL",
+                "COPILOT_PROVIDER_API_KEY",
+                "COPILOT_MODEL",
+            )
+        }
         self.client = CopilotClient(
             connection=RuntimeConnection.for_stdio(path=str(binary)),
-            base_directory=str(run.workspace.home), working_directory=str(run.workspace.project),
-            env=env)
+            base_directory=str(run.workspace.home),
+            working_directory=str(run.workspace.project),
+            env=env,
+        )
         self.provider = {"type": "openai", "base_url": run.fake.url, "api_key": API_KEY}
         self.sessions: list[Any] = []
 
@@ -88,9 +113,12 @@ class Driver:
         self.run.events.append(event.to_dict())
 
     async def open(self, resume: str | None = None) -> Any:
-        options = {"on_permission_request": PermissionHandler.approve_all, "model": MODEL,
-                   "provider": self.provider,
-                   "working_directory": str(self.run.workspace.project)}
+        options = {
+            "on_permission_request": PermissionHandler.approve_all,
+            "model": MODEL,
+            "provider": self.provider,
+            "working_directory": str(self.run.workspace.project),
+        }
         if resume is None:
             session = await self.client.create_session(**options)
         else:
@@ -101,8 +129,7 @@ class Driver:
         self.run.session_id = session.session_id
         return session
 
-    async def wait_for(self, done: Callable[[], bool], what: str,
-                       timeout: float = TIMEOUT) -> None:
+    async def wait_for(self, done: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
         deadline = time.monotonic() + timeout
         while not done():
             if time.monotonic() > deadline:
@@ -126,8 +153,9 @@ class Driver:
         self.sessions.clear()
 
 
-def drive(tmp_path: Path, binary: Path, script: dict[str, Any],
-          body: Callable[[Driver], Any]) -> LiveRun:
+def drive(
+    tmp_path: Path, binary: Path, script: dict[str, Any], body: Callable[[Driver], Any]
+) -> LiveRun:
     """Run `body(driver)` against a fresh workspace and fake model; close everything."""
     workspace = Workspace.create(tmp_path / "live")
     exporter = InMemorySpanExporter()
@@ -167,23 +195,35 @@ def as_spans(readable: list[ReadableSpan]) -> list[Span]:
     out = []
     for span in readable:
         status = span.status.status_code.name
-        out.append(Span(
-            name=span.name, trace_id=f"{span.context.trace_id:032x}",
-            span_id=f"{span.context.span_id:016x}",
-            parent_span_id=f"{span.parent.span_id:016x}" if span.parent else None,
-            kind=span.kind.name, start_ns=span.start_time, end_ns=span.end_time,
-            status=status, status_message=span.status.description or "",
-            attributes=dict(span.attributes or {}),
-            events=[(e.name, dict(e.attributes or {})) for e in span.events],
-            links=[(f"{link.context.trace_id:032x}", f"{link.context.span_id:016x}",
-                    dict(link.attributes or {})) for link in span.links]))
+        out.append(
+            Span(
+                name=span.name,
+                trace_id=f"{span.context.trace_id:032x}",
+                span_id=f"{span.context.span_id:016x}",
+                parent_span_id=f"{span.parent.span_id:016x}" if span.parent else None,
+                kind=span.kind.name,
+                start_ns=span.start_time,
+                end_ns=span.end_time,
+                status=status,
+                status_message=span.status.description or "",
+                attributes=dict(span.attributes or {}),
+                events=[(e.name, dict(e.attributes or {})) for e in span.events],
+                links=[
+                    (
+                        f"{link.context.trace_id:032x}",
+                        f"{link.context.span_id:016x}",
+                        dict(link.attributes or {}),
+                    )
+                    for link in span.links
+                ],
+            )
+        )
     return out
 
 
 def categories(tree: Tree) -> dict[str, set[str]]:
     return {
-        "interaction roots": {s.span_id for s in tree.roots()
-                              if s.name == "invoke_agent copilot"},
+        "interaction roots": {s.span_id for s in tree.roots() if s.name == "invoke_agent copilot"},
         "turns": {s.span_id for s in tree.named("turn")},
         "chats": {s.span_id for s in tree.named("chat")},
         "tools": {s.span_id for s in tree.named("execute_tool")},
@@ -207,7 +247,10 @@ def compare_with_tail(run: LiveRun, tmp_path: Path) -> tuple[Tree, Tree]:
         mirror = live.by_id.get(span.span_id)
         if mirror is not None and not span.name.startswith("invoke_agent copilot"):
             assert (mirror.trace_id, mirror.parent_span_id, mirror.name) == (
-                span.trace_id, span.parent_span_id, span.name)
+                span.trace_id,
+                span.parent_span_id,
+                span.name,
+            )
     return live, tailed
 
 
@@ -252,10 +295,17 @@ def test_live_one_tool_call(tmp_path: Path, copilot_binary: Path) -> None:
 
 
 def test_live_several_messages(tmp_path: Path, copilot_binary: Path) -> None:
-    script = {"responses": [*tool_then_answer("FIRST", "echo first-msg"),
-                            *tool_then_answer("SECOND", "echo second-msg"),
-                            {"name": "third", "when": {"last_contains": "THIRD"},
-                             "text": "Third answered without tools."}]}
+    script = {
+        "responses": [
+            *tool_then_answer("FIRST", "echo first-msg"),
+            *tool_then_answer("SECOND", "echo second-msg"),
+            {
+                "name": "third",
+                "when": {"last_contains": "THIRD"},
+                "text": "Third answered without tools.",
+            },
+        ]
+    }
 
     async def body(driver: Driver) -> None:
         session = await driver.open()
@@ -273,21 +323,31 @@ def test_live_several_messages(tmp_path: Path, copilot_binary: Path) -> None:
         assert (trace_id, span_id) == (previous.trace_id, previous.span_id)
     messages = [e for e in run.of_type("user.message") if "agentId" not in e]
     assert [r.attrs["copilot.interaction.id"] for r in roots] == [
-        m["data"]["interactionId"] for m in messages]
+        m["data"]["interactionId"] for m in messages
+    ]
     check_usage(run, live)
 
 
 def test_live_abort_during_a_slow_tool(tmp_path: Path, copilot_binary: Path) -> None:
     """`session.abort()` 1 s into `sleep 30`, then another message in the same session."""
-    script = {"responses": [SLOW, {"name": "after-abort", "when": {"last_contains": "AFTER"},
-                                   "text": "Answered after the abort."}]}
+    script = {
+        "responses": [
+            SLOW,
+            {
+                "name": "after-abort",
+                "when": {"last_contains": "AFTER"},
+                "text": "Answered after the abort.",
+            },
+        ]
+    }
 
     async def body(driver: Driver) -> None:
         session = await driver.open()
         before = driver.idles()
         await session.send("SDK-SLOW: run a slow command.")
-        await driver.wait_for(lambda: bool(driver.run.of_type("tool.execution_start")),
-                              "the slow tool to start")
+        await driver.wait_for(
+            lambda: bool(driver.run.of_type("tool.execution_start")), "the slow tool to start"
+        )
         await asyncio.sleep(1.0)
         await session.abort()
         await driver.wait_for(lambda: driver.idles() > before, "session.idle after the abort")
@@ -295,9 +355,13 @@ def test_live_abort_during_a_slow_tool(tmp_path: Path, copilot_binary: Path) -> 
 
     run = drive(tmp_path, copilot_binary, script, body)
     (abort,) = run.of_type("abort")
-    assert not [e for e in run.of_type("tool.execution_complete")
-                if e["data"].get("toolCallId") == run.of_type("tool.execution_start")[0]
-                ["data"]["toolCallId"] and e["data"].get("success")]
+    assert not [
+        e
+        for e in run.of_type("tool.execution_complete")
+        if e["data"].get("toolCallId")
+        == run.of_type("tool.execution_start")[0]["data"]["toolCallId"]
+        and e["data"].get("success")
+    ]
     live, _ = compare_with_tail(run, tmp_path)
     aborted, after = live.roots()
     assert aborted.status == "ERROR"
@@ -317,8 +381,12 @@ def test_live_resumed_session(tmp_path: Path, copilot_binary: Path) -> None:
     """A session, disconnected, then resumed with `client.resume_session` and asked again: one
     log with two segments; the bridge continues the same session (and would drop events the SDK
     redelivers on resume)."""
-    script = {"responses": [*tool_then_answer("BEFORE", "echo before-resume"),
-                            *tool_then_answer("RESUMED", "echo after-resume")]}
+    script = {
+        "responses": [
+            *tool_then_answer("BEFORE", "echo before-resume"),
+            *tool_then_answer("RESUMED", "echo after-resume"),
+        ]
+    }
 
     async def body(driver: Driver) -> None:
         session = await driver.open()
@@ -335,7 +403,8 @@ def test_live_resumed_session(tmp_path: Path, copilot_binary: Path) -> None:
     live, _ = compare_with_tail(run, tmp_path)
     first, second = live.roots()
     assert {first.attrs["gen_ai.conversation.id"], second.attrs["gen_ai.conversation.id"]} == {
-        run.session_id}
+        run.session_id
+    }
     ((trace_id, span_id, _),) = second.links
     assert (trace_id, span_id) == (first.trace_id, first.span_id)
     for root in (first, second):
@@ -346,4 +415,3 @@ def test_live_resumed_session(tmp_path: Path, copilot_binary: Path) -> None:
 def _log_events(run: LiveRun) -> list[dict[str, Any]]:
     (log,) = run.workspace.event_logs()
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-
