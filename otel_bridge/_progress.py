@@ -18,7 +18,7 @@ import threading
 import time
 from typing import IO, TYPE_CHECKING, TextIO
 
-__all__ = ["ProgressBar", "TerminalHandler", "write"]
+__all__ = ["ProgressBar", "TerminalHandler", "compact_count", "write"]
 
 #: Serialises every write to the terminal (bar, logs, console spans) across threads. Re-entrant
 #: so that a write made while drawing cannot deadlock; nothing logs while holding it.
@@ -152,3 +152,12 @@ def _size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
+
+
+def compact_count(n: int) -> str:
+    """12345 -> "12.3k": a glance, not a ledger (exact numbers are on the spans and in --json)."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"

@@ -17,6 +17,7 @@ from typing import IO
 
 from ._events import Event, parse_timestamp_ns
 from ._privacy import Scrubber, ScrubberConfig
+from ._progress import compact_count
 from ._records import AttributeValue, SpanRecord
 from .assembler import Assembler, AssemblerConfig
 
@@ -248,12 +249,8 @@ def _started(date_only: bool) -> Callable[[SessionStats], str]:
     return cell
 
 
-def _compact(n: int) -> str:
-    if n < 1000:
-        return str(n)
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.1f}M"
+def _tokens(stats: SessionStats) -> str:
+    return f"{compact_count(stats.input_tokens)}/{compact_count(stats.output_tokens)}"
 
 
 def _per_message(stats: SessionStats) -> str:
@@ -313,8 +310,8 @@ _LAYOUTS: list[list[_Column]] = [
         _TOOLS,
         _TOOL_ERRORS,
         *_OUTCOME_COLUMNS,
-        _Column("in tok", lambda s: _compact(s.input_tokens)),
-        _Column("out tok", lambda s: _compact(s.output_tokens)),
+        _Column("in tok", lambda s: compact_count(s.input_tokens)),
+        _Column("out tok", lambda s: compact_count(s.output_tokens)),
     ],
     [
         _SESSION,
@@ -327,9 +324,7 @@ _LAYOUTS: list[list[_Column]] = [
         _TOOLS,
         _TOOL_ERRORS,
         _Column("ok/tasks", _tasks_ok),
-        _Column(
-            "tokens in/out", lambda s: f"{_compact(s.input_tokens)}/{_compact(s.output_tokens)}"
-        ),
+        _Column("tokens in/out", lambda s: _tokens(s)),
     ],
     [
         _SESSION,
@@ -340,7 +335,7 @@ _LAYOUTS: list[list[_Column]] = [
         _TOOLS,
         _Column("err", lambda s: str(s.tool_failures)),
         _Column("ok/tasks", _tasks_ok),
-        _Column("tokens", lambda s: f"{_compact(s.input_tokens)}/{_compact(s.output_tokens)}"),
+        _Column("tokens", lambda s: _tokens(s)),
     ],
 ]
 _MIN_CUT = 5  # a model or directory name is never cut shorter than this

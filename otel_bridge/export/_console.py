@@ -33,7 +33,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace.status import StatusCode
 
 from .. import semconv as sc
-from .._progress import write
+from .._progress import compact_count, write
 
 __all__ = ["CONSOLE_FORMATS", "ConsoleSpanExporter"]
 
@@ -218,7 +218,7 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         if agents:
             parts.append(_plural(agents, "sub-agent"))
         if chats:
-            parts.append(f"{_count(tokens_in)} in / {_count(tokens_out)} out tokens")
+            parts.append(f"{compact_count(tokens_in)} in / {compact_count(tokens_out)} out tokens")
         if model:
             parts.append(str(model))
         parts.append(_duration(_end(top) - _start(top)))
@@ -250,8 +250,8 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
             parts.append(self._paint(_RED, f"ERROR {why}".rstrip()))
         if _operation(span) == sc.OP_CHAT and sc.GEN_AI_USAGE_INPUT_TOKENS in attributes:
             parts.append(
-                f"{_count(_int(span, sc.GEN_AI_USAGE_INPUT_TOKENS))} in / "
-                f"{_count(_int(span, sc.GEN_AI_USAGE_OUTPUT_TOKENS))} out tokens"
+                f"{compact_count(_int(span, sc.GEN_AI_USAGE_INPUT_TOKENS))} in / "
+                f"{compact_count(_int(span, sc.GEN_AI_USAGE_OUTPUT_TOKENS))} out tokens"
             )
         if sc.COPILOT_TOOL_EXIT_CODE in attributes:
             parts.append(f"exit {attributes[sc.COPILOT_TOOL_EXIT_CODE]!s}")
@@ -317,15 +317,6 @@ def _most_common(values: Iterable[object]) -> str | None:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _count(n: int) -> str:
-    """12345 -> "12.3k": a glance, not a ledger (exact numbers are on the spans)."""
-    if n < 1000:
-        return str(n)
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.1f}M"
 
 
 def _duration(ns: int) -> str:
