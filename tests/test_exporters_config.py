@@ -321,7 +321,9 @@ def test_run_keeps_the_sdk_retry_chatter_off_the_terminal_and_counts_it(
         if line.startswith("otel_bridge_export_failures_total{")
         and 'otel_bridge_exporter="OTLPSpanExporter"' in line
     ]
-    assert failures and float(failures[0].rsplit(" ", 1)[1]) >= 2  # counted, not printed
+    # counted, not printed: at least once (how many refused requests one failed export() makes
+    # is the SDK's own retry policy, which differs between SDK releases)
+    assert failures and float(failures[0].rsplit(" ", 1)[1]) >= 1
 
 
 # --- Ctrl-C ----------------------------------------------------------------------------------
