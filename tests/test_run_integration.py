@@ -195,8 +195,14 @@ def test_run_reports_a_missing_state_directory_and_picks_it_up_later(
 ) -> None:
     state = tmp_path / "not-yet"
     bridge = start_bridge(state, {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint})
+    assert bridge.stderr is not None
+    lines: list[str] = []  # read as it logs, so the directory is made only after it said so
+    reader = threading.Thread(target=lambda: lines.extend(iter(bridge.stderr.readline, "")))
+    reader.start()
     try:
-        time.sleep(0.8)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any("does not exist yet" in x for x in lines):
+            time.sleep(0.05)
         session = state / "later"
         session.mkdir(parents=True)
         (session / "events.jsonl").write_bytes(
@@ -204,9 +210,15 @@ def test_run_reports_a_missing_state_directory_and_picks_it_up_later(
         )
         received = otlp_receiver.wait_for_spans(6, timeout=20)
     finally:
-        code, _, stderr = stop_bridge(bridge)
+        bridge.send_signal(signal.SIGTERM)
+        code = bridge.wait(timeout=20)
+        reader.join(timeout=5)
+        for pipe in (bridge.stdout, bridge.stderr):
+            if pipe is not None:
+                pipe.close()
+    stderr = "".join(lines)
     assert code == 0
-    assert "does not exist yet" in stderr
+    assert stderr.index("does not exist yet") < stderr.index("later/events.jsonl"), stderr
     assert len(received) == 6
 
 
