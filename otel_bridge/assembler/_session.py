@@ -19,7 +19,7 @@ from ._content import ContentPolicy
 from ._lifecycle import Lifecycle, restore, snapshot
 from ._meter import SessionMeter
 from ._state import Interaction, SeenSet, SessionFacts
-from .handlers import HANDLERS, KEEP_DANGLING_TOOLS
+from .handlers import AFTER_RESUME, HANDLERS, KEEP_DANGLING_TOOLS
 from .spans import SpanBuilders, SpanFactory
 
 __all__ = ["SessionAssembler"]
@@ -107,12 +107,23 @@ class SessionAssembler:
             and event.type not in KEEP_DANGLING_TOOLS
         ):
             self.lifecycle.end_dangling(interaction)
+        if (
+            interaction is not None
+            and interaction.killed_ns is not None
+            and event.type not in AFTER_RESUME
+        ):
+            self.lifecycle.end_killed()  # the resumed CLI has said what it had to say
+            interaction = None
         handler = HANDLERS.get(event.type)
         if handler is not None:
             handler(self, event)
         if event.type not in KNOWN_EVENT_TYPES:
             self.meter.unknown_event(event.type)
-        if interaction is not None and interaction is self.lifecycle.interaction:
+        if (
+            interaction is not None
+            and interaction is self.lifecycle.interaction
+            and interaction.killed_ns is None  # a killed one ended at its last event
+        ):
             interaction.last_ns = max(interaction.last_ns, event.timestamp_ns)
         return self.spans.factory.take()
 

@@ -40,12 +40,19 @@ def on_permission_requested(session: SessionAssembler, event: Event) -> None:
 
 
 def on_permission_completed(session: SessionAssembler, event: Event) -> None:
-    """Time spent waiting for a permission answer (the user, a hook or a policy)."""
+    """Time spent waiting for a permission answer (the user, a hook or a policy); the
+    decision goes on the tool span it was for (`toolCallId`)."""
     request_id = read_str(event.data, "requestId")
     asked = session.permissions.pop(request_id, None) if request_id is not None else None
     if asked is None:
         return
     kind = read_str(read_obj(event.data, "result"), "kind")
+    interaction = session.interaction
+    tool_call_id = read_str(event.data, "toolCallId")
+    if interaction is not None and tool_call_id:
+        session.spans.tool.permission(
+            interaction, tool_call_id, kind, read_str(event.data, "decisionSource")
+        )
     session.meter.record(
         sc.METRIC_PERMISSION_WAIT,
         max(event.timestamp_ns - asked, 0) / 1e9,
