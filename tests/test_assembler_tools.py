@@ -32,6 +32,7 @@ def killed_then_resumed(*, synthetic: bool = True, then_work: bool = True) -> tu
     killed = log.now
     log.wait(5_000)
     log.add("session.resume", resumeTime="x", selectedModel="gpt-4.1", sessionWasActive=False)
+    log.add("hook.start", hookType="sessionStart")  # an event the bridge ignores
     if synthetic:
         log.add(
             "tool.execution_complete",

@@ -107,14 +107,15 @@ class SessionAssembler:
             and event.type not in KEEP_DANGLING_TOOLS
         ):
             self.lifecycle.end_dangling(interaction)
+        handler = HANDLERS.get(event.type)
         if (
             interaction is not None
             and interaction.killed_ns is not None
+            and handler is not None  # events the bridge ignores (hooks...) change nothing
             and event.type not in AFTER_RESUME
         ):
             self.lifecycle.end_killed()  # the resumed CLI has said what it had to say
             interaction = None
-        handler = HANDLERS.get(event.type)
         if handler is not None:
             handler(self, event)
         if event.type not in KNOWN_EVENT_TYPES:

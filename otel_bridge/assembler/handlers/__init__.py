@@ -76,8 +76,8 @@ KEEP_DANGLING_TOOLS = frozenset({"abort"})
 
 #: After a SIGKILL, the interaction the killed CLI left open with tools running stays open past
 #: `session.resume` while the resumed CLI writes these (its `interrupted` completions of those
-#: tools, a `session.warning`, the settings it restored); any other event first ends it at the
-#: killed process's last event (`Lifecycle.end_killed`).
+#: tools, a `session.warning`, the settings it restored), and types without a handler; any
+#: other event first ends it at the killed process's last event (`Lifecycle.end_killed`).
 AFTER_RESUME = frozenset(
     {"tool.execution_complete", "session.warning", "session.model_change", "session.mode_changed"}
 )
