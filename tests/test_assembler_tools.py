@@ -207,6 +207,31 @@ def test_an_approved_permission_is_on_a_successful_span() -> None:
     assert tool.attributes["copilot.permission.decision_source"] == "human_response"
 
 
+def test_a_decision_before_the_tool_starts_is_kept_for_it() -> None:
+    """A permission asked (and answered) before tool.execution_start, naming the call only in
+    the request's permissionRequest: the decision still lands on the tool's span."""
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    log.usage("u1")
+    log.message([("e", "edit")])
+    log.add(
+        "permission.requested",
+        requestId="r1",
+        permissionRequest={"kind": "write", "toolCallId": "e", "fileName": "x.py"},
+    )
+    log.add("permission.completed", requestId="r1", result={"kind": "denied-by-rules"})
+    log.tool_start("e", "edit")
+    log.tool_done("e", success=False, error={"message": "no", "code": "denied"})
+    log.turn_end("0")
+    log.simple_turn("1", "u2")
+    tool = one(assemble(log.events()), "execute_tool edit")
+    assert tool.attributes["copilot.permission.result"] == "denied-by-rules"
+    assert tool.attributes["copilot.permission.decision"] == "denied"
+    assert tool.attributes["error.type"] == "denied"
+
+
 def test_a_tool_refused_by_a_rule_is_denied_without_permission_events() -> None:
     log = Log()
     log.start()

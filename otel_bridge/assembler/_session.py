@@ -43,7 +43,8 @@ class SessionAssembler:
         spans: the span builders (agent, turn, chat, tool) and their factory.
         content: what text from the log may go on spans.
         meter: metric observations.
-        permissions: open permission requests, by id: when they were asked (ns).
+        permissions: open permission requests, by id: when they were asked (ns) and the tool
+            call they are for (if the request says).
     """
 
     def __init__(
@@ -66,7 +67,7 @@ class SessionAssembler:
             self.config.parent,
         )
         self.lifecycle = Lifecycle(self.facts, self.stats, self.spans, self.meter)
-        self.permissions: dict[str, int] = {}
+        self.permissions: dict[str, tuple[int, str | None]] = {}
         self._seen_events = SeenSet()
 
     @property

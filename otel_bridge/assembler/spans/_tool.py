@@ -12,6 +12,9 @@ from ._factory import ID_TOOL, SpanFactory
 
 __all__ = ["ToolSpans"]
 
+#: Decisions for tools not started yet that an interaction keeps (a broken log cannot grow it).
+MAX_EARLY_DECISIONS = 1_000
+
 
 class ToolSpans:
     """`execute_tool <tool>` spans of the open interaction's running tools."""
@@ -39,6 +42,7 @@ class ToolSpans:
             )
         )
         attributes.update(mcp_attributes(event))
+        attributes.update(interaction.decisions.pop(tool_call_id, {}))
         span = OpenSpan(
             interaction.trace_id,
             self._factory.span_id(ID_TOOL, tool_call_id, event.key),
@@ -95,20 +99,20 @@ class ToolSpans:
         result: str | None,
         source: str | None,
     ) -> None:
-        """permission.completed for a running tool: the decision goes on its span (a denied
-        tool then completes with `error.code: denied`)."""
-        tool = interaction.tools.get(tool_call_id)
-        if tool is None:
-            return
-        tool.span.attributes.update(
-            compact(
-                {
-                    sc.COPILOT_PERMISSION_DECISION: permission_decision(result),
-                    sc.COPILOT_PERMISSION_RESULT: result,
-                    sc.COPILOT_PERMISSION_DECISION_SOURCE: source,
-                }
-            )
+        """permission.completed: the decision goes on the tool's span (a denied tool then
+        completes with `error.code: denied`); kept until the tool starts if it has not yet."""
+        decision = compact(
+            {
+                sc.COPILOT_PERMISSION_DECISION: permission_decision(result),
+                sc.COPILOT_PERMISSION_RESULT: result,
+                sc.COPILOT_PERMISSION_DECISION_SOURCE: source,
+            }
         )
+        tool = interaction.tools.get(tool_call_id)
+        if tool is not None:
+            tool.span.attributes.update(decision)
+        elif len(interaction.decisions) < MAX_EARLY_DECISIONS:
+            interaction.decisions[tool_call_id] = decision
 
     def finish(
         self,
