@@ -172,3 +172,42 @@ METRIC_INVOKE_AGENT_DURATION: Final = "gen_ai.invoke_agent.duration"
 METRIC_INVOKE_AGENT_TOOL_CALLS: Final = "gen_ai.invoke_agent.tool_calls"
 METRIC_EXECUTE_TOOL_DURATION: Final = "gen_ai.execute_tool.duration"
 METRIC_EVENTS_UNKNOWN: Final = "otel_bridge.events.unknown"
+
+# --- tools: interrupted by a crash, refused by a permission, served by MCP ------------------
+#: error.type values the CLI writes on `tool.execution_complete` (`error.code`) that the bridge
+#: recognises: a tool the resumed CLI reports as cut off by the crash of the previous process,
+#: and a tool refused by a rule or a permission decision.
+ERROR_INTERRUPTED: Final = "interrupted"
+ERROR_DENIED: Final = "denied"
+#: The permission decision for a tool call, on its span: `approved`, `denied` or `cancelled`
+#: (from the `permission.completed` result kind, or a `denied` completion without one), the
+#: CLI's result kind (`copilot.permission.result`, above) and who decided
+#: (`human_response`, `unattended_fallback`, `host_policy`...).
+COPILOT_PERMISSION_DECISION: Final = "copilot.permission.decision"
+COPILOT_PERMISSION_DECISION_SOURCE: Final = "copilot.permission.decision_source"
+PERMISSION_APPROVED: Final = "approved"
+PERMISSION_DENIED: Final = "denied"
+PERMISSION_CANCELLED: Final = "cancelled"
+#: `toolTelemetry.properties.failure_category` of a failed tool (`disconnected`: an MCP server
+#: that went away mid-call).
+COPILOT_TOOL_FAILURE_CATEGORY: Final = "copilot.tool.failure_category"
+#: `session.warning` as a span event on the interaction (`interrupted_tools` after a resume).
+EVENT_SESSION_WARNING: Final = "copilot.session.warning"
+COPILOT_WARNING_TYPE: Final = "copilot.warning.type"
+COPILOT_WARNING_MESSAGE: Final = "copilot.warning.message"  # content capture only
+# MCP tools. Names follow the OpenTelemetry semantic conventions for the Model Context
+# Protocol as published in semantic-conventions-genai v0.1.0 (docs/gen-ai/mcp.md; formerly
+# docs/gen-ai/mcp.md of open-telemetry/semantic-conventions 1.39/1.40, status Development):
+# an MCP `tools/call` carries `mcp.method.name` and `network.transport` (`pipe` for stdio,
+# `tcp` for HTTP). The CLI's `execute_tool` span is the call, so they go on it; the server's
+# name and its own name for the tool (the CLI calls it `<server>-<tool>`) have no convention
+# and stay under copilot.*. gen_ai.tool.type is `extension` (GenAI: a tool the agent runs to
+# call an external system) instead of `function`.
+MCP_METHOD_NAME: Final = "mcp.method.name"
+MCP_METHOD_TOOLS_CALL: Final = "tools/call"
+NETWORK_TRANSPORT: Final = "network.transport"
+NETWORK_TRANSPORT_PIPE: Final = "pipe"
+NETWORK_TRANSPORT_TCP: Final = "tcp"
+TOOL_TYPE_EXTENSION: Final = "extension"
+COPILOT_TOOL_MCP_TOOL: Final = "copilot.tool.mcp_tool"
+COPILOT_TOOL_MCP_TRANSPORT: Final = "copilot.tool.mcp_transport"  # as the CLI says: stdio, http

@@ -261,6 +261,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--jobs", "-j", type=int, default=1, help="record this many scenarios at once (default: 1)"
     )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="run the scenarios in DIR/<fixture> (must not exist yet) instead of a temporary "
+        "directory: the logs then hold stable paths (a random temporary name can look like a "
+        "secret to the scrubber and be redacted from reports)",
+    )
     parser.add_argument("--list", action="store_true", help="list the recordable fixtures")
     args = parser.parse_args(argv)
 
@@ -291,9 +298,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         tempfile.TemporaryDirectory(prefix="record-fixtures-") as scratch,
         ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool,
     ):
+        if args.work is not None:
+            args.work.mkdir(parents=True, exist_ok=True)
         futures = [
             pool.submit(
-                record_one, name, binary, args.scripts, args.out, Path(scratch), args.all_files
+                record_one,
+                name,
+                binary,
+                args.scripts,
+                args.out,
+                Path(scratch) if args.work is None else args.work,
+                args.all_files,
             )
             for name in names
         ]

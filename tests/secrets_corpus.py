@@ -78,6 +78,9 @@ _SESSION_BASES = (  # every recorded capture, each planted once
     "subagent_failed",
     "subagent_nested",
     "subagent_parallel",
+    "crash_resume",
+    "permission_denied",
+    "mcp_tools",
 )
 #: For each kind of name-shaped secret, one more log made of these captures one after the
 #: other (a session resumed many times): between them they have every event whose names the
@@ -90,6 +93,9 @@ _NAME_BASES = (
     "sdk_abort",
     "run3_cli_autopilot",
     "parallel_tools",
+    "crash_resume",
+    "permission_denied",
+    "mcp_tools",
 )
 
 
@@ -1042,12 +1048,22 @@ class _Walker:
             )
         self.name(data, "toolName", "tool.execution_start.toolName")
         self.name(data, "mcpServerName", "tool.execution_start.mcpServerName")
+        for key in ("mcpToolName", "mcpTransport"):
+            if key in data:
+                self.name(data, key, f"tool.execution_start.{key}")
 
     def on_tool_execution_complete(self, event: dict, data: dict) -> None:
         if data.get("success") is False:
             error = data.setdefault("error", {})
             self.slot(error, "message", "tool.execution_complete.error.message", "note")
             self.name(error, "code", "tool.execution_complete.error.code")
+            properties = (data.get("toolTelemetry") or {}).get("properties") or {}
+            if "failure_category" in properties:
+                self.name(
+                    properties,
+                    "failure_category",
+                    "tool.execution_complete.toolTelemetry.properties.failure_category",
+                )
             return
         result = data.setdefault("result", {})
         if self.long_once("result"):
@@ -1163,6 +1179,12 @@ class _Walker:
             self.name(result, "kind", "permission.completed.result.kind (cut at 64)", "label64")
         else:
             self.name(result, "kind", "permission.completed.result.kind")
+        if "decisionSource" in data:
+            self.name(data, "decisionSource", "permission.completed.decisionSource")
+
+    def on_session_warning(self, event: dict, data: dict) -> None:
+        self.slot(data, "message", "session.warning.message", "note")
+        self.name(data, "warningType", "session.warning.warningType")
 
     def on_model_call_failure(self, event: dict, data: dict) -> None:
         self.slot(data, "errorMessage", "model.call_failure.errorMessage", "note")

@@ -27,6 +27,7 @@ LOGS = [
     "provider_error",
     "autopilot_nudge",
     "sdk1_two_user_messages",
+    "crash_resume",
 ]
 KILLS = int(os.environ.get("OTEL_BRIDGE_TEST_KILLS", "8"))
 

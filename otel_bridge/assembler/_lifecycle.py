@@ -92,11 +92,28 @@ class Lifecycle:
 
     # --- closing ---------------------------------------------------------------------------
 
-    def start_segment(self) -> None:
+    def start_segment(self, *, resume: bool = False) -> None:
         """session.start or session.resume: an interaction still open was left by a CLI that
-        died without a shutdown."""
-        if self.interaction is not None:
-            self.close(self.interaction.last_ns, sc.END_SEGMENT, incomplete=True)
+        died without a shutdown. On a resume with tools still running it stays open a little
+        longer: the resumed CLI first reports on those tools (`tool.execution_complete` with
+        `error.code: interrupted`, then a `session.warning`); `end_killed` closes it after."""
+        interaction = self.interaction
+        if interaction is not None:
+            if resume and interaction.tools and interaction.killed_ns is None:
+                interaction.killed_ns = interaction.last_ns
+            else:
+                self.end_killed()
+        self._facts.previous_in_segment = False
+
+    def end_killed(self) -> None:
+        """End the interaction a killed CLI left open, at its last event (incomplete; its
+        tools the resumed CLI reported on have ended already, as interrupted). Work that comes
+        next belongs to the new segment, not to this interaction."""
+        interaction = self.interaction
+        if interaction is None:
+            return
+        end_ns = interaction.last_ns if interaction.killed_ns is None else interaction.killed_ns
+        self.close(end_ns, sc.END_SEGMENT, incomplete=True)
         self._facts.previous_in_segment = False
 
     def loop_ended(self, interaction: Interaction, end_ns: int, reason: str) -> None:
@@ -119,7 +136,9 @@ class Lifecycle:
         interaction = self.interaction
         if interaction is None:
             return
-        if interaction.awaiting_continuation:
+        if interaction.killed_ns is not None:
+            self.end_killed()
+        elif interaction.awaiting_continuation:
             self.close(interaction.last_ns, sc.END_LOOP)
         else:
             self.close(interaction.last_ns if end_ns is None else end_ns, reason, incomplete=True)

@@ -19,7 +19,7 @@ from ._content import ContentPolicy
 from ._lifecycle import Lifecycle, restore, snapshot
 from ._meter import SessionMeter
 from ._state import Interaction, SeenSet, SessionFacts
-from .handlers import HANDLERS, KEEP_DANGLING_TOOLS
+from .handlers import AFTER_RESUME, HANDLERS, KEEP_DANGLING_TOOLS
 from .spans import SpanBuilders, SpanFactory
 
 __all__ = ["SessionAssembler"]
@@ -43,7 +43,8 @@ class SessionAssembler:
         spans: the span builders (agent, turn, chat, tool) and their factory.
         content: what text from the log may go on spans.
         meter: metric observations.
-        permissions: open permission requests, by id: when they were asked (ns).
+        permissions: open permission requests, by id: when they were asked (ns) and the tool
+            call they are for (if the request says).
     """
 
     def __init__(
@@ -66,7 +67,7 @@ class SessionAssembler:
             self.config.parent,
         )
         self.lifecycle = Lifecycle(self.facts, self.stats, self.spans, self.meter)
-        self.permissions: dict[str, int] = {}
+        self.permissions: dict[str, tuple[int, str | None]] = {}
         self._seen_events = SeenSet()
 
     @property
@@ -108,11 +109,23 @@ class SessionAssembler:
         ):
             self.lifecycle.end_dangling(interaction)
         handler = HANDLERS.get(event.type)
+        if (
+            interaction is not None
+            and interaction.killed_ns is not None
+            and handler is not None  # events the bridge ignores (hooks...) change nothing
+            and event.type not in AFTER_RESUME
+        ):
+            self.lifecycle.end_killed()  # the resumed CLI has said what it had to say
+            interaction = None
         if handler is not None:
             handler(self, event)
         if event.type not in KNOWN_EVENT_TYPES:
             self.meter.unknown_event(event.type)
-        if interaction is not None and interaction is self.lifecycle.interaction:
+        if (
+            interaction is not None
+            and interaction is self.lifecycle.interaction
+            and interaction.killed_ns is None  # a killed one ended at its last event
+        ):
             interaction.last_ns = max(interaction.last_ns, event.timestamp_ns)
         return self.spans.factory.take()
 

@@ -162,6 +162,12 @@ class Interaction:
     # whether they were aborted (docs/recorded-captures.md).
     dangling: dict[str, int] = field(default_factory=dict)
     last_ns: int = 0
+    # The process running this interaction was killed (a session.resume came while tools ran):
+    # the time of its last event. The interaction stays open for the resumed process's reports
+    # on those tools (synthetic `interrupted` completions, a session.warning), then ends there.
+    killed_ns: int | None = None
+    # Permission decisions for tool calls that have not started yet, by toolCallId.
+    decisions: dict[str, dict[str, AttributeValue]] = field(default_factory=dict)
 
 
 @dataclass(eq=False, slots=True)

@@ -227,12 +227,15 @@ def run_copilot(
     tag: str = "",
     timeout: float = 120.0,
     interrupt: Interrupt | None = None,
+    base_args: Sequence[str] = BASE_ARGS,
+    new_session: bool = False,
 ) -> CliRun:
     """Run `copilot -p prompt` in the workspace's project directory; wait for it to end.
 
-    The process is always gone when this returns (killed after `timeout`).
+    The process is always gone when this returns (killed after `timeout`). `new_session` starts
+    it in a process group of its own, so that an interrupt can kill it with its children.
     """
-    args = [str(binary), "-p", prompt, *BASE_ARGS, *extra]
+    args = [str(binary), "-p", prompt, *base_args, *extra]
     stdout = workspace.root / f"live-events{tag}.jsonl"
     stderr = workspace.root / f"stderr{tag}.txt"
     env = copilot_env(workspace, fake.url)
@@ -240,7 +243,13 @@ def run_copilot(
     note = None
     with stdout.open("wb") as out, stderr.open("wb") as err:
         process = subprocess.Popen(
-            args, cwd=workspace.project, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL
+            args,
+            cwd=workspace.project,
+            env=env,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            start_new_session=new_session,
         )
         try:
             if interrupt is not None:
@@ -277,6 +286,48 @@ def sigint_during_tool(rule: str, after: float) -> Interrupt:
         return f"SIGINT {time.monotonic() - started:.1f}s after start"
 
     return interrupt
+
+
+def sigkill_group_during_tool(rule: str, after: float) -> Interrupt:
+    """SIGKILL the CLI and its children (its process group: run it with `new_session`) `after`
+    seconds into the tool the rule `rule` asked for, as a crash or an OOM kill would: the CLI
+    writes nothing more (no turn_end, no shutdown)."""
+
+    def interrupt(process: subprocess.Popen, fake: FakeLLM, workspace: Workspace) -> str:
+        started = time.monotonic()
+        fake.wait_for(rule, timeout=60)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and process.poll() is None:
+            logs = workspace.event_logs()
+            if logs and b'"tool.execution_start"' in logs[0].read_bytes():
+                break
+            time.sleep(0.05)
+        time.sleep(after)
+        if process.poll() is not None:
+            return "the CLI ended before the kill"
+        os.killpg(process.pid, signal.SIGKILL)
+        return f"SIGKILL (process group) {time.monotonic() - started:.1f}s after start"
+
+    return interrupt
+
+
+#: The stdio MCP server the `mcp_servers` scenarios configure (tests/e2e/mcp_server.py).
+MCP_SERVER = Path(__file__).resolve().parent / "mcp_server.py"
+
+
+def mcp_config(*names: str) -> str:
+    """`--additional-mcp-config` JSON: the demo MCP server under each of `names`, started with
+    this Python (which must have the `mcp` package)."""
+    servers = {
+        name: {
+            "type": "local",
+            "command": sys.executable,
+            "args": [str(MCP_SERVER)],
+            "tools": ["*"],
+        }
+        for name in names
+    }
+    return json.dumps({"mcpServers": servers})
 
 
 # --- scenarios ----------------------------------------------------------------------------------
@@ -340,6 +391,9 @@ class Scenario:
     interrupt_after: float = 3.0  # ... this many seconds into it
     timeout: float = 120.0
     never_used: tuple[str, ...] = ()  # rules the CLI is expected not to reach
+    kill: bool = False  # the interrupt is SIGKILL of the CLI's process group, not SIGINT
+    allow_all_tools: bool = True  # False: no --allow-all-tools (permission requests happen)
+    mcp_servers: tuple[str, ...] = ()  # names of demo MCP servers to configure
 
     def script(self, fixtures: Path = FIXTURES) -> dict[str, Any]:
         if self.fixture is not None:
@@ -349,6 +403,10 @@ class Scenario:
     def interrupt(self, after: float | None = None) -> Interrupt | None:
         if self.interrupt_rule is None:
             return None
+        if self.kill:
+            return sigkill_group_during_tool(
+                self.interrupt_rule, self.interrupt_after if after is None else after
+            )
         return sigint_during_tool(
             self.interrupt_rule, self.interrupt_after if after is None else after
         )
@@ -422,6 +480,27 @@ SCENARIOS: dict[str, Scenario] = _scenarios(
         fixture="abort_subagent",
         interrupt_rule="slow-bash",
     ),
+    Scenario(
+        "crash_resume",
+        ("KILL-PROMPT: run a slow command.", "RESUME-PROMPT: carry on."),
+        fixture="crash_resume",
+        interrupt_rule="slow-bash",
+        interrupt_after=2.0,
+        kill=True,
+    ),
+    Scenario(
+        "permission_denied",
+        ("PERM-PROMPT: remove a file, write a file, read a file.",),
+        flags=("--deny-tool=shell(rm)",),
+        fixture="permission_denied",
+        allow_all_tools=False,
+    ),
+    Scenario(
+        "mcp_tools",
+        ("MCP-PROMPT: look a key up, then crash the server.",),
+        fixture="mcp_tools",
+        mcp_servers=("demo",),
+    ),
 )
 
 
@@ -468,6 +547,8 @@ def run_scenario(
     with FakeLLM(script, log_path=root / "requests.jsonl" if log_requests else None) as fake:
         for number, prompt in enumerate(scenario.prompts):
             extra = list(scenario.flags)
+            if scenario.mcp_servers:
+                extra += ["--additional-mcp-config", mcp_config(*scenario.mcp_servers)]
             if number > 0:
                 extra += ["--resume", workspace.session_log().parent.name]
             if before_each is not None:
@@ -482,6 +563,10 @@ def run_scenario(
                     tag="" if number == 0 else f".run{number + 1}",
                     timeout=scenario.timeout,
                     interrupt=scenario.interrupt(interrupt_after) if number == 0 else None,
+                    base_args=BASE_ARGS
+                    if scenario.allow_all_tools
+                    else tuple(a for a in BASE_ARGS if a != "--allow-all-tools"),
+                    new_session=scenario.kill,
                 )
             )
         requests = list(fake.requests)

@@ -25,7 +25,7 @@ from . import _tools as tools
 if TYPE_CHECKING:
     from .._session import SessionAssembler
 
-__all__ = ["HANDLERS", "KEEP_DANGLING_TOOLS", "Handler"]
+__all__ = ["AFTER_RESUME", "HANDLERS", "KEEP_DANGLING_TOOLS", "Handler"]
 
 Handler = Callable[["SessionAssembler", Event], None]
 
@@ -33,7 +33,7 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
     {
         # session segments and facts; context compaction (_session_events.py)
         "session.start": session_events.on_segment_start,
-        "session.resume": session_events.on_segment_start,
+        "session.resume": session_events.on_resume,
         "session.shutdown": session_events.on_shutdown,
         "session.mode_changed": session_events.on_mode_changed,
         "session.model_change": session_events.on_model_change,
@@ -60,6 +60,7 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
         "session.task_complete": outcomes.on_task_complete,
         "session.error": outcomes.on_error,
         "abort": outcomes.on_abort,
+        "session.warning": outcomes.on_warning,
         # live only: the SDK stream, never on disk (_live.py)
         "session.idle": live.on_idle,
         "assistant.turn_retry": live.on_turn_retry,
@@ -72,3 +73,11 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
 #: its handler ends them (as aborted); any other event first ends them, incomplete, at the
 #: turn_end (`Lifecycle.end_dangling`).
 KEEP_DANGLING_TOOLS = frozenset({"abort"})
+
+#: After a SIGKILL, the interaction the killed CLI left open with tools running stays open past
+#: `session.resume` while the resumed CLI writes these (its `interrupted` completions of those
+#: tools, a `session.warning`, the settings it restored), and types without a handler; any
+#: other event first ends it at the killed process's last event (`Lifecycle.end_killed`).
+AFTER_RESUME = frozenset(
+    {"tool.execution_complete", "session.warning", "session.model_change", "session.mode_changed"}
+)

@@ -1,4 +1,4 @@
-"""Outcomes and errors: how a task ended (task_complete, session.error, abort)."""
+"""Outcomes and errors: how a task ended (task_complete, session.error, abort), and warnings."""
 
 from __future__ import annotations
 
@@ -87,4 +87,28 @@ def on_abort(session: SessionAssembler, event: Event) -> None:
         event.timestamp_ns,
         sc.END_ABORT,
         error=(sc.ERROR_ABORTED, f"aborted: {reason}" if reason else "aborted"),
+    )
+
+
+def on_warning(session: SessionAssembler, event: Event) -> None:
+    """session.warning: a span event on the interaction's root (after a crash and resume, on
+    the interaction the killed CLI left: `interrupted_tools`). The text only with content
+    capture."""
+    interaction = session.interaction
+    if interaction is None:
+        session.unplaced(event)
+        return
+    interaction.root.events.append(
+        SpanEventRecord(
+            sc.EVENT_SESSION_WARNING,
+            event.timestamp_ns,
+            compact(
+                {
+                    sc.COPILOT_WARNING_TYPE: read_str(event.data, "warningType"),
+                    sc.COPILOT_WARNING_MESSAGE: session.content.opt_in(
+                        read_str(event.data, "message")
+                    ),
+                }
+            ),
+        )
     )

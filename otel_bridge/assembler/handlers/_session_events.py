@@ -18,8 +18,14 @@ LABEL_FIELDS = frozenset({"trigger", "performedBy", "outcome", "model"})
 
 
 def on_segment_start(session: SessionAssembler, event: Event) -> None:
-    """session.start / session.resume: a new segment; the session's id, CLI version, model."""
+    """session.start: a new segment; the session's id, CLI version, model."""
     session.lifecycle.start_segment()
+    _segment_facts(session, event)
+
+
+def _segment_facts(session: SessionAssembler, event: Event) -> None:
+    """What a session.start or session.resume says of the session: id, CLI version, model;
+    the mode is back to interactive."""
     facts = session.facts
     session_id = read_str(event.data, "sessionId")
     if session_id and not facts.named:
@@ -32,6 +38,12 @@ def on_segment_start(session: SessionAssembler, event: Event) -> None:
     if model:
         facts.model = model
     facts.mode = sc.MODE_INTERACTIVE
+
+
+def on_resume(session: SessionAssembler, event: Event) -> None:
+    """session.resume: a new segment of the same session (after a shutdown, or a crash)."""
+    session.lifecycle.start_segment(resume=True)
+    _segment_facts(session, event)
 
 
 def on_shutdown(session: SessionAssembler, event: Event) -> None:

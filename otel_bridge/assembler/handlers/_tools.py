@@ -36,18 +36,29 @@ def on_tool_complete(session: SessionAssembler, event: Event) -> None:
 def on_permission_requested(session: SessionAssembler, event: Event) -> None:
     request_id = read_str(event.data, "requestId")
     if request_id is not None and len(session.permissions) < MAX_OPEN_PERMISSIONS:
-        session.permissions[request_id] = event.timestamp_ns
+        tool_call_id = read_str(read_obj(event.data, "permissionRequest"), "toolCallId") or (
+            read_str(read_obj(event.data, "promptRequest"), "toolCallId")
+        )
+        session.permissions[request_id] = (event.timestamp_ns, tool_call_id)
 
 
 def on_permission_completed(session: SessionAssembler, event: Event) -> None:
-    """Time spent waiting for a permission answer (the user, a hook or a policy)."""
+    """Time spent waiting for a permission answer (the user, a hook or a policy); the
+    decision goes on the tool span it was for (`toolCallId`)."""
     request_id = read_str(event.data, "requestId")
     asked = session.permissions.pop(request_id, None) if request_id is not None else None
+    kind = read_str(read_obj(event.data, "result"), "kind")
+    interaction = session.interaction
+    tool_call_id = read_str(event.data, "toolCallId") or (asked[1] if asked else None)
+    if interaction is not None and tool_call_id:
+        session.spans.tool.permission(
+            interaction, tool_call_id, kind, read_str(event.data, "decisionSource")
+        )
     if asked is None:
         return
-    kind = read_str(read_obj(event.data, "result"), "kind")
+    asked_ns = asked[0]
     session.meter.record(
         sc.METRIC_PERMISSION_WAIT,
-        max(event.timestamp_ns - asked, 0) / 1e9,
+        max(event.timestamp_ns - asked_ns, 0) / 1e9,
         {sc.COPILOT_PERMISSION_RESULT: kind or sc.UNKNOWN},
     )

@@ -1,0 +1,95 @@
+"""End to end with the real Copilot CLI: a tool cut off by SIGKILL and the session resumed, tools
+refused by permissions, and MCP tools (one of them crashing its server). Each scenario runs once
+(tests/e2e/copilot.py), is replayed, and is followed by `otel-bridge run` while the CLI writes
+it; test_cli_tail.py checks for every FOLLOWED scenario, these included, that `run` exported
+exactly the spans and metrics of the replay. Expectations come from the scenario and the log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_bridge import parse_timestamp_ns
+from tests.e2e.conftest import E2E, Result
+from tests.e2e.test_cli_tail import cli_ok
+
+
+def completions(result: Result) -> dict[str, dict[str, Any]]:
+    return {
+        e["data"]["toolCallId"]: e["data"]
+        for e in result.events()
+        if e["type"] == "tool.execution_complete"
+    }
+
+
+def test_sigkill_then_resume_fails_the_killed_tool_as_interrupted(e2e: E2E) -> None:
+    result = e2e.run("crash_resume")
+    killed, resumed = result.run.runs
+    assert killed.returncode == -9  # SIGKILL
+    assert resumed.returncode == 0, resumed.stderr.read_text()[-2000:]
+    events = result.events()
+    kinds = [e["type"] for e in events]
+    resume = kinds.index("session.resume")
+    assert "session.shutdown" not in kinds[:resume]
+    last_killed_ns = max(parse_timestamp_ns(e["timestamp"]) for e in events[:resume])
+    interrupted = [
+        call
+        for call, data in completions(result).items()
+        if (data.get("error") or {}).get("code") == "interrupted"
+    ]
+    assert len(interrupted) == 1
+    tree = result.tree
+    tree.check_well_formed()
+    (tool,) = tree.named("execute_tool bash")
+    assert tool.attrs["gen_ai.tool.call.id"] == interrupted[0]
+    assert (tool.status, tool.attrs["error.type"]) == ("ERROR", "interrupted")
+    assert tool.end_ns == last_killed_ns
+    root = tree.root_of(tool)
+    assert root.end_ns == last_killed_ns
+    assert root.attrs["copilot.end_reason"] == "segment_end"
+    assert [name for name, _ in root.events] == ["copilot.session.warning"]
+    assert len(tree.roots()) == 2  # the killed message and the resumed one
+    assert (
+        result.metrics.total(
+            "copilot.tool.calls", gen_ai__tool__name="bash", copilot__tool__outcome="error"
+        )
+        == 1
+    )
+
+
+def test_denied_tools_are_failed_spans_with_the_decision(e2e: E2E) -> None:
+    result = e2e.run("permission_denied")
+    cli_ok(result)
+    done = completions(result)
+    denied = {c for c, d in done.items() if (d.get("error") or {}).get("code") == "denied"}
+    asked = [e["data"] for e in result.events() if e["type"] == "permission.completed"]
+    assert len(denied) == 2 and len(asked) == 1
+    tree = result.tree
+    tools = {s.attrs["gen_ai.tool.call.id"]: s for s in tree.named("execute_tool")}
+    assert set(tools) == set(done)
+    for call, span in tools.items():
+        if call in denied:
+            assert (span.status, span.attrs["error.type"]) == ("ERROR", "denied")
+            assert span.attrs["copilot.permission.decision"] == "denied"
+        else:
+            assert span.status == "UNSET"
+    (decided,) = asked
+    span = tools[decided["toolCallId"]]
+    assert span.attrs["copilot.permission.decision_source"] == "unattended_fallback"
+    assert span.attrs["copilot.permission.result"] == decided["result"]["kind"]
+    assert result.metrics.series("copilot.permission.wait.duration")
+
+
+def test_mcp_tools_and_a_crashed_server(e2e: E2E) -> None:
+    result = e2e.run("mcp_tools")
+    cli_ok(result)
+    tree = result.tree
+    lookup = tree.named("execute_tool demo-lookup")[0]
+    crash = tree.named("execute_tool demo-crash")[0]
+    for span, tool in ((lookup, "lookup"), (crash, "crash")):
+        assert span.attrs["mcp.method.name"] == "tools/call"
+        assert span.attrs["network.transport"] == "pipe"
+        assert span.attrs["copilot.tool.mcp_server"] == "demo"
+        assert span.attrs["copilot.tool.mcp_tool"] == tool
+    assert lookup.status == "UNSET"
+    assert (crash.status, crash.attrs["error.type"]) == ("ERROR", "failure")
+    assert crash.attrs["copilot.tool.failure_category"] == "disconnected"
