@@ -32,6 +32,7 @@ def on_segment_start(session: SessionAssembler, event: Event) -> None:
     if model:
         facts.model = model
     facts.mode = sc.MODE_INTERACTIVE
+    facts.agent_name = None  # a new process: the default agent unless `--agent` selects again
 
 
 def on_shutdown(session: SessionAssembler, event: Event) -> None:
