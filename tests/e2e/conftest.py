@@ -54,6 +54,9 @@ CLI_SCENARIOS = (
     "subagent_parallel",
     "provider_error",
     "abort",
+    "custom_agent",
+    "skill",
+    "autopilot_limit",
 )
 #: Scenarios that `otel-bridge run` also follows live, while the CLI writes the log (all: it
 #: costs about a second each).
