@@ -122,6 +122,19 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "Autopilot continuation nudges (the model stopped without task_complete)",
     ),
     MetricSpec(
+        "copilot.autopilot.limit_stops",
+        Instrument.COUNTER,
+        "{task}",
+        "Autopilot tasks the CLI stopped at its continuation limit (--max-autopilot-continues)",
+    ),
+    MetricSpec(
+        "copilot.skills.invoked",
+        Instrument.COUNTER,
+        "{invocation}",
+        "Skills invoked (skill.invoked), by skill name",
+        ("copilot.skill.name",),
+    ),
+    MetricSpec(
         "copilot.permission.wait.duration",
         Instrument.HISTOGRAM,
         "s",

@@ -211,3 +211,18 @@ NETWORK_TRANSPORT_TCP: Final = "tcp"
 TOOL_TYPE_EXTENSION: Final = "extension"
 COPILOT_TOOL_MCP_TOOL: Final = "copilot.tool.mcp_tool"
 COPILOT_TOOL_MCP_TRANSPORT: Final = "copilot.tool.mcp_transport"  # as the CLI says: stdio, http
+# --- custom agents, skills and the autopilot limit (docs/events.md) ----------------------------
+COPILOT_SKILL_NAME: Final = "copilot.skill.name"
+COPILOT_SKILL_SOURCE: Final = "copilot.skill.source"
+COPILOT_SKILL_TRIGGER: Final = "copilot.skill.trigger"
+COPILOT_SKILL_CONTENT_LENGTH: Final = "copilot.skill.content.length"
+COPILOT_AUTOPILOT_STOP_REASON: Final = "copilot.autopilot.stop_reason"
+EVENT_SKILL_INVOKED: Final = "copilot.skill.invoked"
+EVENT_SKILL_CONTEXT_DELIVERED: Final = "copilot.skill.context_delivered"
+#: copilot.end_reason of an autopilot task the CLI stopped nudging on
+#: (`--max-autopilot-continues`): no task_complete, no further continuation.
+END_AUTOPILOT_LIMIT: Final = "autopilot_limit"
+#: session.autopilot_stopped reason (live only) when the continuation limit was reached.
+AUTOPILOT_CAP_REACHED: Final = "cap_reached"
+METRIC_SKILLS_INVOKED: Final = "copilot.skills.invoked"
+METRIC_AUTOPILOT_LIMIT_STOPS: Final = "copilot.autopilot.limit_stops"

@@ -5,6 +5,7 @@ docs/recorded-captures.md; counts are cross-checked against the raw events."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,12 @@ from tests.spantree import assemble_file, by_name, check_invariants, children, o
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ALL_LOGS = sorted(FIXTURES.glob("*/events*.jsonl"))
+
+
+def iso_ns(stamp: str) -> int:
+    """Nanoseconds since the epoch of an event's ISO timestamp (millisecond precision)."""
+    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
 
 
 def raw_events(path: Path) -> list[dict]:
@@ -124,7 +131,13 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
         and not e["data"].get("isAutopilotContinuation")
     ]
     assert len({s.trace_id for s in spans}) == len(top_level)
-    assert len(by_name(spans, "invoke_agent copilot")) == len(top_level)
+    roots = [s for s in spans if s.parent_span_id is None]
+    assert len(roots) == len(top_level)
+    # the root is named after the agent that runs the task: a custom agent selected with
+    # `--agent` (subagent.selected without agentId, before the message), else copilot
+    selected = [e for e in events if e["type"] == "subagent.selected" and "agentId" not in e]
+    main_name = selected[-1]["data"]["agentName"] if selected else "copilot"
+    assert {r.name for r in roots} <= {f"invoke_agent {main_name}"}
     by_id = {s.span_id: s for s in spans}
     tools = {s.attributes["gen_ai.tool.call.id"]: s for s in by_name(spans, "execute_tool ")}
     # a tool's parent is the turn of the agent whose assistant.message requested it
@@ -142,7 +155,7 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
         assert owner.attributes.get("gen_ai.agent.id") == agent_id
     # each sub-agent hangs under the `task` call that spawned it
     started = [e for e in events if e["type"] == "subagent.started"]
-    subagents = [s for s in by_name(spans, "invoke_agent ") if s.name != "invoke_agent copilot"]
+    subagents = [s for s in by_name(spans, "invoke_agent ") if s.parent_span_id is not None]
     assert len(subagents) == len(started)
     for event in started:
         (span,) = [
@@ -284,3 +297,81 @@ def test_parallel_tools_with_a_failing_view_and_a_nonzero_exit() -> None:
         s.attributes["copilot.tool.exit_code"] for s in by_name(spans, "execute_tool bash")
     )
     assert exit_codes == [0, 3]
+
+
+def test_custom_agent_names_the_task_root_and_explore_keeps_its_own_name() -> None:
+    """`--agent reviewer`: subagent.selected (no agentId) before the message names the root;
+    the explore sub-agent's own subagent.selected (with agentId) does not touch it."""
+    path = FIXTURES / "custom_agent" / "events.jsonl"
+    events = raw_events(path)
+    selected = [e for e in events if e["type"] == "subagent.selected"]
+    assert [("agentId" in e, e["data"]["agentName"]) for e in selected] == [
+        (False, "reviewer"),
+        (True, "explore"),
+    ]
+    spans = assemble_file(path)
+    check_invariants(spans)
+    (root,) = [s for s in spans if s.parent_span_id is None]
+    assert root.name == "invoke_agent reviewer"
+    assert root.attributes["gen_ai.agent.name"] == "reviewer"
+    (explore,) = by_name(spans, "invoke_agent explore")
+    assert explore.attributes["gen_ai.agent.id"] == selected[1]["agentId"]
+    assert explore.parent_span_id == by_name(spans, "execute_tool task")[0].span_id
+    assert root.attributes["copilot.turns"] == sum(
+        1 for e in events if e["type"] == "assistant.turn_start" and "agentId" not in e
+    )
+
+
+def test_skill_events_land_on_the_turn_that_called_the_skill_tool() -> None:
+    path = FIXTURES / "skill" / "events.jsonl"
+    events = raw_events(path)
+    spans = assemble_file(path)
+    check_invariants(spans)
+    (invoked,) = [e for e in events if e["type"] == "skill.invoked"]
+    (delivered,) = [e for e in events if e["type"] == "skill.context_delivered_ref"]
+    (call,) = by_name(spans, "execute_tool skill")
+    turn = next(s for s in spans if s.span_id == call.parent_span_id)
+    assert [e.name for e in turn.events] == [
+        "copilot.skill.invoked",
+        "copilot.skill.context_delivered",
+    ]
+    event = turn.events[0]
+    assert event.attributes == {
+        "copilot.skill.name": invoked["data"]["name"],
+        "copilot.skill.source": invoked["data"]["source"],
+        "copilot.skill.trigger": invoked["data"]["trigger"],
+        "copilot.skill.content.length": len(invoked["data"]["content"]),
+    }
+    assert turn.events[1].attributes == {
+        "copilot.skill.name": delivered["data"]["source"].removeprefix("skill-")
+    }
+    assert turn.start_ns <= event.timestamp_ns <= turn.end_ns
+    # neither the skill's text nor its path is copied anywhere
+    text = repr(spans)
+    assert invoked["data"]["content"] not in text and invoked["data"]["path"] not in text
+
+
+def test_autopilot_limit_is_a_no_signal_task_with_its_own_end_reason() -> None:
+    """`--autopilot --max-autopilot-continues 2`, a model that never calls task_complete:
+    two continuations, a last turn without tools, then the CLI shuts down without nudging."""
+    path = FIXTURES / "autopilot_limit" / "events.jsonl"
+    events = raw_events(path)
+    assert not any(e["type"] == "session.task_complete" for e in events)
+    continuations = [e for e in events if e["data"].get("isAutopilotContinuation") is True]
+    assert len(continuations) == 2
+    spans = assemble_file(path)
+    check_invariants(spans)
+    (root,) = by_name(spans, "invoke_agent copilot")
+    assert root.attributes["copilot.task.outcome"] == "no_signal"
+    assert root.attributes["copilot.end_reason"] == "autopilot_limit"
+    assert root.attributes["copilot.autopilot.continuations"] == len(continuations)
+    assert "copilot.incomplete" not in root.attributes
+    last_turn_end = [e for e in events if e["type"] == "assistant.turn_end"][-1]
+    assert root.end_ns == max(s.end_ns for s in spans)
+    assert iso_ns(last_turn_end["timestamp"]) == root.end_ns
+
+
+def test_an_autopilot_task_with_task_complete_is_not_a_limit_stop() -> None:
+    spans = assemble_file(FIXTURES / "autopilot_nudge" / "events.jsonl")
+    (root,) = by_name(spans, "invoke_agent copilot")
+    assert root.attributes["copilot.end_reason"] == "task_complete"

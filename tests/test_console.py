@@ -83,7 +83,16 @@ def test_summary_is_one_line_per_task_with_its_numbers() -> None:
     batches = spans_of(LOGS)
     lines = printed(batches, "summary").splitlines()
     tasks = sorted(roots(batches), key=lambda s: s.context.trace_id)
-    assert len(lines) == len(tasks) == 25
+    # one task per top-level user message of the fixtures (autopilot nudges join their task)
+    messages = [
+        event
+        for path in LOGS
+        for event in map(json.loads, path.read_text().splitlines())
+        if event["type"] == "user.message"
+        and "agentId" not in event
+        and not event["data"].get("isAutopilotContinuation")
+    ]
+    assert len(lines) == len(tasks) == len(messages)
     parsed = [SUMMARY.match(line) for line in lines]
     assert all(parsed), [line for line, m in zip(lines, parsed, strict=True) if not m]
     # the same tasks, in the order their roots came

@@ -77,6 +77,35 @@ def expected_outcomes(events: list[dict]) -> Counter:
     return outcomes
 
 
+def expected_limit_stops(events: list[dict]) -> int:
+    """Autopilot tasks the CLI stopped nudging: no task_complete, abort or error, and the CLI
+    shut down (or a new task began) right after a main-agent turn that asked for no tool."""
+    stops = 0
+    autopilot = open_task = asked_for_tools = after_turn_end = False
+    for event in events:
+        kind, data, main = event["type"], event["data"], "agentId" not in event
+        if kind == "session.mode_changed":
+            autopilot = data.get("newMode") == "autopilot"
+        elif kind in ("session.start", "session.resume"):
+            autopilot = open_task = False
+        elif kind == "user.message" and main and data.get("isAutopilotContinuation"):
+            after_turn_end = False
+        elif kind in ("user.message", "session.shutdown") and main:
+            stops += open_task and autopilot and after_turn_end and not asked_for_tools
+            open_task = kind == "user.message"
+            autopilot = autopilot or data.get("agentMode") == "autopilot"
+            after_turn_end = False
+        elif kind in ("session.task_complete", "abort", "session.error") and main:
+            open_task = False
+        elif kind == "assistant.message" and main:
+            asked_for_tools = bool(data.get("toolRequests"))
+        elif kind == "assistant.turn_end" and main:
+            after_turn_end = True
+        elif kind == "assistant.turn_start" and main:
+            after_turn_end = False
+    return stops
+
+
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.parent.name)
 def test_metrics_match_the_raw_log(path: Path) -> None:
     events = raw(path)
@@ -125,6 +154,15 @@ def test_metrics_match_the_raw_log(path: Path) -> None:
     assert len(recorder.values("copilot.session.errors")) == sum(
         1 for e in events if e["type"] == "session.error"
     )
+    skills = Counter(
+        e["data"]["name"] for e in events if e["type"] in ("skill.invoked", "skill.invoked_ref")
+    )
+    counted = Counter()
+    for _, name, value, attributes, _ in recorder.points:
+        if name == "copilot.skills.invoked":
+            counted[attributes["copilot.skill.name"]] += value
+    assert counted == skills
+    assert len(recorder.values("copilot.autopilot.limit_stops")) == expected_limit_stops(events)
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.parent.name)
@@ -277,7 +315,7 @@ def test_metrics_of_finished_spans_agree_with_the_spans(path: Path) -> None:
     assert sorted(recorder.values("gen_ai.execute_tool.duration")) == durations("execute_tool")
     assert sorted(recorder.values("gen_ai.invoke_agent.duration")) == durations("invoke_agent")
     assert len(recorder.values("copilot.tool.calls")) == len(durations("execute_tool"))
-    roots = [s for s in spans if s.name == "invoke_agent copilot"]
+    roots = [s for s in spans if s.parent_span_id is None]
     assert sorted(recorder.values("copilot.turns_per_message")) == sorted(
         s.attributes["copilot.turns"] for s in roots
     )

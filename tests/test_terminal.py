@@ -129,7 +129,16 @@ def test_replay_on_a_terminal_prints_a_line_per_task(tmp_path) -> None:
     lines = screen(raw)
     assert code == 0, raw
     tasks = [line for line in lines if SUMMARY.match(line)]
-    assert len(tasks) == traces_in(LOGS) == 25
+    # one task per top-level user message of the fixtures (autopilot nudges join their task)
+    messages = [
+        event
+        for path in LOGS
+        for event in map(json.loads, path.read_text().splitlines())
+        if event["type"] == "user.message"
+        and "agentId" not in event
+        and not event["data"].get("isAutopilotContinuation")
+    ]
+    assert len(tasks) == traces_in(LOGS) == len(messages)
     assert not any(line.lstrip().startswith("{") for line in lines)  # no JSON
     assert "\x1b[32mcompleted" in raw  # colours, on a terminal
 

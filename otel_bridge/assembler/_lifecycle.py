@@ -119,10 +119,13 @@ class Lifecycle:
     def loop_ended(self, interaction: Interaction, end_ns: int, reason: str) -> None:
         """The main agent's loop stopped: end the interaction unless more will come."""
         interaction.main.done = True
+        running = any(not agent.done for agent in interaction.subagents.values())
         if not interaction.task_signal and self._facts.mode == sc.MODE_AUTOPILOT:
             interaction.awaiting_continuation = True  # the CLI may nudge the model on
+            # ... unless background sub-agents run: the main agent resumes when they report
+            interaction.awaiting_nudge = not running
             return
-        if any(not agent.done for agent in interaction.subagents.values()):
+        if running:
             # Background sub-agents still run; when they report, the CLI resumes the main
             # agent (a read_agent call and another turn), so the loop is not over yet.
             interaction.awaiting_continuation = True
@@ -131,15 +134,18 @@ class Lifecycle:
 
     def end_of_input(self, end_ns: int | None = None, reason: str = sc.END_OF_INPUT) -> None:
         """Nothing more will come (end of a replayed file, a quiet log, a shutdown at
-        `end_ns`): close what is open, incomplete, except an autopilot loop that had stopped
-        and was only waiting for a continuation: that one ended at its last event."""
+        `end_ns`): close what is open, incomplete, except a loop that had stopped and was only
+        waiting for a continuation: that one ended at its last event. An autopilot loop the CLI
+        shut down on without nudging it again was stopped by its continuation limit; at the end
+        of the input (no shutdown seen) that is not known, so it is an ordinary loop end."""
         interaction = self.interaction
         if interaction is None:
             return
         if interaction.killed_ns is not None:
             self.end_killed()
         elif interaction.awaiting_continuation:
-            self.close(interaction.last_ns, sc.END_LOOP)
+            limit = reason == sc.END_SHUTDOWN and interaction.awaiting_nudge
+            self.close(interaction.last_ns, sc.END_AUTOPILOT_LIMIT if limit else sc.END_LOOP)
         else:
             self.close(interaction.last_ns if end_ns is None else end_ns, reason, incomplete=True)
 
@@ -152,6 +158,8 @@ class Lifecycle:
         if interaction is None:
             return
         self.interaction = None
+        if interaction.autopilot_limit and error is None:  # live: the CLI said so
+            reason, incomplete = sc.END_AUTOPILOT_LIMIT, False
         spans = self._spans
         if error is None:  # not an abort: tools a turn_end left running end with that turn
             self.end_dangling(interaction)
@@ -174,7 +182,9 @@ class Lifecycle:
             {
                 sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
                 sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
-                sc.GEN_AI_AGENT_NAME: sc.MAIN_AGENT_NAME,
+                sc.GEN_AI_AGENT_NAME: interaction.root.attributes.get(
+                    sc.GEN_AI_AGENT_NAME, sc.MAIN_AGENT_NAME
+                ),
             },
         )
         self._facts.previous = (interaction.root.trace_id, interaction.root.span_id)
@@ -213,6 +223,7 @@ def snapshot(facts: SessionFacts) -> dict[str, Any]:
         "mode": facts.mode,
         "model": facts.model,
         "copilot_version": facts.copilot_version,
+        "agent_name": facts.agent_name,
         "previous": [f"{facts.previous[0]:032x}", f"{facts.previous[1]:016x}"]
         if facts.previous is not None
         else None,
@@ -231,6 +242,8 @@ def restore(facts: SessionFacts, saved: Mapping[str, Any]) -> None:
         facts.model = saved["model"]
     if isinstance(saved.get("copilot_version"), str):
         facts.copilot_version = saved["copilot_version"]
+    agent_name = saved.get("agent_name")
+    facts.agent_name = agent_name if isinstance(agent_name, str) and agent_name else None
     previous = saved.get("previous")
     try:
         facts.previous = (int(previous[0], 16), int(previous[1], 16)) if previous else None

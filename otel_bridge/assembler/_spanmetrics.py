@@ -6,7 +6,8 @@ metrics cannot disagree with the spans, and no handler counts them:
 
     execute_tool   gen_ai.execute_tool.duration, copilot.tool.calls (by outcome)
     invoke_agent   gen_ai.invoke_agent.duration (tasks and sub-agents); for a task (the root,
-                   which carries copilot.task.outcome): copilot.tasks, copilot.turns_per_message
+                   which carries copilot.task.outcome): copilot.tasks, copilot.turns_per_message,
+                   copilot.autopilot.limit_stops (end reason autopilot_limit)
     chat           gen_ai.client.operation.duration, gen_ai.client.token.usage (a usage record's
                    call: the CLI's own duration and token counts, when the span carries them)
 
@@ -93,6 +94,8 @@ def _task(meter: SessionMeter, record: SpanRecord) -> None:
         sc.METRIC_TASKS,
         {sc.COPILOT_TASK_OUTCOME: attributes[sc.COPILOT_TASK_OUTCOME], sc.COPILOT_MODE: mode},
     )
+    if attributes.get(sc.COPILOT_END_REASON) == sc.END_AUTOPILOT_LIMIT:
+        meter.add(sc.METRIC_AUTOPILOT_LIMIT_STOPS)
 
 
 def _agent(meter: SessionMeter, record: SpanRecord) -> None:

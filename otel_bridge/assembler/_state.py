@@ -154,6 +154,9 @@ class Interaction:
     outcome: str | None = None
     task_signal: bool = False  # a terminal session.task_complete was seen
     awaiting_continuation: bool = False  # the loop stopped, but more work may come
+    # ... because autopilot may nudge it on: no task_complete yet (docs/events.md, "Autopilot")
+    awaiting_nudge: bool = False
+    autopilot_limit: bool = False  # live: session.autopilot_stopped said cap_reached
     user_messages: int = 1
     continuations: int = 0
     tool_calls: int = 0
@@ -180,6 +183,7 @@ class SessionFacts:
     mode: str = "interactive"
     model: str | None = None
     copilot_version: str | None = None
+    agent_name: str | None = None  # the custom agent of this segment (`--agent`), if any
     previous: tuple[int, int] | None = None  # (trace id, span id) of the last root
     previous_in_segment: bool = False  # `previous` belongs to the current segment
 

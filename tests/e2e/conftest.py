@@ -54,6 +54,9 @@ CLI_SCENARIOS = (
     "subagent_parallel",
     "provider_error",
     "abort",
+    "custom_agent",
+    "skill",
+    "autopilot_limit",
 )
 #: Scenarios of tool calls killed and resumed, denied, and served by MCP
 #: (tests/e2e/test_cli_tools.py). Not in CLI_SCENARIOS: the killed process's own telemetry is

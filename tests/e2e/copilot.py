@@ -337,6 +337,18 @@ def _bash(command: str, description: str) -> dict[str, Any]:
     return {"name": "bash", "arguments": {"command": command, "description": description}}
 
 
+#: A custom agent (`--agent reviewer`) and a skill, as the CLI finds them in the project.
+REVIEWER_AGENT = (
+    ".github/agents/reviewer.agent.md",
+    "---\nname: reviewer\ndescription: Reviews code for the tests.\n---\n"
+    "You are REVIEWER-AGENT. Review the code you are pointed at.\n",
+)
+GREETING_SKILL = (
+    ".github/skills/greeting/SKILL.md",
+    "---\nname: greeting\ndescription: How to greet people in this project. "
+    "Use when asked to greet.\n---\nGREETING-SKILL-BODY: greet with `echo hello-from-skill`.\n",
+)
+
 #: Scripts of scenarios that have no recorded fixture (the fixtures keep their own script.json).
 INLINE_SCRIPTS: dict[str, dict[str, Any]] = {
     "one_tool": {
@@ -394,6 +406,7 @@ class Scenario:
     kill: bool = False  # the interrupt is SIGKILL of the CLI's process group, not SIGINT
     allow_all_tools: bool = True  # False: no --allow-all-tools (permission requests happen)
     mcp_servers: tuple[str, ...] = ()  # names of demo MCP servers to configure
+    files: tuple[tuple[str, str], ...] = ()  # (path in the project, text) written before the run
 
     def script(self, fixtures: Path = FIXTURES) -> dict[str, Any]:
         if self.fixture is not None:
@@ -470,6 +483,20 @@ SCENARIOS: dict[str, Scenario] = _scenarios(
         fixture="provider_error",
         timeout=540,
     ),
+    Scenario(
+        "custom_agent",
+        ("REVIEW-TASK: review hello.py.",),
+        flags=("--agent", "reviewer"),
+        fixture="custom_agent",
+        files=(REVIEWER_AGENT,),
+    ),
+    Scenario("skill", ("GREET-TASK: greet me.",), fixture="skill", files=(GREETING_SKILL,)),
+    Scenario(
+        "autopilot_limit",
+        ("Describe this project.",),
+        flags=("--autopilot", "--max-autopilot-continues", "2"),
+        fixture="autopilot_limit",
+    ),
     Scenario("abort", ("Run a slow command.",), fixture="abort", interrupt_rule="slow-bash"),
     Scenario(
         "abort_try1", ("Run a slow command.",), fixture="abort_try1", interrupt_rule="slow-bash"
@@ -542,6 +569,10 @@ def run_scenario(
     """Run every prompt of `scenario` in a fresh workspace under `root` (which must not exist)."""
     binary = binary or find_copilot()
     workspace = Workspace.create(root)
+    for relative, text in scenario.files:  # agent definitions, skills...
+        path = workspace.project / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     script = script if script is not None else scenario.script()
     runs: list[CliRun] = []
     with FakeLLM(script, log_path=root / "requests.jsonl" if log_requests else None) as fake:

@@ -19,6 +19,7 @@ from . import _live as live
 from . import _messages as messages
 from . import _outcomes as outcomes
 from . import _session_events as session_events
+from . import _skills as skills
 from . import _subagents as subagents
 from . import _tools as tools
 
@@ -56,6 +57,13 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
         "subagent.started": subagents.on_subagent_started,
         "subagent.completed": subagents.on_subagent_completed,
         "subagent.failed": subagents.on_subagent_failed,
+        "subagent.selected": subagents.on_agent_selected,  # custom agents (--agent)
+        "subagent.deselected": subagents.on_agent_deselected,
+        # skills (_skills.py)
+        "skill.invoked": skills.on_skill_invoked,
+        "skill.invoked_ref": skills.on_skill_invoked,
+        "skill.context_delivered": skills.on_skill_context_delivered,
+        "skill.context_delivered_ref": skills.on_skill_context_delivered,
         # outcomes and errors (_outcomes.py)
         "session.task_complete": outcomes.on_task_complete,
         "session.error": outcomes.on_error,
@@ -66,6 +74,7 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
         "assistant.turn_retry": live.on_turn_retry,
         "model.call_failure": live.on_call_failure,
         "agent.interrupted": live.on_interrupted,
+        "session.autopilot_stopped": live.on_autopilot_stopped,
     }
 )
 

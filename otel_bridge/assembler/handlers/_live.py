@@ -69,3 +69,20 @@ def on_interrupted(session: SessionAssembler, event: Event) -> None:
             session.spans.tool.finish(
                 interaction, call, event.timestamp_ns, error=(sc.ERROR_ABORTED, "interrupted")
             )
+
+
+def on_autopilot_stopped(session: SessionAssembler, event: Event) -> None:
+    """session.autopilot_stopped: the CLI will not nudge this task on. Its reason goes on the
+    root; `cap_reached` (`--max-autopilot-continues`) makes the end reason `autopilot_limit`,
+    and ends the task now if its loop had stopped (else at the end that follows)."""
+    interaction = session.interaction
+    reason = read_str(event.data, "reason")
+    if interaction is None or event.agent_id is not None or reason is None:
+        return
+    if not interaction.root_exported:
+        interaction.root.attributes[sc.COPILOT_AUTOPILOT_STOP_REASON] = reason
+    if reason != sc.AUTOPILOT_CAP_REACHED:
+        return
+    interaction.autopilot_limit = True
+    if interaction.awaiting_nudge:
+        session.lifecycle.close(interaction.last_ns, sc.END_AUTOPILOT_LIMIT)

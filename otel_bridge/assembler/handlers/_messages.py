@@ -29,7 +29,7 @@ def on_user_message(session: SessionAssembler, event: Event) -> None:
             interaction = lifecycle.reopen_previous(event)
         interaction.continuations += 1
         interaction.user_messages += 1
-        interaction.awaiting_continuation = False
+        interaction.awaiting_continuation = interaction.awaiting_nudge = False
         session.meter.add(sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: True})
         session.meter.add(sc.METRIC_AUTOPILOT_CONTINUATIONS)
         interaction.root.events.append(
@@ -41,9 +41,10 @@ def on_user_message(session: SessionAssembler, event: Event) -> None:
         )
         return
     if interaction is not None:
+        # an autopilot loop the CLI did not nudge on before this message hit its limit
         lifecycle.close(
             interaction.last_ns,
-            sc.END_NEXT_MESSAGE,
+            sc.END_AUTOPILOT_LIMIT if interaction.awaiting_nudge else sc.END_NEXT_MESSAGE,
             incomplete=not (interaction.awaiting_continuation or interaction.main.done),
         )
     mode = read_str(event.data, "agentMode") or session.facts.mode
@@ -65,7 +66,7 @@ def on_turn_start(session: SessionAssembler, event: Event) -> None:
     session.spans.turn.open(interaction, agent, event)
     session.meter.add(sc.METRIC_TURNS, {sc.COPILOT_AGENT_TYPE: agent.type})
     if agent is interaction.main:
-        interaction.awaiting_continuation = False
+        interaction.awaiting_continuation = interaction.awaiting_nudge = False
         interaction.main.done = False
 
 

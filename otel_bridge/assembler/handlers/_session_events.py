@@ -38,6 +38,7 @@ def _segment_facts(session: SessionAssembler, event: Event) -> None:
     if model:
         facts.model = model
     facts.mode = sc.MODE_INTERACTIVE
+    facts.agent_name = None  # a new process: the default agent unless `--agent` selects again
 
 
 def on_resume(session: SessionAssembler, event: Event) -> None:

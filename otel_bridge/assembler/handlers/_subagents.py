@@ -62,3 +62,19 @@ def _end_subagent(session: SessionAssembler, event: Event, error: Error | None) 
     session.lifecycle.end_tools_of(interaction, agent, event.timestamp_ns, cut_short)
     session.spans.turn.finish(agent, event.timestamp_ns, error=cut_short, incomplete=True)
     session.spans.agent.finish_subagent(agent, event.timestamp_ns, error=error)
+
+
+def on_agent_selected(session: SessionAssembler, event: Event) -> None:
+    """subagent.selected without agentId: a custom agent runs the session's tasks (`--agent
+    NAME`, written before the first user message of each process that selects it); the roots
+    of the tasks that follow carry its name. With agentId it is a sub-agent's own selection,
+    which `subagent.started` has already named."""
+    name = read_str(event.data, "agentName")
+    if event.agent_id is None and name:
+        session.facts.agent_name = name
+
+
+def on_agent_deselected(session: SessionAssembler, event: Event) -> None:
+    """subagent.deselected without agentId: back to the default agent."""
+    if event.agent_id is None:
+        session.facts.agent_name = None

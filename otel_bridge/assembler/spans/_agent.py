@@ -35,7 +35,9 @@ class AgentSpans:
         """A new interaction opened by `event` (a user message, or work with no message)."""
         facts, parent, key = self._facts, self._parent, event.key
         trace_id = parent[0] if parent is not None else self._factory.trace_id(key)
-        attributes = self._factory.genai(sc.OP_INVOKE_AGENT, sc.MAIN_AGENT_NAME)
+        # the custom agent selected for this segment (`--agent`), else the default agent
+        name = facts.agent_name or sc.MAIN_AGENT_NAME
+        attributes = self._factory.genai(sc.OP_INVOKE_AGENT, name)
         attributes[sc.COPILOT_MODE] = facts.mode
         if facts.model:
             attributes[sc.GEN_AI_REQUEST_MODEL] = facts.model
@@ -59,7 +61,7 @@ class AgentSpans:
             trace_id,
             self._factory.span_id(ID_INTERACTION, key, key),
             parent[1] if parent is not None else None,
-            f"{sc.OP_INVOKE_AGENT} {sc.MAIN_AGENT_NAME}",
+            f"{sc.OP_INVOKE_AGENT} {name}",
             event.timestamp_ns,
             attributes=attributes,
             links=links,
