@@ -23,9 +23,7 @@ from ._checkpoint import CheckpointStore
 from ._doctor import diagnose
 from ._exceptions import BridgeError, ConfigError
 from ._lines import DEFAULT_MAX_LINE_BYTES, ReadStats
-from ._privacy import Scrubber, ScrubberConfig
 from ._progress import ProgressBar, TerminalHandler
-from ._sampling import TraceSampler
 from ._stats import StatsAssembler, StatsCollector, render_table, table_width
 from ._version import __version__
 from .assembler import Assembler, AssemblerConfig
@@ -34,6 +32,7 @@ from .export._common import sdk_disabled
 from .export._console import CONSOLE_FORMATS
 from .export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
 from .export._otel import DEFAULT_QUEUE_SPANS, unreachable_collector
+from .processors import Scrubber, ScrubberConfig, TraceSampler
 from .sources import Tailer, TailOptions, default_session_state, find_logs, replay_logs
 
 __all__ = ["main"]

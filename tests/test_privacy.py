@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from otel_bridge import Assembler, AssemblerConfig, SpanRecord, StatusCode
-from otel_bridge._privacy import Scrubber, ScrubberConfig
 from otel_bridge._records import SpanKind
-from otel_bridge._sampling import TraceSampler
+from otel_bridge.processors import Scrubber, ScrubberConfig, TraceSampler
 from otel_bridge.sources import scan_session_state
 from tests.builder import Log
 from tests.spantree import by_name

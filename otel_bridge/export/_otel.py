@@ -38,10 +38,9 @@ from opentelemetry.trace.status import StatusCode as SdkStatusCode
 from .. import semconv
 from .._exceptions import ConfigError
 from .._metrics import MetricsRecorder, NullRecorder
-from .._privacy import Scrubber
 from .._records import SpanKind, SpanRecord, StatusCode
-from .._sampling import TraceSampler
 from .._version import __version__
+from ..processors import Scrubber, TraceSampler
 from ._common import (
     OtlpEndpoint,
     http_session,

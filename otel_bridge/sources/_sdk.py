@@ -32,11 +32,10 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from .._events import event_from_json
 from .._exceptions import ConfigError, EventDecodeError
 from .._metrics import MetricsRecorder
-from .._privacy import Scrubber
-from .._sampling import TraceSampler
 from ..assembler import Assembler, AssemblerConfig
 from ..export import SpanSink, build_resource, build_span_exporters
 from ..export._common import sdk_disabled
+from ..processors import Scrubber, TraceSampler
 
 __all__ = ["LiveBridge", "parent_from_traceparent"]
 
