@@ -30,8 +30,9 @@ from .assembler import Assembler, AssemblerConfig
 from .export import MetricsOptions, SpanSink, build_metrics, build_resource, build_span_exporters
 from .export._common import sdk_disabled
 from .export._console import CONSOLE_FORMATS
+from .export._exporters import unreachable_collector
 from .export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
-from .export._otel import DEFAULT_QUEUE_SPANS, unreachable_collector
+from .export._sink import DEFAULT_QUEUE_SPANS
 from .processors import Scrubber, ScrubberConfig, TraceSampler
 from .sources import Tailer, TailOptions, default_session_state, find_logs, replay_logs
 
