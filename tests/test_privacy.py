@@ -237,9 +237,9 @@ def test_symlinks_out_of_the_watched_tree_are_not_followed(tmp_path, caplog) -> 
 
 
 def test_the_metrics_endpoint_binds_loopback_by_default() -> None:
-    from otel_bridge.cli import _build_parser
+    from otel_bridge.cli._parser import build_parser
 
-    args = _build_parser().parse_args(["run"])
+    args = build_parser().parse_args(["run"])
     assert args.prometheus_host == "127.0.0.1"
 
 
