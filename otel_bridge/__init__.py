@@ -2,8 +2,8 @@
 
 The pipeline is the OpenTelemetry Collector's receiver -> processor -> exporter split in one
 process: sources (`otel_bridge.sources`) decode session logs into `Event`s, the pure `Assembler`
-turns events into `SpanRecord`s, and sinks (`otel_bridge.export`) hand them to the OpenTelemetry
-SDK exporters.
+turns events into `SpanRecord`s, processors (`otel_bridge.processors`) sample and scrub them, and
+sinks (`otel_bridge.export`) hand them to the OpenTelemetry SDK exporters.
 """
 
 from ._events import Event, event_from_json, parse_timestamp_ns

@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from typing import IO
 
 from ._events import Event, parse_timestamp_ns
-from ._privacy import Scrubber, ScrubberConfig
 from ._progress import compact_count
 from ._records import AttributeValue, SpanRecord
 from .assembler import Assembler, AssemblerConfig
+from .processors import Scrubber, ScrubberConfig
 
 __all__ = ["SessionStats", "StatsAssembler", "StatsCollector", "render_table", "table_width"]
 

@@ -534,6 +534,7 @@ def test_unknown_and_sparse_events_do_not_break_anything() -> None:
 
 PACKAGE = Path(__file__).parent.parent / "otel_bridge"
 ASSEMBLER = sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "assembler").rglob("*.py"))
+PROCESSORS = sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "processors").rglob("*.py"))
 PURE_MODULES = [
     "_records.py",
     "_events.py",
@@ -543,6 +544,7 @@ PURE_MODULES = [
     "_lines.py",
     "_metrics.py",
     *ASSEMBLER,
+    *PROCESSORS,
 ]
 FORBIDDEN = {
     "os",

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from otel_bridge import Assembler, ConfigError
-from otel_bridge.cli import _build_parser, main
+from otel_bridge.cli import main
+from otel_bridge.cli._parser import build_parser
 from otel_bridge.export import MetricsOptions, build_metrics, build_resource
 from otel_bridge.sources import Tailer, TailOptions
 from tests.test_cli import read_traces_file
@@ -158,8 +159,8 @@ def test_run_says_once_that_a_file_is_not_a_log_and_keeps_following_it(tmp_path,
 
 def numeric_options() -> list[tuple[str, str]]:
     """(command, option) for every option of every command whose value is converted by one of
-    cli.py's own type functions: every option that takes a number."""
-    parser = _build_parser()
+    the command line's own type functions (cli/_types.py): every option that takes a number."""
+    parser = build_parser()
     found = []
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -167,14 +168,14 @@ def numeric_options() -> list[tuple[str, str]]:
                 for option in sub._actions:
                     if (
                         callable(option.type)
-                        and getattr(option.type, "__module__", "") == "otel_bridge.cli"
+                        and getattr(option.type, "__module__", "") == "otel_bridge.cli._types"
                     ):
                         found.append((command, option.option_strings[-1]))
     return found
 
 
 def test_the_numeric_options_are_found() -> None:
-    parser = _build_parser()
+    parser = build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     bare = [
         (command, option.option_strings)
@@ -182,7 +183,7 @@ def test_the_numeric_options_are_found() -> None:
         for option in sub._actions
         if option.type in (int, float)
     ]
-    assert bare == []  # int and float say "invalid int value": a type of cli.py's instead
+    assert bare == []  # int and float say "invalid int value": a type of cli/_types.py instead
     options = set(numeric_options())
     assert {
         ("run", "--prometheus-port"),
@@ -232,7 +233,7 @@ def test_bad_values_exit_2_in_one_line_without_a_traceback(tmp_path, argv, expec
 
 @pytest.mark.parametrize(("value", "ok"), [("0", 0), ("65535", 65535), ("9464", 9464)])
 def test_good_ports_are_taken(value: str, ok: int) -> None:
-    args = _build_parser().parse_args(["run", "--prometheus-port", value])
+    args = build_parser().parse_args(["run", "--prometheus-port", value])
     assert args.prometheus_port == ok
 
 

@@ -21,7 +21,7 @@ from otel_bridge.export import (
     build_span_exporters,
 )
 from otel_bridge.export._common import otlp_endpoint
-from otel_bridge.export._otel import unreachable_collector
+from otel_bridge.export._exporters import unreachable_collector
 from otel_bridge.export._queue import RetryPolicy
 from tests.builder import Log
 from tests.spantree import assemble

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from otel_bridge import Assembler, AssemblerConfig, SpanRecord, StatusCode
-from otel_bridge._privacy import Scrubber, ScrubberConfig
 from otel_bridge._records import SpanKind
-from otel_bridge._sampling import TraceSampler
+from otel_bridge.processors import Scrubber, ScrubberConfig, TraceSampler
 from otel_bridge.sources import scan_session_state
 from tests.builder import Log
 from tests.spantree import by_name
@@ -238,9 +237,9 @@ def test_symlinks_out_of_the_watched_tree_are_not_followed(tmp_path, caplog) -> 
 
 
 def test_the_metrics_endpoint_binds_loopback_by_default() -> None:
-    from otel_bridge.cli import _build_parser
+    from otel_bridge.cli._parser import build_parser
 
-    args = _build_parser().parse_args(["run"])
+    args = build_parser().parse_args(["run"])
     assert args.prometheus_host == "127.0.0.1"
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_bridge.cli import _build_parser
+from otel_bridge.cli._parser import build_parser
 from tests.processes import terminate
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -210,7 +210,7 @@ def test_progress_bar_warnings_and_task_lines_do_not_garble_each_other(tmp_path)
 
 
 def test_log_level_is_taken_before_and_after_the_command() -> None:
-    parser = _build_parser()
+    parser = build_parser()
     assert parser.parse_args(["run", "--log-level", "DEBUG"]).log_level == "DEBUG"
     assert parser.parse_args(["--log-level", "ERROR", "stats", "x"]).log_level == "ERROR"
     assert (

@@ -34,9 +34,9 @@ from opentelemetry.sdk.resources import Resource
 from .. import semconv
 from .._exceptions import ConfigError
 from .._metrics import BUCKETS, CATALOGUE, Instrument
-from .._privacy import Scrubber
 from .._records import AttributeValue
 from .._version import __version__
+from ..processors import Scrubber
 from ._common import (
     capture_exporter_logs,
     describe_exception,

@@ -32,11 +32,9 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from .._events import event_from_json
 from .._exceptions import ConfigError, EventDecodeError
 from .._metrics import MetricsRecorder
-from .._privacy import Scrubber
-from .._sampling import TraceSampler
+from .._pipeline import Pipeline, PipelineConfig
 from ..assembler import Assembler, AssemblerConfig
-from ..export import SpanSink, build_resource, build_span_exporters
-from ..export._common import sdk_disabled
+from ..processors import Scrubber
 
 __all__ = ["LiveBridge", "parent_from_traceparent"]
 
@@ -115,23 +113,26 @@ class LiveBridge:
         env = os.environ if environ is None else environ
         if capture_content is None:
             capture_content = env.get(_CONTENT_ENV, "").strip().lower() == "true"
-        if span_exporters is not None:  # the app's own choice: OTEL_SDK_DISABLED is its call
-            exporters = list(span_exporters)
-        else:
-            exporters = build_span_exporters(env)  # validates the OTLP endpoint: ConfigError
-            if sdk_disabled(env):
-                logger.warning("OTEL_SDK_DISABLED=true: LiveBridge exports no spans")
-        self._sink = SpanSink(
-            exporters,
-            resource or build_resource(env),
-            metrics=metrics,
+        config = PipelineConfig(
+            assembler=AssemblerConfig(
+                capture_content=capture_content, parent=_resolve_parent(parent, env)
+            ),
+            sample_ratio=sample_ratio,
+        )
+        # The app's own exporters: OTEL_SDK_DISABLED is its call. Else those the environment
+        # selects (an OTLP endpoint that is not a URL is a ConfigError here).
+        self._pipeline = Pipeline(
+            config,
+            env,
+            span_exporters=span_exporters,
+            recorder=metrics,
+            resource=resource,
             scrubber=scrubber,
-            sampler=TraceSampler(sample_ratio),
         )
-        self._assembler = Assembler(
-            AssemblerConfig(capture_content=capture_content, parent=_resolve_parent(parent, env)),
-            metrics=metrics,
-        )
+        if span_exporters is None and self._pipeline.disabled:
+            logger.warning("OTEL_SDK_DISABLED=true: LiveBridge exports no spans")
+        self._sink = self._pipeline.sink
+        self._assembler = self._pipeline.assembler
         self._lock = threading.Lock()
         self._unsubscribe: list[Callable[[], Any]] = []
         self._closed = False
@@ -207,4 +208,4 @@ class LiveBridge:
             self._closed = True
             if end_open:
                 self._sink.export(self._assembler.close_all())
-            self._sink.shutdown(timeout)
+            self._pipeline.shutdown_spans(timeout)  # the metrics recorder is the app's

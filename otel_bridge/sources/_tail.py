@@ -10,24 +10,22 @@ See https://python-watchdog.readthedocs.io/ (Observer, FileSystemEventHandler).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from .._checkpoint import FINGERPRINT_BYTES, CheckpointStore, FileCheckpoint, fingerprint
-from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
+from .._checkpoint import CheckpointStore, FileCheckpoint
+from .._lines import ReadStats
 from .._records import SpanRecord
 from ..assembler import Assembler
 from ._discovery import EVENTS_FILE, LogFile, scan_session_state
+from ._follow import Follower, Hints, TailOptions, end_of_last_line, start_summary
 from ._health import SkipCounter
 
 __all__ = ["TailOptions", "Tailer"]
@@ -36,106 +34,6 @@ logger = logging.getLogger(__name__)
 
 _MAX_PENDING = 1024  # safe places remembered per log while exports are behind
 _READ_LIMIT = 8 << 20  # bytes read from one file per poll, so one huge log cannot stall the rest
-
-
-@dataclass(frozen=True, slots=True)
-class TailOptions:
-    """How `run` follows logs.
-
-    Attributes:
-        backfill: read logs that were already there at start from their beginning, however old.
-        catch_up_seconds: without backfill, logs modified this recently are read from their
-            beginning at start; older ones are followed from their current end.
-        idle_timeout_seconds: an interaction whose log has been quiet this long is closed
-            (marked incomplete unless its loop had ended).
-        rescan_seconds: how often every directory and file is looked at even without a hint.
-        max_line_bytes: lines longer than this are skipped and counted.
-        watch: use file-system notifications (inotify) as hints; without, poll only.
-    """
-
-    backfill: bool = False
-    catch_up_seconds: float = 3600.0
-    idle_timeout_seconds: float = 900.0
-    rescan_seconds: float = 5.0
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-    watch: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("catch_up_seconds", "idle_timeout_seconds", "rescan_seconds"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative")
-
-
-class _Follower:
-    """One followed log: where reading goes on, and which file (device, inode) it is."""
-
-    def __init__(
-        self,
-        log: LogFile,
-        offset: int,
-        identity: tuple[int, int],
-        mtime: float,
-        options: TailOptions,
-        stats: ReadStats,
-    ) -> None:
-        self.log = log
-        self.stream = str(log.path)
-        self.identity = identity
-        self.last_activity = mtime  # wall-clock seconds of the last growth seen
-        self._options = options
-        self._stats = stats
-        self.decoder = JsonLinesDecoder(
-            self.stream, start_offset=offset, max_line_bytes=options.max_line_bytes, stats=stats
-        )
-        self.read_pos = offset  # next byte to read (the decoder may hold a partial line)
-        # Where a restart may resume: after the last line past which no interaction was open,
-        # with the session's state there (see _checkpoint.py).
-        self.safe_offset = offset
-        self.safe_session: dict[str, Any] = {}
-        # Safe places whose spans may still be queued for export: (sequence number of the
-        # last span emitted before it, offset, session state). See Tailer.save_checkpoints.
-        self.pending: list[tuple[int, int, dict[str, Any]]] = []
-        self.fingerprint: tuple[str, int] | None = None
-        self.error: str | None = None  # why it could not be read last time (logged once)
-        self.not_a_log_said = False  # "does not look like a Copilot session log" (logged once)
-        # Has read to the end once: later events are live. Until then (a log caught up at
-        # start, or one copied in whole) events are late by design and their lag not counted.
-        self.caught_up = False
-
-    def restart(self, identity: tuple[int, int]) -> None:
-        """The file was truncated or replaced: read the new content from its start."""
-        self.identity = identity
-        self.read_pos = 0
-        self.safe_offset = 0
-        self.safe_session = {}
-        self.pending = []
-        self.fingerprint = None
-        self.not_a_log_said = False
-        self.decoder = JsonLinesDecoder(
-            self.stream, max_line_bytes=self._options.max_line_bytes, stats=self._stats
-        )
-
-
-class _Hints(FileSystemEventHandler):
-    """Collects changed paths from watchdog's thread; never reads files itself."""
-
-    def __init__(self, wake: threading.Event) -> None:
-        self._lock = threading.Lock()
-        self._paths: set[str] = set()
-        self._wake = wake
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        paths = [event.src_path, getattr(event, "dest_path", "")]
-        with self._lock:
-            for path in paths:
-                if path:
-                    self._paths.add(os.fsdecode(path))
-        self._wake.set()
-
-    def take(self) -> set[str]:
-        with self._lock:
-            paths, self._paths = self._paths, set()
-        return paths
 
 
 class Tailer:
@@ -172,9 +70,9 @@ class Tailer:
         self._assembler = assembler
         self._emit = emit
         self._clock = clock
-        self._followers: dict[str, _Follower] = {}
+        self._followers: dict[str, Follower] = {}
         self.wake = threading.Event()
-        self._hints = _Hints(self.wake)
+        self._hints = Hints(self.wake)
         self._observers: dict[Path, BaseObserver] = {}
         self._skips = SkipCounter(self.stats, assembler.metrics)
         self._last_rescan = float("-inf")
@@ -206,40 +104,7 @@ class Tailer:
             for log in scan_session_state(root):
                 starts[self._follow(log, at_start=True, now=now)] += 1
         self._watch()
-        logger.info("%s", self._start_summary(starts))
-
-    def _start_summary(self, starts: Counter[str]) -> str:
-        """One line for the start-up (each log's own is at DEBUG): how many logs, and where
-        each is read from. Logs followed from their end give no span until they grow, so a
-        first run among old sessions would show nothing without a word: say why, and how to
-        read them."""
-        roots = ", ".join(map(str, self.roots))
-        followed = sum(n for start, n in starts.items() if start)  # "": vanished meanwhile
-        text = f"following {followed} session log{'' if followed == 1 else 's'} under {roots}"
-        parts = []
-        if starts["checkpoint"]:
-            parts.append(
-                f"{starts['checkpoint']} resumed from {_their(starts['checkpoint'])} checkpoint"
-            )
-        if starts["beginning"]:
-            recent = (
-                ""
-                if self.options.backfill
-                else f" (modified in the last {_minutes(self.options.catch_up_seconds)})"
-            )
-            parts.append(
-                f"{starts['beginning']} read from {_their(starts['beginning'])} beginning{recent}"
-            )
-        if parts:
-            text += ": " + ", ".join(parts)
-        if starts["end"]:
-            one = starts["end"] == 1
-            text += (
-                f"; {starts['end']} older log{' is' if one else 's are'} followed from "
-                f"{_their(starts['end'])} end; `--backfill` or `otel-bridge replay` "
-                f"reads {'it' if one else 'them'}"
-            )
-        return text
+        logger.info("%s", start_summary(self.roots, self.options, starts))
 
     def poll_once(self) -> int:
         """Read what has been appended, pick up new logs, close quiet interactions.
@@ -338,13 +203,13 @@ class Tailer:
             and not self.options.backfill
             and now - st.st_mtime > self.options.catch_up_seconds
         ):
-            offset = _end_of_last_line(log.path, st.st_size)
+            offset = end_of_last_line(log.path, st.st_size)
             start = "end"
         if at_start:  # summed up in one line by start()
             logger.debug("following %s from byte %d (%s)", log.path, offset, start)
         else:  # a session that started while we run
             logger.info("following %s from byte %d", log.path, offset)
-        follower = _Follower(
+        follower = Follower(
             log, offset, (st.st_dev, st.st_ino), st.st_mtime, self.options, self.stats
         )
         if resume is not None and offset:
@@ -352,7 +217,7 @@ class Tailer:
         self._followers[str(log.path)] = follower
         return start
 
-    def _read(self, follower: _Follower, now: float) -> int:
+    def _read(self, follower: Follower, now: float) -> int:
         path = follower.log.path
         try:
             st = path.stat()
@@ -419,7 +284,7 @@ class Tailer:
         return len(positions)
 
     @staticmethod
-    def _judge(follower: _Follower) -> None:
+    def _judge(follower: Follower) -> None:
         """Say once, instead of a warning per line, that a log read to its end has given no
         event. It is still followed: a log could yet become one (its bad lines were counted)."""
         why = follower.decoder.without_events()
@@ -432,7 +297,7 @@ class Tailer:
             follower.not_a_log_said = True
 
     @staticmethod
-    def _failed(follower: _Follower, message: str) -> None:
+    def _failed(follower: Follower, message: str) -> None:
         """Log a read problem once, not at every poll."""
         if follower.error != message:
             logger.warning("%s", message)
@@ -445,25 +310,9 @@ class Tailer:
             return
         entries: dict[str, FileCheckpoint] = {}
         for stream, follower in self._followers.items():
-            done = [p for p in follower.pending if watermark is None or p[0] <= watermark]
-            if done:
-                _, follower.safe_offset, follower.safe_session = done[-1]
-                follower.pending = follower.pending[len(done) :]
-            if follower.fingerprint is None or follower.fingerprint[1] < FINGERPRINT_BYTES:
-                try:
-                    follower.fingerprint = fingerprint(follower.log.path)
-                except OSError:
-                    continue
-            digest, length = follower.fingerprint
-            entries[stream] = FileCheckpoint(
-                stream,
-                follower.identity[0],
-                follower.identity[1],
-                digest,
-                length,
-                follower.safe_offset,
-                follower.safe_session,
-            )
+            checkpoint = follower.checkpoint(watermark)
+            if checkpoint is not None:
+                entries[stream] = checkpoint
         self._store.save(entries)
 
     def _close_quiet(self, now: float) -> None:
@@ -483,32 +332,3 @@ class Tailer:
                         self._assembler.session(follower.stream).snapshot(),
                     )
                 )
-
-
-def _their(count: int) -> str:
-    return "its" if count == 1 else "their"
-
-
-def _minutes(seconds: float) -> str:
-    minutes = seconds / 60
-    return f"{minutes / 60:g} h" if minutes >= 120 and not minutes % 60 else f"{minutes:g} min"
-
-
-def _end_of_last_line(path: Path, size: int) -> int:
-    """Where to start following a file from its end: after its last complete line."""
-    if size == 0:
-        return 0
-    try:
-        with path.open("rb") as handle:
-            position = size
-            while position > 0:
-                step = min(65536, position)
-                handle.seek(position - step)
-                block = handle.read(step)
-                newline = block.rfind(b"\n")
-                if newline >= 0:
-                    return position - step + newline + 1
-                position -= step
-    except OSError:
-        return size
-    return 0

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ._records import AttributeValue, SpanEventRecord, SpanRecord
+from .._records import AttributeValue, SpanEventRecord, SpanRecord
 
 __all__ = ["DEFAULT_CONTENT_MAX_CHARS", "Scrubber", "ScrubberConfig", "shannon_entropy"]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import semconv as sc
-from ._records import SpanRecord, StatusCode
+from .. import semconv as sc
+from .._records import SpanRecord, StatusCode
 
 __all__ = ["TraceSampler"]
 

@@ -1,0 +1,112 @@
+"""What the commands share: flags turned into pipeline options, and the summaries they log."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Mapping
+
+from .._exceptions import ConfigError
+from .._lines import ReadStats
+from .._pipeline import PipelineConfig
+from ..assembler import AssemblerConfig
+from ..export import MetricsOptions, SpanSink
+from ..export._sink import DEFAULT_QUEUE_SPANS
+from ..processors import ScrubberConfig
+
+__all__ = [
+    "CONTENT_ENV",
+    "destinations",
+    "pipeline_config",
+    "sampled",
+    "summarize_reading",
+]
+
+#: The GenAI conventions' switch for content capture, read beside --capture-content.
+CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+def pipeline_config(
+    args: argparse.Namespace,
+    environ: Mapping[str, str],
+    *,
+    traces_file_mode: str,
+    metrics: MetricsOptions,
+    collector_check: str,
+    block_when_full: bool = False,
+    queue_spans: int = DEFAULT_QUEUE_SPANS,
+) -> PipelineConfig:
+    """The options replay and run share, from their flags; the rest is the command's.
+
+    Raises:
+        ConfigError: a --scrub-pattern that is not a regular expression.
+    """
+    return PipelineConfig(
+        assembler=_assembler_config(args, environ),
+        scrubber=_scrubber_config(args),
+        sample_ratio=args.sample_ratio,
+        traces_file=args.traces_file,
+        traces_file_mode=traces_file_mode,
+        console_format=args.console_format,
+        block_when_full=block_when_full,
+        metrics=metrics,
+        collector_check=collector_check,
+        queue_spans=queue_spans,
+    )
+
+
+def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AssemblerConfig:
+    from_env = environ.get(CONTENT_ENV, "").strip().lower() == "true"
+    return AssemblerConfig(
+        capture_content=args.capture_content or from_env, hash_salt=args.content_hash_salt
+    )
+
+
+def _scrubber_config(args: argparse.Namespace) -> ScrubberConfig:
+    try:
+        return ScrubberConfig(
+            extra_patterns=tuple(args.scrub_pattern),
+            deny_attributes=frozenset(args.deny_attribute),
+            allow_attributes=frozenset(args.allow_attribute) if args.allow_attribute else None,
+            paths=args.path_mode,
+            content_max_chars=args.content_max_chars,
+        )
+    except re.error as exc:
+        raise ConfigError(f"--scrub-pattern: not a regular expression: {exc}") from exc
+
+
+def summarize_reading(stats: ReadStats) -> str:
+    """'120 events, 2 malformed lines skipped, ...': what reading the logs gave."""
+    parts = [f"{stats.events} events"]
+    if stats.malformed:
+        parts.append(f"{stats.malformed} malformed lines skipped")
+    if stats.oversized:
+        parts.append(f"{stats.oversized} oversized lines skipped")
+    if stats.torn:
+        parts.append(f"{stats.torn} torn lines repaired")
+    if stats.invalid_utf8:
+        parts.append(f"{stats.invalid_utf8} lines with invalid UTF-8")
+    if stats.unknown_types:
+        parts.append(
+            f"{sum(stats.unknown_types.values())} events of "
+            f"{len(stats.unknown_types)} unknown types"
+        )
+    return ", ".join(parts)
+
+
+def destinations(sink: SpanSink) -> str:
+    """ " (to each of 2 destinations; otlp ...: 6, file ...: 6)" when spans go to several, so
+    that a destination that fell behind shows; else nothing."""
+    if sink.destinations < 2:
+        return ""
+    return (
+        f" (to each of {sink.destinations} destinations; "
+        + ", ".join(f"{label}: {count}" for label, count in sink.stats.by_exporter.items())
+        + ")"
+    )
+
+
+def sampled(sink: SpanSink) -> str:
+    """ ", N spans sampled out" when sampling is on, else nothing."""
+    dropped = sink.sampler.dropped_spans
+    return f", {dropped} spans sampled out" if sink.sampler.ratio < 1 else ""

@@ -1,0 +1,50 @@
+"""`otel-bridge stats` and `otel-bridge doctor`: look at logs and the set-up, export nothing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+from .._doctor import diagnose
+from .._stats import StatsAssembler, StatsCollector, render_table, table_width
+from .._version import __version__
+from ..sources import default_session_state, find_logs, replay_logs
+from ._common import summarize_reading
+
+__all__ = ["doctor", "stats"]
+
+logger = logging.getLogger("otel_bridge")
+
+
+def stats(args: argparse.Namespace) -> int:
+    """Print the table (or JSON) of what the sessions did; 1 when a log could not be read."""
+    logs = find_logs(args.paths)
+    collector = StatsCollector(paths=args.path_mode)
+    assembler = StatsAssembler(collector)
+    summary = replay_logs(logs, assembler, lambda records: None)
+    sessions = sorted(collector.sessions.values(), key=lambda s: (s.started or "", s.session))
+    total = collector.total()
+    if args.json:
+        print(
+            json.dumps(
+                {"sessions": [s.to_dict() for s in sessions], "total": total.to_dict()}, indent=2
+            )
+        )
+    else:
+        print(render_table(sessions, total, table_width(os.environ, sys.stdout)))
+    logger.info("read %d logs: %s", summary.files, summarize_reading(summary.read))
+    return 1 if summary.failed or summary.not_logs else 0
+
+
+def doctor(args: argparse.Namespace) -> int:
+    """Print the checks; 1 when one failed (a warning alone is not a failure)."""
+    roots = args.session_state or [default_session_state(os.environ)]
+    checks = diagnose(roots, os.environ, args.traces_file)
+    print(f"otel-bridge {__version__}")
+    for check in checks:
+        mark = "!!" if not check.ok else "warn" if check.warning else "ok"
+        print(f"  [{mark}] {check.message}")
+    return 0 if all(check.ok for check in checks) else 1

@@ -1,0 +1,114 @@
+"""`otel-bridge replay`: export the spans of session logs once, with their own timestamps."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from pathlib import Path
+
+from .._pipeline import CollectorUnreachable, Pipeline
+from .._progress import ProgressBar
+from ..export import MetricsOptions
+from ..export._common import sdk_disabled
+from ..sources import find_logs, replay_logs
+from ._common import destinations, pipeline_config, sampled, summarize_reading
+
+__all__ = ["replay"]
+
+logger = logging.getLogger("otel_bridge")
+
+
+def replay(args: argparse.Namespace) -> int:
+    """Exit status 0 when every log was read and exported, 1 when a log could not be read or
+    was not a session log or an exporter failed (or its collector refused at the start)."""
+    logs = find_logs(args.paths)
+    config = pipeline_config(
+        args,
+        os.environ,
+        traces_file_mode="w",
+        # Metrics only where asked: their points carry the current time, not the logs'
+        # (docs/architecture.md, "Metrics and old logs").
+        metrics=MetricsOptions(metrics_file=args.metrics_file, file_mode="w", prometheus_port=None),
+        # A collector that is not running is one clear line now, before --traces-file is
+        # truncated, not a minute of retries and then every span failed.
+        collector_check="fail",
+        block_when_full=True,
+    )
+    if sdk_disabled(os.environ):
+        logger.warning(
+            "OTEL_SDK_DISABLED=true: nothing is exported, no spans and no metrics "
+            "(files included); unset it to export"
+        )
+    try:
+        pipeline = Pipeline(config, os.environ)
+    except CollectorUnreachable as exc:
+        logger.error(
+            "%s; nothing was replayed%s",
+            exc,
+            " (OTEL_TRACES_EXPORTER=none writes only --traces-file)"
+            if args.traces_file is not None
+            else "",
+        )
+        return 1
+    sink, assembler = pipeline.sink, pipeline.assembler
+    total = sum(_size(log.path) for log in logs)
+    bar = ProgressBar(
+        total,
+        f"replaying {len(logs)} log{'s' if len(logs) != 1 else ''}",
+        enabled=False if args.no_progress else None,
+    )
+    try:
+        summary = replay_logs(
+            logs,
+            assembler,
+            sink.export,
+            on_progress=bar.advance,
+            max_line_bytes=args.max_line_bytes,
+        )
+    except KeyboardInterrupt:
+        if sink.queued:
+            logger.warning(
+                "interrupted; delivering %d queued spans for up to %g s (Ctrl-C again to quit now)",
+                sink.queued,
+                args.export_timeout,
+            )
+        raise
+    finally:
+        bar.close()
+        undelivered = pipeline.shutdown(args.export_timeout)
+    verdicts = []  # files that gave no event, each also said in its own line
+    if summary.not_logs:
+        verdicts.append(f"{len(summary.not_logs)} failed: not a Copilot session log")
+    if summary.empty:
+        verdicts.append(f"{len(summary.empty)} empty")
+    logger.info(
+        "replayed %d log%s%s: %s; %d spans exported in %d traces%s",
+        summary.files,
+        "" if summary.files == 1 else "s",
+        f" ({', '.join(verdicts)})" if verdicts else "",
+        summarize_reading(summary.read),
+        sink.stats.exported,
+        assembler.stats.interactions,
+        sampled(sink) + destinations(sink),
+    )
+    if summary.failed:
+        logger.error(
+            "%d logs could not be read: %s",
+            len(summary.failed),
+            "; ".join(f"{path}: {why}" for path, why in summary.failed),
+        )
+        return 1
+    if summary.not_logs:  # each said so in its own line, already
+        return 1
+    if undelivered or sink.stats.dropped:
+        logger.error("%d spans could not be exported", undelivered + sink.stats.dropped)
+        return 1
+    return 0
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -1,0 +1,191 @@
+"""`otel-bridge run`: the daemon that follows session logs as they grow and exports continuously.
+
+Owns what only a long-running process needs around the shared pipeline: checkpoints saved
+never past what was delivered, the /readyz verdict, a status line now and then, and the stop
+(Ctrl-C or SIGTERM delivers what is queued; a second one quits at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+from types import FrameType
+
+from .._checkpoint import CheckpointStore
+from .._pipeline import Pipeline
+from .._version import __version__
+from ..export import MetricsOptions, SpanSink
+from ..export._common import sdk_disabled
+from ..sources import Tailer, TailOptions, default_session_state
+from ._common import destinations, pipeline_config, sampled, summarize_reading
+
+__all__ = ["run"]
+
+logger = logging.getLogger("otel_bridge")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Follow the logs until a signal; exit status 0, or 128 + the signal after a second one
+    (130 after two Ctrl-C)."""
+    roots = args.session_state or [default_session_state(os.environ)]
+    config = pipeline_config(
+        args,
+        os.environ,
+        traces_file_mode="a",
+        metrics=MetricsOptions(
+            default_exporters=("prometheus",),
+            prometheus_host=args.prometheus_host,
+            prometheus_port=None if args.no_prometheus else args.prometheus_port,
+            metrics_file=args.metrics_file,
+            file_mode="a",
+            export_interval_millis=int(args.metrics_interval * 1000),
+        ),
+        # A bad endpoint is an error (exit 2) before anything starts; one that refuses is a
+        # warning: spans wait in the queue until it accepts them.
+        collector_check="warn",
+        queue_spans=args.queue_size,
+    )
+    if sdk_disabled(os.environ):  # checkpoints stay put: what was read now is exported then
+        logger.warning(
+            "OTEL_SDK_DISABLED=true: nothing is exported, no spans and no metrics "
+            "(files included), and checkpoints are left where they are; unset it "
+            "to export"
+        )
+    pipeline = Pipeline(config, os.environ)
+    sink, assembler, metrics = pipeline.sink, pipeline.assembler, pipeline.metrics
+    options = TailOptions(
+        backfill=args.backfill,
+        catch_up_seconds=args.catch_up_minutes * 60,
+        idle_timeout_seconds=args.idle_timeout,
+        rescan_seconds=args.rescan_interval,
+        max_line_bytes=args.max_line_bytes,
+    )
+    store = (
+        None
+        if args.no_checkpoints or pipeline.disabled
+        else CheckpointStore(_state_dir(args.state_dir))
+    )
+    tailer = Tailer(
+        roots, assembler, sink.export, options, checkpoints=store, sequence=lambda: sink.sequence
+    )
+
+    def readiness() -> tuple[bool, str]:
+        if tailer.catching_up:
+            return False, f"catching up {tailer.catching_up} logs"
+        failing = sink.failing()
+        if failing is not None and failing[1] >= args.unready_after:
+            return False, (
+                f"{failing[0]} failing for {failing[1]:.0f}s, {sink.queued} spans queued"
+            )
+        return True, "ok"
+
+    if metrics is not None and metrics.server is not None:
+        metrics.server.readiness = readiness
+    status = _StatusLine(tailer, sink, args.status_interval)
+
+    def after_poll() -> None:
+        tailer.save_checkpoints(sink.watermark)  # never past spans still queued
+        status.maybe_log()
+
+    if metrics is not None and metrics.recorder is not None:
+        metrics.recorder.gauge("copilot.sessions.active", lambda: assembler.open_interactions)
+        metrics.recorder.gauge("otel_bridge.files.followed", lambda: len(tailer.followed))
+    signals: list[int] = []
+
+    def _stop(signum: int, _frame: FrameType | None) -> None:
+        # Only a list append: a handler that took a lock (Event.set, logging) could deadlock
+        # with the very code it interrupted, which may hold that lock.
+        signals.append(signum)
+
+    def quit_now() -> bool:  # a second Ctrl-C (or SIGTERM) while stopping
+        return len(signals) > 1
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    logger.info("otel-bridge %s watching %s", __version__, ", ".join(map(str, roots)))
+    if pipeline.unreachable is not None:
+        logger.warning("%s; spans are queued until it accepts them", pipeline.unreachable)
+    deadline = float("inf")
+    try:
+        tailer.run(lambda: bool(signals), poll_interval=args.poll_interval, after_poll=after_poll)
+        deadline = time.monotonic() + args.export_timeout
+        name = signal.Signals(signals[0]).name
+        if sink.queued:
+            logger.info(
+                "received %s; delivering %d queued spans for up to %g s (Ctrl-C again "
+                "to quit now; %s)",
+                name,
+                sink.queued,
+                args.export_timeout,
+                "what is not delivered is read again at the next start"
+                if store is not None
+                else "without checkpoints, what is not delivered is lost",
+            )
+        else:
+            logger.info("received %s; stopping", name)
+    finally:
+        tailer.close()
+        left = pipeline.shutdown_spans(args.export_timeout, abort=quit_now)
+        tailer.save_checkpoints(sink.watermark)  # only up to what was delivered
+        if quit_now():
+            logger.warning(
+                "received %s again: quitting now, %d spans not delivered%s",
+                signal.Signals(signals[1]).name,
+                left,
+                " (read again at the next start)" if store is not None else "",
+            )
+        # a last export of the metrics, in what is left of the time (at least a moment)
+        pipeline.shutdown_metrics(
+            max(deadline - time.monotonic(), min(args.export_timeout, 1.0)), abort=quit_now
+        )
+        logger.info(
+            "stopped: %s; %d spans exported%s",
+            summarize_reading(tailer.stats),
+            sink.stats.exported,
+            destinations(sink),
+        )
+    return 128 + signals[1] if quit_now() else 0  # 130 after a second Ctrl-C
+
+
+class _StatusLine:
+    """Logs now and then what run is doing: one line an operator can read at a glance."""
+
+    def __init__(self, tailer: Tailer, sink: SpanSink, interval: float) -> None:
+        self._tailer, self._sink, self._interval = tailer, sink, interval
+        self._last = time.monotonic()
+        self._events = 0
+
+    def maybe_log(self) -> None:
+        now = time.monotonic()
+        if not self._interval or now - self._last < self._interval:
+            return
+        rate = (self._tailer.events_read - self._events) / (now - self._last)
+        self._last, self._events = now, self._tailer.events_read
+        lag = self._tailer.last_lag
+        stats = self._sink.stats
+        logger.info(
+            "status: following %d logs (%d catching up), %.1f events/s, last lag %s, "
+            "%d spans queued, %d exported, %d dropped, %d spans in failed attempts%s",
+            len(self._tailer.followed),
+            self._tailer.catching_up,
+            rate,
+            f"{lag:.1f}s" if lag is not None else "-",
+            self._sink.queued,
+            stats.exported,
+            stats.dropped,
+            stats.failed,
+            sampled(self._sink),
+        )
+
+
+def _state_dir(given: Path | None) -> Path:
+    if given is not None:
+        return given
+    if os.environ.get("OTEL_BRIDGE_STATE_DIR"):
+        return Path(os.environ["OTEL_BRIDGE_STATE_DIR"])
+    base = os.environ.get("XDG_STATE_HOME")
+    return (Path(base) if base else Path.home() / ".local" / "state") / "otel-bridge"

@@ -1,0 +1,83 @@
+"""Types of the command line's options: each turns a flag's text into a value, or says what
+was expected.
+
+Each raises ArgumentTypeError for every bad input (never ValueError, which argparse reports as
+"invalid ratio value", naming the function instead of what was expected):
+"argument --sample-ratio: 'abc' is not a number between 0 and 1", exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+__all__ = [
+    "metrics_interval",
+    "non_negative_float",
+    "poll_interval",
+    "port",
+    "positive_float",
+    "positive_int",
+    "ratio",
+]
+
+#: Longest duration accepted: waits beyond threading.TIMEOUT_MAX (about 9.2e9 s) raise
+#: OverflowError deep inside the exporters and the poll loop.
+_MAX_SECONDS = 1e9
+
+
+def _whole(text: str, low: int, high: int | None, expected: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {expected}")
+    return value
+
+
+def _number(text: str, ok: Callable[[float], bool], expected: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not ok(value):  # nan and inf, too, make no duration
+        raise argparse.ArgumentTypeError(f"{text!r} is not {expected}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return _whole(text, 1, None, "a whole number of 1 or more")
+
+
+def port(text: str) -> int:
+    return _whole(text, 0, 65535, "a port number from 0 to 65535 (0: any free port)")
+
+
+def positive_float(text: str) -> float:
+    return _number(
+        text,
+        lambda v: 0 < v <= _MAX_SECONDS,
+        f"a number greater than 0 and at most {_MAX_SECONDS:.0f}",
+    )
+
+
+def poll_interval(text: str) -> float:
+    # A stop (SIGTERM, Ctrl-C) is noticed at the end of a wait: an hour's wait would ignore it.
+    return _number(text, lambda v: 0 < v <= 60, "a number greater than 0 and at most 60")
+
+
+def metrics_interval(text: str) -> float:
+    # The SDK's reader takes whole milliseconds and refuses 0.
+    return _number(
+        text, lambda v: 0.001 <= v <= _MAX_SECONDS, f"a number from 0.001 to {_MAX_SECONDS:.0f}"
+    )
+
+
+def ratio(text: str) -> float:
+    return _number(text, lambda v: 0 <= v <= 1, "a number between 0 and 1")
+
+
+def non_negative_float(text: str) -> float:
+    return _number(text, lambda v: 0 <= v <= _MAX_SECONDS, f"a number from 0 to {_MAX_SECONDS:.0f}")

@@ -1,0 +1,209 @@
+"""Which span exporters the configuration asks for, and whether their collector is there.
+
+Exporters are chosen the standard way (https://opentelemetry.io/docs/specs/otel/configuration/
+sdk-environment-variables/): `OTEL_TRACES_EXPORTER` (otlp, console, none), and for OTLP
+`OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL` (grpc or http/protobuf, the spec's default). The endpoint
+is checked at start (a typo is a configuration error, not minutes of retries) and handed to the
+exporter; headers, TLS, compression and timeout are read by the SDK exporters themselves from
+their `OTEL_EXPORTER_OTLP_*` variables. `OTEL_SDK_DISABLED=true` turns every exporter off.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from .._exceptions import ConfigError
+from ._common import (
+    OtlpEndpoint,
+    http_session,
+    open_output,
+    otlp_endpoint,
+    quiet_exporter_logs,
+    reachability,
+    sdk_disabled,
+)
+from ._metrics import metric_exporter_names
+
+__all__ = [
+    "build_span_exporters",
+    "exporter_label",
+    "trace_exporter_names",
+    "unreachable_collector",
+]
+
+
+def trace_exporter_names(environ: Mapping[str, str], traces_file: bool) -> tuple[str, ...]:
+    """The exporters OTEL_TRACES_EXPORTER selects, with the bridge's defaults when unset: otlp
+    when an OTLP endpoint is set (--traces-file or not: the file is one more destination, never
+    a replacement), console when neither an endpoint nor a file is given, else none but the
+    file."""
+    raw = environ.get("OTEL_TRACES_EXPORTER", "").strip()
+    if raw:
+        names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())
+    elif (
+        environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+        or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    ):
+        names = ("otlp",)
+    elif traces_file:
+        names = ()  # the file is where the spans go
+    else:
+        names = ("console",)  # nothing configured: show the spans rather than fail to send
+    return names
+
+
+#: How each exporter the bridge made is called in log lines and summaries.
+_LABELS: weakref.WeakKeyDictionary[SpanExporter, str] = weakref.WeakKeyDictionary()
+
+
+def exporter_label(exporter: SpanExporter) -> str:
+    """'otlp http://collector:4318/v1/traces (http/protobuf)', 'file traces.jsonl', 'console';
+    the class name of an exporter the bridge did not make."""
+    return _LABELS.get(exporter) or type(exporter).__name__
+
+
+def build_span_exporters(
+    environ: Mapping[str, str],
+    *,
+    traces_file: Path | None = None,
+    file_mode: str = "w",
+    console_stream: IO[str] | None = None,
+    console_format: str | None = None,
+) -> list[SpanExporter]:
+    """The exporters the configuration asks for.
+
+    Args:
+        environ: the environment to read OTEL_* choices from.
+        traces_file: also write OTLP JSON Lines here (the OpenTelemetry file-exporter format).
+        file_mode: "w" to start the file afresh (replay), "a" to append (run).
+        console_stream: where the console exporter writes; stdout by default.
+        console_format: how it writes: "summary" (a line per task), "tree" or "json" (one
+            span per line); None: summary on a terminal, json otherwise (see _console.py).
+
+    Returns:
+        none when OTEL_SDK_DISABLED=true (the caller says so once).
+
+    Raises:
+        ConfigError: an exporter name or protocol we do not know, an OTLP endpoint that is not
+            a URL, or a file we cannot open.
+    """
+    if sdk_disabled(environ):
+        return []
+    exporters: list[SpanExporter] = []
+    for name in trace_exporter_names(environ, traces_file is not None):
+        if name == "none":
+            continue
+        if name == "console":
+            from ._console import ConsoleSpanExporter
+
+            exporters.append(ConsoleSpanExporter(console_stream or sys.stdout, console_format))
+            _LABELS[exporters[-1]] = "console"
+        elif name == "otlp":
+            endpoint = otlp_endpoint(environ, "traces")
+            exporters.append(_otlp_exporter(endpoint, environ))
+            _LABELS[exporters[-1]] = f"otlp {endpoint.describe()}"
+        else:
+            raise ConfigError(
+                f"OTEL_TRACES_EXPORTER={name!r} is not supported: "
+                "use otlp, console or none (comma-separated)"
+            )
+    if traces_file is not None:
+        exporters.append(_file_exporter(traces_file, file_mode))
+        _LABELS[exporters[-1]] = f"file {traces_file}"
+    return exporters
+
+
+def unreachable_collector(
+    environ: Mapping[str, str],
+    *,
+    traces_file: Path | None = None,
+    metric_defaults: Sequence[str] = (),
+    timeout: float = 2.0,
+) -> str | None:
+    """One line about the first OTLP endpoint the configuration sends to that does not accept
+    a TCP connection, naming it and pointing to `otel-bridge doctor`; None when all do (or
+    none is used, or OTEL_SDK_DISABLED=true).
+
+    Why: the SDK exporters retry a refused connection for their whole timeout at every batch,
+    so a replay to a collector that is not running would take a minute to say so.
+
+    Raises:
+        ConfigError: an endpoint that is not a URL, or a protocol the bridge cannot speak.
+    """
+    if sdk_disabled(environ):
+        return None
+    endpoints = []
+    if "otlp" in trace_exporter_names(environ, traces_file is not None):
+        endpoints.append(otlp_endpoint(environ, "traces"))
+    if "otlp" in metric_exporter_names(environ, metric_defaults):
+        endpoints.append(otlp_endpoint(environ, "metrics"))
+    seen: set[tuple[str, int]] = set()
+    for endpoint in endpoints:
+        if (endpoint.host, endpoint.port) in seen:
+            continue
+        seen.add((endpoint.host, endpoint.port))
+        problem = reachability(endpoint, timeout)
+        if problem is not None:
+            return (
+                f"OTLP endpoint {endpoint.describe()} {problem}: is the collector running? "
+                f"`otel-bridge doctor` checks the set-up"
+            )
+    return None
+
+
+def _otlp_exporter(endpoint: OtlpEndpoint, environ: Mapping[str, str]) -> SpanExporter:
+    """The SDK's exporter for the protocol, given the endpoint that was checked (the rest of
+    its settings it reads from the environment). Its own retry messages are kept for the
+    bridge's one warning instead of reaching the terminal (`quiet_exporter_logs`)."""
+    try:
+        if endpoint.protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+            exporter: SpanExporter = OTLPSpanExporter(endpoint=endpoint.target)
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+                OTLPSpanExporter as HttpSpanExporter,
+            )
+
+            exporter = HttpSpanExporter(
+                endpoint=endpoint.target, session=http_session(environ, "traces")
+            )
+    except (ValueError, TypeError, RuntimeError, OSError) as exc:  # e.g. a timeout not a number
+        raise ConfigError(
+            f"cannot set up the OTLP trace exporter ({endpoint.describe()}): "
+            f"{exc}; check the OTEL_EXPORTER_OTLP_* variables"
+        ) from exc
+    quiet_exporter_logs()
+    return exporter
+
+
+def _file_exporter(path: Path, mode: str) -> SpanExporter:
+    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+
+    stream = open_output(path, mode, "traces")
+    return _OwnedStreamExporter(FileSpanExporter(stream=stream), stream)
+
+
+class _OwnedStreamExporter(SpanExporter):
+    """A FileSpanExporter on a stream we opened (to choose truncate or append), closed with it."""
+
+    def __init__(self, inner: SpanExporter, stream: IO[str]) -> None:
+        self._inner = inner
+        self._stream = stream
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return self._inner.export(spans)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+        self._stream.close()

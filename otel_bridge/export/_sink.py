@@ -1,0 +1,239 @@
+"""`SpanSink`: sample, scrub, convert and queue span records for every exporter.
+
+Each exporter gets its own bounded queue and retrying worker (`_queue.py`); the sink keeps
+count of what every destination has delivered, so that `run` never checkpoints past a span
+still queued somewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from .._metrics import MetricsRecorder, NullRecorder
+from .._records import SpanRecord
+from ..processors import Scrubber, TraceSampler
+from ._exporters import exporter_label
+from ._otel import to_readable_span
+from ._queue import ExportWorker, RetryPolicy
+
+__all__ = ["DEFAULT_QUEUE_SPANS", "ExportStats", "SpanSink"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ExportStats:
+    """What became of the spans, each span counted once however many destinations it has.
+
+    Attributes:
+        exported: spans delivered to every destination.
+        failed: spans in failed export attempts (retried; a span counts at each attempt).
+        dropped: spans dropped from a full queue (of at least one destination).
+        by_exporter: spans delivered, per destination (its label), for a summary that says
+            which destination fell behind when there are several.
+    """
+
+    exported: int = 0
+    failed: int = 0
+    dropped: int = 0
+    by_exporter: dict[str, int] = field(default_factory=dict)
+
+
+#: Spans each exporter's queue holds while its collector cannot take them (run); about 2 KiB
+#: each in memory, so some 40 MiB at most per exporter.
+DEFAULT_QUEUE_SPANS = 20_000
+
+
+class SpanSink:
+    """Converts span records to SDK spans and hands them to one retrying worker per exporter.
+
+    Each exporter has a bounded queue and a thread: a failed batch is retried with back-off
+    until it goes through (a collector down for minutes loses nothing that fits the queue);
+    when a queue is full, `run` drops its oldest span (counted, logged) and `replay` waits
+    (`block_when_full`). `watermark` tells how far delivery has got, for checkpoints.
+    `export` may be called from one thread at a time.
+
+    Every destination gets every span; a span counts as exported once all of them have it.
+
+    Args:
+        exporters: where spans go; none is allowed (a dry run).
+        resource: the resource of every span.
+        max_batch: spans per export call.
+        metrics: where to count delivered and dropped spans and failed attempts.
+        queue_spans: spans each exporter's queue holds.
+        block_when_full: wait for room instead of dropping.
+        retry: back-off between attempts at a failed batch.
+        scrubber: redacts secrets in every span on its way out (one with the default patterns
+            when none is given: scrubbing is always on).
+        sampler: decides per trace what is exported (all, by default).
+    """
+
+    def __init__(
+        self,
+        exporters: Sequence[SpanExporter],
+        resource: Resource,
+        max_batch: int = 512,
+        metrics: MetricsRecorder | None = None,
+        *,
+        queue_spans: int = DEFAULT_QUEUE_SPANS,
+        block_when_full: bool = False,
+        retry: RetryPolicy | None = None,
+        block_seconds: float = 60.0,
+        scrubber: Scrubber | None = None,
+        sampler: TraceSampler | None = None,
+    ) -> None:
+        if max_batch < 1 or queue_spans < 1:
+            raise ValueError("max_batch and queue_spans must be positive")
+        self._resource = resource
+        self.scrubber = scrubber or Scrubber()
+        self.sampler = sampler or TraceSampler()
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._closed = False
+        self._left = 0
+        self.stats = ExportStats()
+        self.metrics: MetricsRecorder = metrics or NullRecorder()
+        # sequence number -> destinations that have not got the span yet; a span leaves when
+        # the last one has it (exported) or when a full queue drops it (dropped)
+        self._pending: dict[int, int] = {}
+        labels = _unique([exporter_label(exporter) for exporter in exporters])
+        self._workers = [
+            ExportWorker(
+                exporter,
+                capacity=queue_spans,
+                max_batch=max_batch,
+                block_when_full=block_when_full,
+                block_seconds=block_seconds,
+                label=label,
+                retry=retry or RetryPolicy(),
+                on_result=partial(self._result, label),
+            )
+            for exporter, label in zip(exporters, labels, strict=True)
+        ]
+        self.stats.by_exporter = dict.fromkeys(labels, 0)
+
+    @property
+    def sequence(self) -> int:
+        """The sequence number of the last span queued."""
+        return self._seq
+
+    @property
+    def watermark(self) -> int:
+        """Every span queued up to this sequence number is done with, for every exporter."""
+        return min((w.watermark for w in self._workers), default=self._seq)
+
+    @property
+    def queued(self) -> int:
+        """Spans waiting in the fullest exporter queue."""
+        return max((w.depth for w in self._workers), default=0)
+
+    @property
+    def destinations(self) -> int:
+        """How many exporters the spans go to."""
+        return len(self._workers)
+
+    def failing(self) -> tuple[str, float] | None:
+        """The exporter that has failed the longest on its current batch, and for how many
+        seconds; None when none is failing."""
+        now = time.monotonic()
+        worst = None
+        for worker in self._workers:
+            since = worker.failing_since
+            if since is not None and (worst is None or now - since > worst[1]):
+                worst = (worker.label, now - since)
+        return worst
+
+    def export(self, records: Iterable[SpanRecord]) -> None:
+        """Sample, scrub and queue records for every exporter."""
+        self._queue(self.sampler.offer(records))
+
+    def _queue(self, records: Iterable[SpanRecord]) -> None:
+        items = []
+        for record in self.scrubber.records(records):
+            self._seq += 1
+            items.append((self._seq, to_readable_span(record, self._resource)))
+        if items and self._workers:
+            with self._lock:
+                for seq, _ in items:
+                    self._pending[seq] = len(self._workers)
+            for worker in self._workers:
+                worker.put(items)
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until everything queued was delivered. False on timeout (it stays queued)."""
+        deadline = time.monotonic() + timeout
+        return all(w.wait_idle(max(deadline - time.monotonic(), 0)) for w in self._workers)
+
+    def shutdown(self, timeout: float = 10.0, abort: Callable[[], bool] | None = None) -> int:
+        """Deliver what can be within `timeout`, shut the exporters down. Idempotent.
+
+        Args:
+            timeout: seconds to keep trying, for all exporters together.
+            abort: polled while waiting; when it returns True, stop trying at once (a second
+                Ctrl-C). What is not delivered then is counted as such, as on a timeout.
+
+        Returns:
+            the spans not delivered to every destination (each logged per exporter); a
+            checkpoint has not gone past them.
+        """
+        if self._closed:
+            return self._left
+        self._queue(self.sampler.flush())  # traces whose root never came: decided as they are
+        self._closed = True
+        deadline = time.monotonic() + timeout
+        for worker in self._workers:  # all deliver at once, not one after the other
+            worker.begin_stop(deadline)
+        for worker in self._workers:
+            undelivered = worker.finish_stop(abort)
+            if undelivered:
+                logger.error("%s: %d spans not delivered at shutdown", worker.label, undelivered)
+        with self._lock:
+            self._left = len(self._pending)
+        return self._left
+
+    def _result(self, label: str, exporter: str, sequence: Sequence[int], ok: bool | None) -> None:
+        with self._lock:
+            if ok is None:
+                dropped = sum(self._pending.pop(seq, None) is not None for seq in sequence)
+                logger.warning("%s: queue full, %d spans dropped", label, len(sequence))
+                if dropped:
+                    self.stats.dropped += dropped
+                    self.metrics.add("otel_bridge.spans.dropped", dropped, {}, "")
+            elif ok:
+                self.stats.by_exporter[label] = self.stats.by_exporter.get(label, 0) + len(sequence)
+                done = 0
+                for seq in sequence:
+                    left = self._pending.get(seq)
+                    if left is None:  # dropped by another destination's queue
+                        continue
+                    if left <= 1:
+                        del self._pending[seq]
+                        done += 1
+                    else:
+                        self._pending[seq] = left - 1
+                if done:
+                    self.stats.exported += done
+                    self.metrics.add("otel_bridge.spans.exported", done, {}, "")
+            else:
+                self.stats.failed += len(sequence)
+                self.metrics.add(
+                    "otel_bridge.export.failures", 1, {"otel_bridge.exporter": exporter}, ""
+                )
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """Labels made unique (two console exporters: 'console', 'console #2')."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return out

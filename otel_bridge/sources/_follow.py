@@ -1,0 +1,210 @@
+"""What the tailer keeps per followed log, the watchdog hints, and the start-up summary.
+
+`Follower` holds one log's reading position, decoder and resume points (`checkpoint()`);
+`Hints` collects the paths watchdog saw change, from its own thread, without reading anything.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+
+from .._checkpoint import FINGERPRINT_BYTES, FileCheckpoint, fingerprint
+from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
+from ._discovery import LogFile
+
+__all__ = ["Follower", "Hints", "TailOptions", "end_of_last_line", "start_summary"]
+
+
+@dataclass(frozen=True, slots=True)
+class TailOptions:
+    """How `run` follows logs.
+
+    Attributes:
+        backfill: read logs that were already there at start from their beginning, however old.
+        catch_up_seconds: without backfill, logs modified this recently are read from their
+            beginning at start; older ones are followed from their current end.
+        idle_timeout_seconds: an interaction whose log has been quiet this long is closed
+            (marked incomplete unless its loop had ended).
+        rescan_seconds: how often every directory and file is looked at even without a hint.
+        max_line_bytes: lines longer than this are skipped and counted.
+        watch: use file-system notifications (inotify) as hints; without, poll only.
+    """
+
+    backfill: bool = False
+    catch_up_seconds: float = 3600.0
+    idle_timeout_seconds: float = 900.0
+    rescan_seconds: float = 5.0
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    watch: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("catch_up_seconds", "idle_timeout_seconds", "rescan_seconds"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+
+
+class Follower:
+    """One followed log: where reading goes on, and which file (device, inode) it is."""
+
+    def __init__(
+        self,
+        log: LogFile,
+        offset: int,
+        identity: tuple[int, int],
+        mtime: float,
+        options: TailOptions,
+        stats: ReadStats,
+    ) -> None:
+        self.log = log
+        self.stream = str(log.path)
+        self.identity = identity
+        self.last_activity = mtime  # wall-clock seconds of the last growth seen
+        self._options = options
+        self._stats = stats
+        self.decoder = JsonLinesDecoder(
+            self.stream, start_offset=offset, max_line_bytes=options.max_line_bytes, stats=stats
+        )
+        self.read_pos = offset  # next byte to read (the decoder may hold a partial line)
+        # Where a restart may resume: after the last line past which no interaction was open,
+        # with the session's state there (see _checkpoint.py).
+        self.safe_offset = offset
+        self.safe_session: dict[str, Any] = {}
+        # Safe places whose spans may still be queued for export: (sequence number of the
+        # last span emitted before it, offset, session state). See Tailer.save_checkpoints.
+        self.pending: list[tuple[int, int, dict[str, Any]]] = []
+        self.fingerprint: tuple[str, int] | None = None
+        self.error: str | None = None  # why it could not be read last time (logged once)
+        self.not_a_log_said = False  # "does not look like a Copilot session log" (logged once)
+        # Has read to the end once: later events are live. Until then (a log caught up at
+        # start, or one copied in whole) events are late by design and their lag not counted.
+        self.caught_up = False
+
+    def restart(self, identity: tuple[int, int]) -> None:
+        """The file was truncated or replaced: read the new content from its start."""
+        self.identity = identity
+        self.read_pos = 0
+        self.safe_offset = 0
+        self.safe_session = {}
+        self.pending = []
+        self.fingerprint = None
+        self.not_a_log_said = False
+        self.decoder = JsonLinesDecoder(
+            self.stream, max_line_bytes=self._options.max_line_bytes, stats=self._stats
+        )
+
+    def checkpoint(self, watermark: int | None) -> FileCheckpoint | None:
+        """Where this log may resume: the latest safe place whose spans were all exported
+        (sequence number up to `watermark`; None: all emitted spans were). None when the file
+        cannot be read to fingerprint it."""
+        done = [p for p in self.pending if watermark is None or p[0] <= watermark]
+        if done:
+            _, self.safe_offset, self.safe_session = done[-1]
+            self.pending = self.pending[len(done) :]
+        if self.fingerprint is None or self.fingerprint[1] < FINGERPRINT_BYTES:
+            try:
+                self.fingerprint = fingerprint(self.log.path)
+            except OSError:
+                return None
+        digest, length = self.fingerprint
+        return FileCheckpoint(
+            self.stream,
+            self.identity[0],
+            self.identity[1],
+            digest,
+            length,
+            self.safe_offset,
+            self.safe_session,
+        )
+
+
+class Hints(FileSystemEventHandler):
+    """Collects changed paths from watchdog's thread; never reads files itself."""
+
+    def __init__(self, wake: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self._paths: set[str] = set()
+        self._wake = wake
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        paths = [event.src_path, getattr(event, "dest_path", "")]
+        with self._lock:
+            for path in paths:
+                if path:
+                    self._paths.add(os.fsdecode(path))
+        self._wake.set()
+
+    def take(self) -> set[str]:
+        with self._lock:
+            paths, self._paths = self._paths, set()
+        return paths
+
+
+def start_summary(roots: Sequence[Path], options: TailOptions, starts: Counter[str]) -> str:
+    """One line for the start-up (each log's own is at DEBUG): how many logs, and where
+    each is read from. Logs followed from their end give no span until they grow, so a
+    first run among old sessions would show nothing without a word: say why, and how to
+    read them."""
+    where = ", ".join(map(str, roots))
+    followed = sum(n for start, n in starts.items() if start)  # "": vanished meanwhile
+    text = f"following {followed} session log{'' if followed == 1 else 's'} under {where}"
+    parts = []
+    if starts["checkpoint"]:
+        parts.append(
+            f"{starts['checkpoint']} resumed from {_their(starts['checkpoint'])} checkpoint"
+        )
+    if starts["beginning"]:
+        recent = (
+            ""
+            if options.backfill
+            else f" (modified in the last {_minutes(options.catch_up_seconds)})"
+        )
+        parts.append(
+            f"{starts['beginning']} read from {_their(starts['beginning'])} beginning{recent}"
+        )
+    if parts:
+        text += ": " + ", ".join(parts)
+    if starts["end"]:
+        one = starts["end"] == 1
+        text += (
+            f"; {starts['end']} older log{' is' if one else 's are'} followed from "
+            f"{_their(starts['end'])} end; `--backfill` or `otel-bridge replay` "
+            f"reads {'it' if one else 'them'}"
+        )
+    return text
+
+
+def _their(count: int) -> str:
+    return "its" if count == 1 else "their"
+
+
+def _minutes(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{minutes / 60:g} h" if minutes >= 120 and not minutes % 60 else f"{minutes:g} min"
+
+
+def end_of_last_line(path: Path, size: int) -> int:
+    """Where to start following a file from its end: after its last complete line."""
+    if size == 0:
+        return 0
+    try:
+        with path.open("rb") as handle:
+            position = size
+            while position > 0:
+                step = min(65536, position)
+                handle.seek(position - step)
+                block = handle.read(step)
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    return position - step + newline + 1
+                position -= step
+    except OSError:
+        return size
+    return 0
