@@ -570,3 +570,24 @@ def test_core_modules_do_no_io_and_read_no_clock(module: str) -> None:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             imported.add(node.module.split(".")[0])
     assert not imported & FORBIDDEN
+
+
+def test_an_abort_after_turn_end_aborts_the_cut_tool_even_past_an_ignored_event() -> None:
+    """`copilot -p` under SIGINT may write turn_end before abort, and other events (a hook, a
+    system message) between them: the tool the turn left running is still aborted, not
+    incomplete."""
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    log.usage("u1")
+    log.message([("b1", "bash")])
+    log.tool_start("b1", "bash")
+    log.turn_end("0")
+    log.add("hook.start", hookType="postToolUse")  # no handler: the bridge ignores it
+    log.add("abort", reason="user_initiated")
+    spans = assemble(log.events())
+    check_invariants(spans)
+    tool = one(spans, "execute_tool bash")
+    assert tool.status is StatusCode.ERROR
+    assert tool.attributes["error.type"] == "aborted"

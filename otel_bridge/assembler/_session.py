@@ -102,13 +102,14 @@ class SessionAssembler:
             self.stats.duplicates += 1  # redelivered (an SDK resume replays history)
             return []
         interaction = self.lifecycle.interaction
+        handler = HANDLERS.get(event.type)
         if (
             interaction is not None
             and interaction.dangling
+            and handler is not None  # events the bridge ignores (hooks...) do not decide it
             and event.type not in KEEP_DANGLING_TOOLS
         ):
             self.lifecycle.end_dangling(interaction)
-        handler = HANDLERS.get(event.type)
         if (
             interaction is not None
             and interaction.killed_ns is not None

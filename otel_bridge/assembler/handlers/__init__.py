@@ -78,9 +78,10 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
     }
 )
 
-#: Tools still running at a main-agent turn_end wait for the next event: if it is one of these,
-#: its handler ends them (as aborted); any other event first ends them, incomplete, at the
-#: turn_end (`Lifecycle.end_dangling`).
+#: Tools still running at a main-agent turn_end wait for the next event the bridge handles: if
+#: it is one of these, its handler ends them (as aborted); any other first ends them,
+#: incomplete, at the turn_end (`Lifecycle.end_dangling`). Events without a handler (hooks,
+#: system messages) can come between the CLI's turn_end and its abort and decide nothing.
 KEEP_DANGLING_TOOLS = frozenset({"abort"})
 
 #: After a SIGKILL, the interaction the killed CLI left open with tools running stays open past
