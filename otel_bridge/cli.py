@@ -176,6 +176,16 @@ def _build_parser() -> argparse.ArgumentParser:
         help="at exit, how long to keep trying to deliver queued spans (default: 30)",
     )
     common.add_argument(
+        "--background-wait",
+        type=_non_negative_float,
+        default=900.0,
+        metavar="S",
+        help="how long a task whose agent loop has stopped waits for the work it left "
+        "running (background shells and sub-agents) to report, counted from its last "
+        "event; past that it ends at its last event (default: 900; give run and "
+        "replay the same value to get the same spans)",
+    )
+    common.add_argument(
         "--max-line-bytes",
         type=_positive_int,
         default=DEFAULT_MAX_LINE_BYTES,
@@ -466,7 +476,9 @@ def _non_negative_float(text: str) -> float:
 def _assembler_config(args: argparse.Namespace) -> AssemblerConfig:
     from_env = os.environ.get(_CONTENT_ENV, "").strip().lower() == "true"
     return AssemblerConfig(
-        capture_content=args.capture_content or from_env, hash_salt=args.content_hash_salt
+        capture_content=args.capture_content or from_env,
+        hash_salt=args.content_hash_salt,
+        background_wait_seconds=args.background_wait,
     )
 
 

@@ -122,9 +122,15 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
         if e["type"] == "user.message"
         and "agentId" not in e
         and not e["data"].get("isAutopilotContinuation")
+        and e["data"].get("delivery") != "steering"  # joins the running task
     ]
     assert len({s.trace_id for s in spans}) == len(top_level)
     assert len(by_name(spans, "invoke_agent copilot")) == len(top_level)
+    # every span lies within its trace root's time range (late work would not)
+    roots = {s.trace_id: s for s in by_name(spans, "invoke_agent copilot")}
+    for span in spans:
+        root = roots[span.trace_id]
+        assert root.start_ns <= span.start_ns <= span.end_ns <= root.end_ns, span.name
     by_id = {s.span_id: s for s in spans}
     tools = {s.attributes["gen_ai.tool.call.id"]: s for s in by_name(spans, "execute_tool ")}
     # a tool's parent is the turn of the agent whose assistant.message requested it

@@ -3,7 +3,8 @@
 On disk the CLI never writes `session.idle`, so the end of an agent loop is inferred
 (docs/architecture.md, "When an interaction ends"): a main-agent turn whose model asked for no
 tool ends the loop (in autopilot only with `session.task_complete`, since the CLI may nudge the
-model on; and not while background sub-agents still run); `session.error`, `abort`,
+model on; and not while background sub-agents or shells still run, for up to the
+background wait); `session.error`, `abort`,
 `session.shutdown`, a new segment, the next top-level user message, and the caller (end of
 input, a quiet log) end it too. Handlers decide which of these an event is; the lifecycle does
 the closing. Also here: what a checkpoint saves of a session (`snapshot`, `restore`).
@@ -105,12 +106,24 @@ class Lifecycle:
         if not interaction.task_signal and self._facts.mode == sc.MODE_AUTOPILOT:
             interaction.awaiting_continuation = True  # the CLI may nudge the model on
             return
-        if any(not agent.done for agent in interaction.subagents.values()):
-            # Background sub-agents still run; when they report, the CLI resumes the main
-            # agent (a read_agent call and another turn), so the loop is not over yet.
+        if interaction.shells or any(not agent.done for agent in interaction.subagents.values()):
+            # Background sub-agents or shells still run; when they report, the CLI resumes the
+            # main agent (a read_agent / read_bash call and another turn), so the loop is not
+            # over yet.
             interaction.awaiting_continuation = True
             return
         self.close(end_ns, reason)
+
+    def waited_too_long(self, now_ns: int, limit_ns: int) -> bool:
+        """True when the open interaction's loop has stopped and has waited more than
+        `limit_ns` since its last event for the work it left running (`now_ns`: the time of the
+        next event, or the clock of a caller following a quiet log)."""
+        interaction = self.interaction
+        return (
+            interaction is not None
+            and interaction.awaiting_continuation
+            and now_ns - interaction.last_ns > limit_ns
+        )
 
     def end_of_input(self, end_ns: int | None = None, reason: str = sc.END_OF_INPUT) -> None:
         """Nothing more will come (end of a replayed file, a quiet log, a shutdown at

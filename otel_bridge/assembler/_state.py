@@ -136,6 +136,7 @@ class Tool:
 
     span: OpenSpan
     agent: Agent
+    detached: bool = False  # a shell started with `detach: true`: it outlives the session
 
 
 @dataclass(eq=False, slots=True)
@@ -156,6 +157,13 @@ class Interaction:
     awaiting_continuation: bool = False  # the loop stopped, but more work may come
     user_messages: int = 1
     continuations: int = 0
+    steering: int = 0  # steering messages that joined the running task
+    # The CLI's interactionIds of this task (its message, autopilot nudges, its turns): a
+    # steering message with one of them joins the task.
+    interaction_ids: set[str] = field(default_factory=set)
+    # Background shells still running (by shellId): the CLI resumes this task's loop when one
+    # reports with a system.notification, so the task is not over before that.
+    shells: set[str] = field(default_factory=set)
     tool_calls: int = 0
     # Tools still running when their main-agent turn ended, and when it ended: `copilot -p`
     # interrupted by SIGINT writes turn_end 1-2 ms before abort, so wait one event to know
