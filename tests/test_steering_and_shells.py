@@ -460,3 +460,36 @@ def test_the_live_stream_gives_the_logs_spans() -> None:
                     span.attributes["copilot.user_messages"]
                     == (record.attributes["copilot.user_messages"])
                 )
+
+
+def test_replay_takes_the_background_wait_from_the_command_line(tmp_path: Path) -> None:
+    """`--background-wait` decides whether the shell's late work extends the task's root."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from otel_bridge.cli import main
+
+    log = shell_log(gap_ms=60_000)
+    path = tmp_path / "sess-1" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(log.jsonl())
+    final_answer = ns(
+        log.raw[next(i for i, e in enumerate(log.raw) if e["type"] == "system.notification") - 1][
+            "timestamp"
+        ]
+    )
+    ends = {}
+    for wait in ("30", "900"):
+        out = tmp_path / f"{wait}.jsonl"
+        argv = ["replay", str(path), "--traces-file", str(out), "--no-progress"]
+        assert main([*argv, "--background-wait", wait]) == 0
+        for line in out.read_text().splitlines():
+            request = json_format.Parse(line, ExportTraceServiceRequest())
+            for resource_spans in request.resource_spans:
+                for scope_spans in resource_spans.scope_spans:
+                    for span in scope_spans.spans:
+                        if span.name == ROOT:
+                            ends[wait] = span.end_time_unix_nano
+    assert ends == {"30": final_answer, "900": log.now}
