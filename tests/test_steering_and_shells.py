@@ -493,3 +493,85 @@ def test_replay_takes_the_background_wait_from_the_command_line(tmp_path: Path) 
                         if span.name == ROOT:
                             ends[wait] = span.end_time_unix_nano
     assert ends == {"30": final_answer, "900": log.now}
+
+
+def test_a_steering_message_sent_as_its_task_stopped_still_joins_it() -> None:
+    """The loop ended (the bridge closed the task) just as the user steered: the CLI runs the
+    message under the task's interactionId, so its turn goes into that task's trace."""
+    log = Log()
+    log.start()
+    log.user(interaction="i1")
+    log.simple_turn("0", "u1")
+    log.add("user.message", content="and", interactionId="i1", turnId="1", delivery="steering")
+    log.simple_turn("1", "u2")
+    spans = assemble(log)
+    (root,) = by_name(spans, ROOT)
+    assert {s.trace_id for s in spans} == {root.trace_id}
+    (late,) = [s for s in by_name(spans, "turn ") if s.start_ns > root.end_ns]
+    assert late.parent_span_id == root.span_id
+
+
+def test_the_checkpoint_carries_the_previous_tasks_interaction_ids() -> None:
+    """A restart of `run` between a task and a late steering message into it must place that
+    message as a reading of the whole log does."""
+    from otel_bridge.assembler import SessionAssembler
+
+    log = Log()
+    log.start()
+    log.user(interaction="i1")
+    log.simple_turn("0", "u1")
+    cut = len(log.raw)
+    log.add("user.message", content="and", interactionId="i1", turnId="1", delivery="steering")
+    log.simple_turn("1", "u2")
+    whole = assemble(log)
+    before = SessionAssembler("sess-1")
+    for event in log.events()[:cut]:
+        before.feed(event)
+    saved = json.loads(json.dumps(before.snapshot()))
+    assert saved["previous_ids"] == ["i1"]
+    after = SessionAssembler("sess-1")
+    after.restore(saved)
+    resumed: list[SpanRecord] = []
+    for event in log.events()[cut:]:
+        resumed.extend(after.feed(event))
+    resumed.extend(after.end_of_input())
+    whole_by_id = {s.span_id: s for s in whole}
+    assert resumed and all(whole_by_id[s.span_id] == s for s in resumed)
+
+
+def test_run_restarted_while_a_task_waits_gives_replays_spans(tmp_path: Path) -> None:
+    """`run` stops after the final answer (the shell still running) and starts again from its
+    checkpoint; the notification comes; the spans are those of a replay."""
+    from otel_bridge._checkpoint import CheckpointStore
+
+    log = shell_log(gap_ms=60_000)
+    data = log.jsonl()
+    cut = data.index(b'"system.notification"')
+    cut = data.rindex(b"\n", 0, cut) + 1
+    path = tmp_path / "state" / "sess-1" / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data[:cut])
+    store = tmp_path / "bridge"
+    last = ns(log.raw[-1]["timestamp"]) / 1e9
+    out: list[SpanRecord] = []
+    for part in (1, 2):
+        tailer = Tailer(
+            [path.parent.parent],
+            Assembler(),
+            out.extend,
+            TailOptions(rescan_seconds=0, idle_timeout_seconds=5, backfill=True),
+            clock=lambda: last,
+            checkpoints=CheckpointStore(store),
+        )
+        tailer.start()
+        tailer.poll_once()
+        tailer.save_checkpoints()
+        tailer.close()
+        if part == 1:
+            assert not by_name(out, ROOT)
+            with path.open("ab") as handle:
+                handle.write(data[cut:])
+    replayed = {s.span_id: s for s in assemble(log)}
+    assert {s.span_id for s in out} == set(replayed)
+    for span in out:  # what was exported before the stop, and again after it, is identical
+        assert span == replayed[span.span_id]

@@ -25,6 +25,10 @@ from .spans import SpanBuilders
 
 __all__ = ["Lifecycle", "restore", "snapshot"]
 
+#: interactionIds of the previous interaction kept for a late steering message (a task has its
+#: message's, and one per autopilot nudge).
+MAX_IDS = 64
+
 
 class Lifecycle:
     """The open interaction of one session, and the rules that open and close it."""
@@ -173,6 +177,7 @@ class Lifecycle:
         )
         self._facts.previous = (interaction.root.trace_id, interaction.root.span_id)
         self._facts.previous_in_segment = True
+        self._facts.previous_ids = tuple(sorted(interaction.interaction_ids))[:MAX_IDS]
 
     def end_dangling(self, interaction: Interaction) -> None:
         """The event after a main turn_end was not an abort: the tools that turn left running
@@ -211,6 +216,7 @@ def snapshot(facts: SessionFacts) -> dict[str, Any]:
         if facts.previous is not None
         else None,
         "previous_in_segment": facts.previous_in_segment,
+        "previous_ids": list(facts.previous_ids),
     }
 
 
@@ -231,3 +237,7 @@ def restore(facts: SessionFacts, saved: Mapping[str, Any]) -> None:
     except (TypeError, ValueError, IndexError):
         facts.previous = None
     facts.previous_in_segment = saved.get("previous_in_segment") is True
+    ids = saved.get("previous_ids")
+    facts.previous_ids = (
+        tuple(i for i in ids if isinstance(i, str))[:MAX_IDS] if isinstance(ids, list) else ()
+    )

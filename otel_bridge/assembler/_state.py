@@ -184,6 +184,9 @@ class SessionFacts:
     copilot_version: str | None = None
     previous: tuple[int, int] | None = None  # (trace id, span id) of the last root
     previous_in_segment: bool = False  # `previous` belongs to the current segment
+    # The CLI's interactionIds of the previous interaction: a steering message that names one
+    # after the bridge ended that task (the loop stopped as it was sent) still joins it.
+    previous_ids: tuple[str, ...] = ()
 
 
 class SeenSet:

@@ -49,6 +49,16 @@ def on_user_message(session: SessionAssembler, event: Event) -> None:
     interaction = lifecycle.interaction
     delivery = delivery_of(event)
     interaction_id = read_str(event.data, "interactionId")
+    if (
+        interaction is None
+        and delivery == sc.DELIVERY_STEERING
+        and session.facts.previous_in_segment
+        and interaction_id in session.facts.previous_ids
+    ):
+        # Sent as the task's loop stopped, after the bridge had ended it: it is still that
+        # task's (the CLI runs it under the task's interactionId), so it goes into its trace.
+        interaction = lifecycle.reopen_previous(event)
+        interaction.interaction_ids.add(interaction_id)
     if _joins(interaction, event):
         assert interaction is not None  # _joins says so
         # The CLI adds it to the running turn's conversation: nothing is cut or opened.
