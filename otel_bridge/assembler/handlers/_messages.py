@@ -26,10 +26,10 @@ def delivery_of(event: Event) -> str:
     return delivery if delivery in DELIVERIES else sc.DELIVERY_IDLE
 
 
-def _joins(interaction: Interaction | None, event: Event) -> bool:
+def _joins(interaction: Interaction, event: Event) -> bool:
     """A steering message joins the running task when it names one of its interactionIds
     (or names none, or the task's ids are not known: a task read from its middle)."""
-    if interaction is None or read_str(event.data, "delivery") != sc.DELIVERY_STEERING:
+    if read_str(event.data, "delivery") != sc.DELIVERY_STEERING:
         return False
     interaction_id = read_str(event.data, "interactionId")
     return (
@@ -59,8 +59,7 @@ def on_user_message(session: SessionAssembler, event: Event) -> None:
         # task's (the CLI runs it under the task's interactionId), so it goes into its trace.
         interaction = lifecycle.reopen_previous(event)
         interaction.interaction_ids.add(interaction_id)
-    if _joins(interaction, event):
-        assert interaction is not None  # _joins says so
+    if interaction is not None and _joins(interaction, event):
         # The CLI adds it to the running turn's conversation: nothing is cut or opened.
         interaction.steering += 1
         interaction.user_messages += 1

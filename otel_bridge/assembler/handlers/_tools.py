@@ -50,7 +50,7 @@ def on_tool_complete(session: SessionAssembler, event: Event) -> None:
     shell = tool.span.attributes.get(sc.GEN_AI_TOOL_NAME) in SHELL_TOOLS and not tool.detached
     session.spans.tool.complete(interaction, tool_call_id, event)
     if shell and event.data.get("success") is not False:
-        match = BACKGROUND_RESULT.match(read_str(read_obj(event.data, "result"), "content") or "")
+        match = BACKGROUND_RESULT.search(read_str(read_obj(event.data, "result"), "content") or "")
         if match:
             interaction.shells.add(match.group(1))
 
