@@ -85,7 +85,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         Instrument.COUNTER,
         "{message}",
         "User messages to the main agent, autopilot continuations apart",
-        ("copilot.continuation",),
+        ("copilot.continuation", "copilot.delivery"),
     ),
     MetricSpec(
         "copilot.tool.calls",

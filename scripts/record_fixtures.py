@@ -18,6 +18,9 @@ and runs.json (command lines, exit codes, wall times).
 
 `sdk_abort` is driven through the Python SDK (pip install github-copilot-sdk==1.0.27) instead:
 `session.abort()` 2 s into the slow tool, then a second message in the same session.
+`sdk_steering` (a steering and a queued message sent while a slow tool runs) and
+`sdk_background_shell` (an async bash whose notification comes after the final answer) are
+driven through the SDK too, and keep their live stream (live-events.jsonl) beside the log.
 
 The three fixtures without a script.json (run1_cli_prompt_basic, run3_cli_autopilot,
 sdk1_two_user_messages) are earlier real CLI captures whose scripts were not kept;
@@ -59,7 +62,7 @@ from tests.e2e.copilot import (  # noqa: E402
 )
 from tests.e2e.fake_llm import FakeLLM, load_script  # noqa: E402
 
-SDK_SCENARIOS = ("sdk_abort",)
+SDK_SCENARIOS = ("sdk_abort", "sdk_steering", "sdk_background_shell")
 KEPT_ALWAYS = ("events.jsonl", "script.json")
 
 
@@ -177,6 +180,131 @@ def record_sdk_abort(binary: Path, script_path: Path, work: Path) -> dict[str, A
     }
 
 
+async def _wait_events(
+    events: list[dict[str, Any]], predicate: Any, timeout: float = 60
+) -> dict[str, Any]:
+    """The first recorded event that satisfies `predicate`, waiting for it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for event in events:
+            if predicate(event):
+                return event
+        if time.monotonic() > deadline:
+            raise TimeoutError("the SDK session did not get there")
+        await asyncio.sleep(0.1)
+
+
+def _idle_after(events: list[dict[str, Any]], marker: str) -> Any:
+    """A predicate: a session.idle after the first event whose JSON contains `marker`."""
+
+    def predicate(event: dict[str, Any]) -> bool:
+        texts = [json.dumps(e) for e in events]
+        first = next((i for i, t in enumerate(texts) if marker in t), None)
+        return first is not None and event["type"] == "session.idle" and events.index(event) > first
+
+    return predicate
+
+
+async def _drive_steering(session: Any, events: list[dict[str, Any]]) -> None:
+    """A slow tool; 2 s into it a steering message (mode "immediate") and a queued one
+    (mode "enqueue"); then wait until the queued message was answered and the session idles."""
+    await session.send("STEER-SLOW: run a slow command.")
+    await _wait_events(events, lambda e: e["type"] == "tool.execution_start")
+    await asyncio.sleep(2)
+    await session.send("STEER-NOW: also say that you were steered.", mode="immediate")
+    await session.send("QUEUED-LATER: answer this one afterwards.", mode="enqueue")
+    await _wait_events(events, _idle_after(events, "Queued message answered"), timeout=90)
+    await asyncio.sleep(8)  # a shell the steering pushed to the background may still report
+
+
+async def _drive_background_shell(session: Any, events: list[dict[str, Any]]) -> None:
+    """An async bash (3 s) and the final answer; then wait for the shell's notification and
+    the loop it resumes (read_bash, another turn) to go idle."""
+    await session.send("BG-SHELL: start a background job and tell me when it is done.")
+    await _wait_events(events, _idle_after(events, "background job printed"), timeout=90)
+    await asyncio.sleep(2)
+
+
+SDK_DRIVERS = {
+    "sdk_steering": (
+        _drive_steering,
+        "github-copilot-sdk: send, 2 s into the slow tool send(mode=immediate) and "
+        "send(mode=enqueue), wait for both answers (scripts/record_fixtures.py)",
+    ),
+    "sdk_background_shell": (
+        _drive_background_shell,
+        "github-copilot-sdk: send; the async shell reports after the final answer; wait "
+        "for the resumed loop to go idle (scripts/record_fixtures.py)",
+    ),
+}
+
+
+def record_sdk_scenario(name: str, binary: Path, script_path: Path, work: Path) -> dict[str, Any]:
+    """An SDK scenario of `SDK_DRIVERS`: one session, driven by its coroutine; the live stream
+    goes to live-events.jsonl."""
+    from copilot import CopilotClient, PermissionHandler, RuntimeConnection
+
+    drive, how = SDK_DRIVERS[name]
+    workspace = Workspace.create(work)
+    events: list[dict[str, Any]] = []
+    started = time.monotonic()
+
+    async def main(fake: FakeLLM) -> None:
+        env = {
+            k: v
+            for k, v in copilot_env(workspace, fake.url).items()
+            if k
+            not in (
+                "COPILOT_OFFLINE",
+                "COPILOT_PROVIDER_BASE_URL",
+                "COPILOT_PROVIDER_API_KEY",
+                "COPILOT_MODEL",
+            )
+        }
+        client = CopilotClient(
+            connection=RuntimeConnection.for_stdio(path=str(binary)),
+            base_directory=str(workspace.home),
+            working_directory=str(workspace.project),
+            env=env,
+        )
+        await client.start()
+        process = getattr(client, "_cli_process", None)
+        try:
+            session = await client.create_session(
+                on_permission_request=PermissionHandler.approve_all,
+                model=MODEL,
+                provider={"type": "openai", "base_url": fake.url, "api_key": API_KEY},
+                working_directory=str(workspace.project),
+            )
+            session.on(lambda event: events.append(event.to_dict()))
+            await drive(session, events)
+            await session.disconnect()
+        finally:
+            await client.stop()
+            for pipe in (getattr(process, "stdout", None), getattr(process, "stderr", None)):
+                if pipe is not None and not pipe.closed:
+                    pipe.close()
+
+    try:
+        with FakeLLM(load_script(script_path), log_path=work / "requests.jsonl") as fake:
+            asyncio.run(main(fake))
+    finally:
+        with (work / "live-events.jsonl").open("w") as live:
+            for event in events:
+                # Kept small: the internal copy of the whole conversation goes, and the system
+                # prompt keeps its first 200 characters (the bridge reads neither).
+                if event.get("type") == "model.messages_snapshot":
+                    continue
+                data = event.get("data")
+                if event.get("type") == "system.message" and isinstance(data, dict):
+                    data["content"] = str(data.get("content", ""))[:200]
+                live.write(json.dumps(event) + "\n")
+    return {
+        "runs": [{"how": how, "seconds": round(time.monotonic() - started, 2)}],
+        "problems": [],
+    }
+
+
 def collect(
     work: Path, target: Path, script_path: Path, info: dict[str, Any], all_files: bool
 ) -> list[str]:
@@ -214,11 +342,17 @@ def record_one(
     work = scratch / name
     started = time.monotonic()
     try:
-        if name in SDK_SCENARIOS:
+        if name in SDK_DRIVERS:
+            info = record_sdk_scenario(name, binary, script_copy, work)
+        elif name in SDK_SCENARIOS:
             info = record_sdk_abort(binary, script_copy, work)
         else:
             info = record_cli(name, binary, script_copy, work)
         written = collect(work, out / name, script_copy, info, all_files)
+        if name in SDK_DRIVERS and "live-events.jsonl" not in written:
+            # the live stream is part of these fixtures: tests compare it with the log
+            shutil.copyfile(work / "live-events.jsonl", out / name / "live-events.jsonl")
+            written.append("live-events.jsonl")
     except Exception as exc:  # report, keep the old fixture, go on with the others
         return name, False, f"FAILED ({type(exc).__name__}: {exc}); fixture left as it was"
     lines = sum(1 for _ in (out / name / "events.jsonl").open())
@@ -295,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = args.fixtures or available
     args.out.mkdir(parents=True, exist_ok=True)
     with (
-        tempfile.TemporaryDirectory(prefix="record-fixtures-") as scratch,
+        tempfile.TemporaryDirectory(prefix="record-fixtures-") as temporary,
         ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool,
     ):
         if args.work is not None:
@@ -307,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 binary,
                 args.scripts,
                 args.out,
-                Path(scratch) if args.work is None else args.work,
+                args.work or Path(temporary),
                 args.all_files,
             )
             for name in names

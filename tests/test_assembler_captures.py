@@ -129,6 +129,7 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
         if e["type"] == "user.message"
         and "agentId" not in e
         and not e["data"].get("isAutopilotContinuation")
+        and e["data"].get("delivery") != "steering"  # joins the running task
     ]
     assert len({s.trace_id for s in spans}) == len(top_level)
     roots = [s for s in spans if s.parent_span_id is None]
@@ -138,6 +139,11 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
     selected = [e for e in events if e["type"] == "subagent.selected" and "agentId" not in e]
     main_name = selected[-1]["data"]["agentName"] if selected else "copilot"
     assert {r.name for r in roots} <= {f"invoke_agent {main_name}"}
+    # every span lies within its trace root's time range (late work would not)
+    root_of = {r.trace_id: r for r in roots}
+    for span in spans:
+        root = root_of[span.trace_id]
+        assert root.start_ns <= span.start_ns <= span.end_ns <= root.end_ns, span.name
     by_id = {s.span_id: s for s in spans}
     tools = {s.attributes["gen_ai.tool.call.id"]: s for s in by_name(spans, "execute_tool ")}
     # a tool's parent is the turn of the agent whose assistant.message requested it

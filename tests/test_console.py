@@ -83,7 +83,8 @@ def test_summary_is_one_line_per_task_with_its_numbers() -> None:
     batches = spans_of(LOGS)
     lines = printed(batches, "summary").splitlines()
     tasks = sorted(roots(batches), key=lambda s: s.context.trace_id)
-    # one task per top-level user message of the fixtures (autopilot nudges join their task)
+    # one task per top-level user message of the fixtures (autopilot nudges join their task,
+    # and so do steering messages)
     messages = [
         event
         for path in LOGS
@@ -91,6 +92,7 @@ def test_summary_is_one_line_per_task_with_its_numbers() -> None:
         if event["type"] == "user.message"
         and "agentId" not in event
         and not event["data"].get("isAutopilotContinuation")
+        and event["data"].get("delivery") != "steering"
     ]
     assert len(lines) == len(tasks) == len(messages)
     parsed = [SUMMARY.match(line) for line in lines]

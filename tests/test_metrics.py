@@ -60,7 +60,12 @@ def expected_outcomes(events: list[dict]) -> Counter:
     for event in events:
         main = "agentId" not in event
         kind, data = event["type"], event["data"]
-        if kind == "user.message" and main and not data.get("isAutopilotContinuation"):
+        if (
+            kind == "user.message"
+            and main
+            and not data.get("isAutopilotContinuation")
+            and data.get("delivery") != "steering"  # joins the running task
+        ):
             if current is not None:
                 outcomes[current] += 1
             current = "no_signal"
@@ -116,6 +121,14 @@ def test_metrics_match_the_raw_log(path: Path) -> None:
         if e["type"] == "user.message"
         and "agentId" not in e
         and not e["data"].get("isAutopilotContinuation")
+        and e["data"].get("delivery") != "steering"
+    ]
+    steering = [
+        e
+        for e in events
+        if e["type"] == "user.message"
+        and "agentId" not in e
+        and e["data"].get("delivery") == "steering"
     ]
     main_turns = [e for e in events if e["type"] == "assistant.turn_start" and "agentId" not in e]
     turns_per_message = recorder.values("copilot.turns_per_message")
@@ -149,6 +162,12 @@ def test_metrics_match_the_raw_log(path: Path) -> None:
     )
     assert len(recorder.values("copilot.user_messages", copilot__continuation=False)) == len(
         top_level
+    ) + len(steering)
+    assert len(recorder.values("copilot.user_messages", copilot__delivery="steering")) == len(
+        steering
+    )
+    assert len(recorder.values("copilot.user_messages", copilot__delivery="queued")) == sum(
+        1 for e in top_level if e["data"].get("delivery") == "queued"
     )
     assert len(recorder.values("copilot.aborts")) == sum(1 for e in events if e["type"] == "abort")
     assert len(recorder.values("copilot.session.errors")) == sum(
@@ -215,6 +234,7 @@ def test_replay_metrics_file_holds_the_histogram_the_issue_asks_for(tmp_path) ->
         if e["type"] == "user.message"
         and "agentId" not in e
         and not e["data"].get("isAutopilotContinuation")
+        and e["data"].get("delivery") != "steering"
     )
     assert total == sum(
         1 for e in events if e["type"] == "assistant.turn_start" and "agentId" not in e
@@ -239,8 +259,13 @@ def test_stats_json_matches_the_raw_logs(capsys) -> None:
         if e["type"] == "user.message"
         and "agentId" not in e
         and not e["data"].get("isAutopilotContinuation")
+        and e["data"].get("delivery") != "steering"
     )
-    assert total["user_messages"] == total["tasks"] == top_level
+    steering = sum(
+        1 for e in events if e["type"] == "user.message" and e["data"].get("delivery") == "steering"
+    )
+    assert total["tasks"] == top_level
+    assert total["user_messages"] == top_level + steering  # a steering message is one too
     assert total["turns"] == sum(1 for e in events if e["type"] == "assistant.turn_start")
     assert total["tool_calls"] == sum(1 for e in events if e["type"] == "tool.execution_start")
     assert total["tool_failures"] == sum(

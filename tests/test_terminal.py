@@ -129,7 +129,8 @@ def test_replay_on_a_terminal_prints_a_line_per_task(tmp_path) -> None:
     lines = screen(raw)
     assert code == 0, raw
     tasks = [line for line in lines if SUMMARY.match(line)]
-    # one task per top-level user message of the fixtures (autopilot nudges join their task)
+    # one task per top-level user message of the fixtures (autopilot nudges join their task,
+    # and so do steering messages)
     messages = [
         event
         for path in LOGS
@@ -137,6 +138,7 @@ def test_replay_on_a_terminal_prints_a_line_per_task(tmp_path) -> None:
         if event["type"] == "user.message"
         and "agentId" not in event
         and not event["data"].get("isAutopilotContinuation")
+        and event["data"].get("delivery") != "steering"
     ]
     assert len(tasks) == traces_in(LOGS) == len(messages)
     assert not any(line.lstrip().startswith("{") for line in lines)  # no JSON

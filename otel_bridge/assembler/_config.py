@@ -19,11 +19,16 @@ class AssemblerConfig:
             a CI job); None: each interaction is its own trace.
         hash_salt: if set, prompts, answers and tool arguments and results also get a salted
             SHA-256 (content off or on), so equal texts can be matched without being sent.
+        background_wait_seconds: how long, in event time, a task whose agent loop has stopped
+            waits for the work it left running (background shells and sub-agents, an autopilot
+            nudge) before it ends at its last event. Event time, so that `replay` and `run`
+            end it at the same place (docs/architecture.md, "When an interaction ends").
     """
 
     capture_content: bool = False
     parent: tuple[int, int] | None = None
     hash_salt: str | None = None
+    background_wait_seconds: float = 900.0
 
 
 @dataclass

@@ -3,7 +3,8 @@
 On disk the CLI never writes `session.idle`, so the end of an agent loop is inferred
 (docs/architecture.md, "When an interaction ends"): a main-agent turn whose model asked for no
 tool ends the loop (in autopilot only with `session.task_complete`, since the CLI may nudge the
-model on; and not while background sub-agents still run); `session.error`, `abort`,
+model on; and not while background sub-agents or shells still run, for up to the
+background wait); `session.error`, `abort`,
 `session.shutdown`, a new segment, the next top-level user message, and the caller (end of
 input, a quiet log) end it too. Handlers decide which of these an event is; the lifecycle does
 the closing. Also here: what a checkpoint saves of a session (`snapshot`, `restore`).
@@ -23,6 +24,10 @@ from ._state import Agent, Error, Interaction, SessionFacts
 from .spans import SpanBuilders
 
 __all__ = ["Lifecycle", "restore", "snapshot"]
+
+#: interactionIds of the previous interaction kept for a late steering message (a task has its
+#: message's, and one per autopilot nudge).
+MAX_IDS = 64
 
 
 class Lifecycle:
@@ -119,18 +124,33 @@ class Lifecycle:
     def loop_ended(self, interaction: Interaction, end_ns: int, reason: str) -> None:
         """The main agent's loop stopped: end the interaction unless more will come."""
         interaction.main.done = True
-        running = any(not agent.done for agent in interaction.subagents.values())
+        running = bool(interaction.shells) or any(
+            not agent.done for agent in interaction.subagents.values()
+        )
         if not interaction.task_signal and self._facts.mode == sc.MODE_AUTOPILOT:
             interaction.awaiting_continuation = True  # the CLI may nudge the model on
-            # ... unless background sub-agents run: the main agent resumes when they report
+            # ... unless background sub-agents or shells run: the main agent resumes when they
+            # report
             interaction.awaiting_nudge = not running
             return
         if running:
-            # Background sub-agents still run; when they report, the CLI resumes the main
-            # agent (a read_agent call and another turn), so the loop is not over yet.
+            # Background sub-agents or shells still run; when they report, the CLI resumes the
+            # main agent (a read_agent / read_bash call and another turn), so the loop is not
+            # over yet.
             interaction.awaiting_continuation = True
             return
         self.close(end_ns, reason)
+
+    def waited_too_long(self, now_ns: int, limit_ns: int) -> bool:
+        """True when the open interaction's loop has stopped and has waited more than
+        `limit_ns` since its last event for the work it left running (`now_ns`: the time of the
+        next event, or the clock of a caller following a quiet log)."""
+        interaction = self.interaction
+        return (
+            interaction is not None
+            and interaction.awaiting_continuation
+            and now_ns - interaction.last_ns > limit_ns
+        )
 
     def end_of_input(self, end_ns: int | None = None, reason: str = sc.END_OF_INPUT) -> None:
         """Nothing more will come (end of a replayed file, a quiet log, a shutdown at
@@ -189,6 +209,7 @@ class Lifecycle:
         )
         self._facts.previous = (interaction.root.trace_id, interaction.root.span_id)
         self._facts.previous_in_segment = True
+        self._facts.previous_ids = tuple(sorted(interaction.interaction_ids))[:MAX_IDS]
 
     def end_dangling(self, interaction: Interaction) -> None:
         """The event after a main turn_end was not an abort: the tools that turn left running
@@ -228,6 +249,7 @@ def snapshot(facts: SessionFacts) -> dict[str, Any]:
         if facts.previous is not None
         else None,
         "previous_in_segment": facts.previous_in_segment,
+        "previous_ids": list(facts.previous_ids),
     }
 
 
@@ -250,3 +272,7 @@ def restore(facts: SessionFacts, saved: Mapping[str, Any]) -> None:
     except (TypeError, ValueError, IndexError):
         facts.previous = None
     facts.previous_in_segment = saved.get("previous_in_segment") is True
+    ids = saved.get("previous_ids")
+    facts.previous_ids = (
+        tuple(i for i in ids if isinstance(i, str))[:MAX_IDS] if isinstance(ids, list) else ()
+    )

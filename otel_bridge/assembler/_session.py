@@ -68,6 +68,7 @@ class SessionAssembler:
         )
         self.lifecycle = Lifecycle(self.facts, self.stats, self.spans, self.meter)
         self.permissions: dict[str, tuple[int, str | None]] = {}
+        self._wait_ns = int(self.config.background_wait_seconds * 1e9)
         self._seen_events = SeenSet()
 
     @property
@@ -101,6 +102,10 @@ class SessionAssembler:
         if self._seen_events.seen(event.key):
             self.stats.duplicates += 1  # redelivered (an SDK resume replays history)
             return []
+        if self.lifecycle.waited_too_long(event.timestamp_ns, self._wait_ns):
+            # The work the loop left running did not report in time: the task ended at its
+            # last event; what comes now is late work (docs/architecture.md).
+            self.lifecycle.end_of_input()
         interaction = self.lifecycle.interaction
         handler = HANDLERS.get(event.type)
         if (
@@ -138,6 +143,21 @@ class SessionAssembler:
         """
         self.lifecycle.end_of_input()
         return self.spans.factory.take()
+
+    def expire(self, now_ns: int) -> list[SpanRecord]:
+        """The clock of a caller following a quiet log says `now_ns`: end the open interaction
+        if its loop has stopped and has waited longer than the background wait for the work it
+        left running, as `feed` would on the next event. Returns the spans that finished."""
+        if self.lifecycle.waited_too_long(now_ns, self._wait_ns):
+            self.lifecycle.end_of_input()
+        return self.spans.factory.take()
+
+    @property
+    def waiting(self) -> bool:
+        """True while the open interaction's loop has stopped and it only waits for work it
+        left running (background shells and sub-agents, an autopilot nudge)."""
+        interaction = self.lifecycle.interaction
+        return interaction is not None and interaction.awaiting_continuation
 
     def snapshot(self) -> dict[str, Any]:
         """The session-level state a restart needs (see `_lifecycle.snapshot`)."""

@@ -136,6 +136,7 @@ class Tool:
 
     span: OpenSpan
     agent: Agent
+    detached: bool = False  # a shell started with `detach: true`: it outlives the session
 
 
 @dataclass(eq=False, slots=True)
@@ -159,6 +160,13 @@ class Interaction:
     autopilot_limit: bool = False  # live: session.autopilot_stopped said cap_reached
     user_messages: int = 1
     continuations: int = 0
+    steering: int = 0  # steering messages that joined the running task
+    # The CLI's interactionIds of this task (its message, autopilot nudges, its turns): a
+    # steering message with one of them joins the task.
+    interaction_ids: set[str] = field(default_factory=set)
+    # Background shells still running (by shellId): the CLI resumes this task's loop when one
+    # reports with a system.notification, so the task is not over before that.
+    shells: set[str] = field(default_factory=set)
     tool_calls: int = 0
     # Tools still running when their main-agent turn ended, and when it ended: `copilot -p`
     # interrupted by SIGINT writes turn_end 1-2 ms before abort, so wait one event to know
@@ -186,6 +194,9 @@ class SessionFacts:
     agent_name: str | None = None  # the custom agent of this segment (`--agent`), if any
     previous: tuple[int, int] | None = None  # (trace id, span id) of the last root
     previous_in_segment: bool = False  # `previous` belongs to the current segment
+    # The CLI's interactionIds of the previous interaction: a steering message that names one
+    # after the bridge ended that task (the loop stopped as it was sent) still joins it.
+    previous_ids: tuple[str, ...] = ()
 
 
 class SeenSet:

@@ -58,7 +58,9 @@ def pipeline_config(
 def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AssemblerConfig:
     from_env = environ.get(CONTENT_ENV, "").strip().lower() == "true"
     return AssemblerConfig(
-        capture_content=args.capture_content or from_env, hash_salt=args.content_hash_salt
+        capture_content=args.capture_content or from_env,
+        hash_salt=args.content_hash_salt,
+        background_wait_seconds=args.background_wait,
     )
 
 

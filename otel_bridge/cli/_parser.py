@@ -163,6 +163,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="at exit, how long to keep trying to deliver queued spans (default: 30)",
     )
     common.add_argument(
+        "--background-wait",
+        type=non_negative_float,
+        default=900.0,
+        metavar="S",
+        help="how long a task whose agent loop has stopped waits for the work it left "
+        "running (background shells and sub-agents) to report, counted from its last "
+        "event; past that it ends at its last event (default: 900; give run and "
+        "replay the same value to get the same spans)",
+    )
+    common.add_argument(
         "--max-line-bytes",
         type=positive_int,
         default=DEFAULT_MAX_LINE_BYTES,

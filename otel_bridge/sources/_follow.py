@@ -32,7 +32,9 @@ class TailOptions:
         catch_up_seconds: without backfill, logs modified this recently are read from their
             beginning at start; older ones are followed from their current end.
         idle_timeout_seconds: an interaction whose log has been quiet this long is closed
-            (marked incomplete unless its loop had ended).
+            (marked incomplete unless its loop had ended). One whose loop has stopped and
+            only waits for background work ends instead when the assembler's background wait
+            has passed since its last event (`AssemblerConfig.background_wait_seconds`).
         rescan_seconds: how often every directory and file is looked at even without a hint.
         max_line_bytes: lines longer than this are skipped and counted.
         watch: use file-system notifications (inotify) as hints; without, poll only.
@@ -86,6 +88,7 @@ class Follower:
         # Has read to the end once: later events are live. Until then (a log caught up at
         # start, or one copied in whole) events are late by design and their lag not counted.
         self.caught_up = False
+        self.at_end = False  # the last read reached the end of the file
 
     def restart(self, identity: tuple[int, int]) -> None:
         """The file was truncated or replaced: read the new content from its start."""

@@ -239,7 +239,7 @@ class Tailer:
             self._emit(self._assembler.end_stream(follower.stream))
             follower.restart(identity)
         if st.st_size <= follower.read_pos:
-            follower.caught_up = True
+            follower.caught_up = follower.at_end = True
             return 0
         try:
             with path.open("rb") as handle:
@@ -256,6 +256,7 @@ class Tailer:
             logger.info("%s can be read again", path)
             follower.error = None
         follower.read_pos += len(chunk)
+        follower.at_end = follower.read_pos >= st.st_size
         follower.last_activity = now
         positions = follower.decoder.feed_positions(chunk)
         if positions:  # once a chunk: each observation costs the SDK a measurement
@@ -316,19 +317,31 @@ class Tailer:
         self._store.save(entries)
 
     def _close_quiet(self, now: float) -> None:
+        """Close the open interaction of a log quiet for the idle timeout. One whose loop has
+        stopped and only waits for background work is left to the assembler's background wait,
+        counted from its last event as `replay` counts it, so both end it at the same place."""
         timeout = self.options.idle_timeout_seconds
         for follower in self._followers.values():
-            if now - follower.last_activity >= timeout and self._assembler.has_open_interaction(
-                follower.stream
-            ):
+            if not self._assembler.has_open_interaction(follower.stream):
+                continue
+            session = self._assembler.session(follower.stream)
+            if session.waiting:
+                if not follower.at_end:  # what is still unread may be the work it waits for
+                    continue
+                records = session.expire(int(now * 1e9))
+                if session.has_open_interaction:
+                    continue
+                logger.info(
+                    "%s: background work did not report within the background wait; "
+                    "its task ended at its last event",
+                    follower.log.path,
+                )
+                self._emit(records)
+            elif now - follower.last_activity >= timeout:
                 logger.info(
                     "%s quiet for %.0fs; closing its open interaction", follower.log.path, timeout
                 )
                 self._emit(self._assembler.close_stream(follower.stream))
-                follower.pending.append(
-                    (
-                        self._sequence(),
-                        follower.decoder.offset,
-                        self._assembler.session(follower.stream).snapshot(),
-                    )
-                )
+            else:
+                continue
+            follower.pending.append((self._sequence(), follower.decoder.offset, session.snapshot()))

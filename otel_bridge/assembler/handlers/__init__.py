@@ -53,6 +53,7 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
         "tool.execution_complete": tools.on_tool_complete,
         "permission.requested": tools.on_permission_requested,
         "permission.completed": tools.on_permission_completed,
+        "system.notification": tools.on_notification,
         # sub-agents (_subagents.py)
         "subagent.started": subagents.on_subagent_started,
         "subagent.completed": subagents.on_subagent_completed,

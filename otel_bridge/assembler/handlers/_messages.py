@@ -9,28 +9,88 @@ from ... import semconv as sc
 from ..._events import Event
 from ..._records import SpanEventRecord
 from .._fields import compact, read_obj, read_str
-from .._state import Message
+from .._state import Interaction, Message
 
 if TYPE_CHECKING:
     from .._session import SessionAssembler
 
 MODES = frozenset({sc.MODE_INTERACTIVE, sc.MODE_PLAN, sc.MODE_AUTOPILOT})
+DELIVERIES = frozenset({sc.DELIVERY_IDLE, sc.DELIVERY_STEERING, sc.DELIVERY_QUEUED})
+
+
+def delivery_of(event: Event) -> str:
+    """`copilot.delivery` of a user message: idle (sent while the agent waited), steering
+    (sent while it worked, into the running task) or queued (held until the task ended).
+    Logs older than the field, and values not known, count as idle: a bounded label."""
+    delivery = read_str(event.data, "delivery")
+    return delivery if delivery in DELIVERIES else sc.DELIVERY_IDLE
+
+
+def _joins(interaction: Interaction, event: Event) -> bool:
+    """A steering message joins the running task when it names one of its interactionIds
+    (or names none, or the task's ids are not known: a task read from its middle)."""
+    if read_str(event.data, "delivery") != sc.DELIVERY_STEERING:
+        return False
+    interaction_id = read_str(event.data, "interactionId")
+    return (
+        interaction_id is None
+        or not interaction.interaction_ids
+        or interaction_id in interaction.interaction_ids
+    )
 
 
 def on_user_message(session: SessionAssembler, event: Event) -> None:
     """A top-level message opens an interaction (closing the one before); an autopilot
-    continuation joins the current one; a sub-agent's own prompt is ignored."""
+    continuation, or a steering message sent into the running task, joins the current one; a
+    sub-agent's own prompt is ignored."""
     if event.agent_id is not None or read_str(event.data, "parentToolCallId"):
         return
     lifecycle = session.lifecycle
     interaction = lifecycle.interaction
+    delivery = delivery_of(event)
+    interaction_id = read_str(event.data, "interactionId")
+    if (
+        interaction is None
+        and delivery == sc.DELIVERY_STEERING
+        and session.facts.previous_in_segment
+        and interaction_id in session.facts.previous_ids
+    ):
+        # Sent as the task's loop stopped, after the bridge had ended it: it is still that
+        # task's (the CLI runs it under the task's interactionId), so it goes into its trace.
+        interaction = lifecycle.reopen_previous(event)
+        interaction.interaction_ids.add(interaction_id)
+    if interaction is not None and _joins(interaction, event):
+        # The CLI adds it to the running turn's conversation: nothing is cut or opened.
+        interaction.steering += 1
+        interaction.user_messages += 1
+        session.meter.add(
+            sc.METRIC_USER_MESSAGES,
+            {sc.COPILOT_CONTINUATION: False, sc.COPILOT_DELIVERY: delivery},
+        )
+        interaction.root.events.append(
+            SpanEventRecord(
+                sc.EVENT_STEERING,
+                event.timestamp_ns,
+                compact(
+                    {
+                        sc.COPILOT_INTERACTION_ID: interaction_id,
+                        sc.COPILOT_TURN_ID: read_str(event.data, "turnId"),
+                    }
+                ),
+            )
+        )
+        return
     if event.data.get("isAutopilotContinuation") is True:
         if interaction is None:
             interaction = lifecycle.reopen_previous(event)
         interaction.continuations += 1
         interaction.user_messages += 1
         interaction.awaiting_continuation = interaction.awaiting_nudge = False
-        session.meter.add(sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: True})
+        if interaction_id:
+            interaction.interaction_ids.add(interaction_id)
+        session.meter.add(
+            sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: True, sc.COPILOT_DELIVERY: delivery}
+        )
         session.meter.add(sc.METRIC_AUTOPILOT_CONTINUATIONS)
         interaction.root.events.append(
             SpanEventRecord(
@@ -51,7 +111,9 @@ def on_user_message(session: SessionAssembler, event: Event) -> None:
     if mode != session.facts.mode and mode in MODES:
         session.facts.mode = mode
     interaction = lifecycle.open(event, synthetic=False)
-    session.meter.add(sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: False})
+    session.meter.add(
+        sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: False, sc.COPILOT_DELIVERY: delivery}
+    )
     content = event.data.get("content")
     if isinstance(content, str):
         session.spans.agent.prompt(interaction, content)
@@ -68,6 +130,9 @@ def on_turn_start(session: SessionAssembler, event: Event) -> None:
     if agent is interaction.main:
         interaction.awaiting_continuation = interaction.awaiting_nudge = False
         interaction.main.done = False
+        interaction_id = read_str(event.data, "interactionId")
+        if interaction_id:
+            interaction.interaction_ids.add(interaction_id)
 
 
 def on_turn_end(session: SessionAssembler, event: Event) -> None:

@@ -1,18 +1,29 @@
-"""Tools: execution start and completion, and the wait for a permission to run one."""
+"""Tools: execution start and completion, background shells, and the wait for a permission
+to run one."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from ... import semconv as sc
 from ..._events import Event
-from .._fields import read_obj, read_str
+from ..._records import SpanEventRecord
+from .._fields import compact, read_int, read_obj, read_str
 
 if TYPE_CHECKING:
     from .._session import SessionAssembler
 
 #: Permission requests waiting for an answer that a session remembers.
 MAX_OPEN_PERMISSIONS = 1_000
+#: Tools that run shell commands, which may go on in the background.
+SHELL_TOOLS = frozenset({"bash", "powershell"})
+#: The result of a shell call that went on in the background names its shell: "<command
+#: started in background with shellId: X>" (mode async), "<command with shellId: X moved to
+#: background by the user...>" (a steering message), and the like for a sync call past its wait.
+BACKGROUND_RESULT = re.compile(r"<command\b[^>]*?\bshellId: ([^\s>]+)")
+#: system.notification kinds that report the end of a background shell.
+SHELL_DONE = frozenset({"shell_completed", "shell_detached_completed"})
 
 
 def on_tool_start(session: SessionAssembler, event: Event) -> None:
@@ -22,15 +33,54 @@ def on_tool_start(session: SessionAssembler, event: Event) -> None:
         return  # delivered twice
     agent = session.lifecycle.agent_for(event, interaction)
     session.spans.tool.open(interaction, agent, event, tool_call_id)
+    arguments = read_obj(event.data, "arguments")
+    if arguments is not None and arguments.get("detach") is True:
+        interaction.tools[tool_call_id].detached = True
 
 
 def on_tool_complete(session: SessionAssembler, event: Event) -> None:
+    """Ends the tool. A shell call that went on in the background (its result names the
+    shell) keeps its task open until the shell reports: see `on_notification`."""
     interaction = session.interaction
     tool_call_id = read_str(event.data, "toolCallId")
     if interaction is None or not tool_call_id or tool_call_id not in interaction.tools:
         session.unplaced(event)  # e.g. the synthetic completions after a --resume
         return
+    tool = interaction.tools[tool_call_id]
+    shell = tool.span.attributes.get(sc.GEN_AI_TOOL_NAME) in SHELL_TOOLS and not tool.detached
     session.spans.tool.complete(interaction, tool_call_id, event)
+    if shell and event.data.get("success") is not False:
+        match = BACKGROUND_RESULT.search(read_str(read_obj(event.data, "result"), "content") or "")
+        if match:
+            interaction.shells.add(match.group(1))
+
+
+def on_notification(session: SessionAssembler, event: Event) -> None:
+    """system.notification: a background shell of the open task finished (a span event on its
+    root); the CLI now resumes the task's loop (a read_bash call outside any turn, then a turn
+    "0" under the task's interactionId), which ends the task in its turn. Other kinds (a
+    background agent, an instruction file found) need nothing here."""
+    kind = read_obj(event.data, "kind")
+    shell_id = read_str(kind, "shellId")
+    interaction = session.interaction
+    if read_str(kind, "type") not in SHELL_DONE or shell_id is None:
+        return
+    if interaction is None or shell_id not in interaction.shells:
+        session.unplaced(event)
+        return
+    interaction.shells.discard(shell_id)
+    interaction.root.events.append(
+        SpanEventRecord(
+            sc.EVENT_SHELL_COMPLETED,
+            event.timestamp_ns,
+            compact(
+                {
+                    sc.COPILOT_SHELL_ID: shell_id,
+                    sc.COPILOT_TOOL_EXIT_CODE: read_int(kind, "exitCode"),
+                }
+            ),
+        )
+    )
 
 
 def on_permission_requested(session: SessionAssembler, event: Event) -> None:

@@ -66,7 +66,13 @@ class AgentSpans:
             attributes=attributes,
             links=links,
         )
-        return Interaction(trace_id, root, Agent(MAIN, root), last_ns=event.timestamp_ns)
+        return Interaction(
+            trace_id,
+            root,
+            Agent(MAIN, root),
+            last_ns=event.timestamp_ns,
+            interaction_ids={interaction_id} if interaction_id else set(),
+        )
 
     def reopened_root(self, previous: tuple[int, int], start_ns: int) -> Interaction:
         """The last interaction again, for work after it was exported: its spans go under its
@@ -113,6 +119,8 @@ class AgentSpans:
         root.attributes[sc.COPILOT_USER_MESSAGES] = interaction.user_messages
         if interaction.continuations:
             root.attributes[sc.COPILOT_CONTINUATIONS] = interaction.continuations
+        if interaction.steering:
+            root.attributes[sc.COPILOT_STEERING_MESSAGES] = interaction.steering
         self._factory.emit(root.finish(end_ns))
 
     def subagent(
