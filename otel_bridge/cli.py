@@ -109,6 +109,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "by default: logs hold prompts, code and secrets (docs/privacy.md)",
     )
     common.add_argument(
+        "--keep-unknown-events",
+        action="store_true",
+        help="put each event of a type the bridge does not know on its task's root span as a "
+        "span event (id and size; its data too with content capture on); counted either way",
+    )
+    common.add_argument(
         "--metrics-file",
         type=Path,
         metavar="FILE",
@@ -466,7 +472,9 @@ def _non_negative_float(text: str) -> float:
 def _assembler_config(args: argparse.Namespace) -> AssemblerConfig:
     from_env = os.environ.get(_CONTENT_ENV, "").strip().lower() == "true"
     return AssemblerConfig(
-        capture_content=args.capture_content or from_env, hash_salt=args.content_hash_salt
+        capture_content=args.capture_content or from_env,
+        hash_salt=args.content_hash_salt,
+        keep_unknown_events=args.keep_unknown_events,
     )
 
 

@@ -104,6 +104,10 @@ COPILOT_CONTINUATION: Final = "copilot.continuation"
 COPILOT_COMPACTION_OUTCOME: Final = "copilot.compaction.outcome"
 COPILOT_PERMISSION_RESULT: Final = "copilot.permission.result"
 COPILOT_EVENT_TYPE: Final = "copilot.event.type"
+#: On the span event of an event of an unknown type (--keep-unknown-events): its id, and its
+#: data as JSON (`.length` always; the text only with content capture on).
+COPILOT_EVENT_ID: Final = "copilot.event.id"
+COPILOT_EVENT_DATA: Final = "copilot.event.data"
 
 # Span event names
 EVENT_AUTOPILOT_CONTINUATION: Final = "copilot.autopilot.continuation"

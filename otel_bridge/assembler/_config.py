@@ -19,11 +19,16 @@ class AssemblerConfig:
             a CI job); None: each interaction is its own trace.
         hash_salt: if set, prompts, answers and tool arguments and results also get a salted
             SHA-256 (content off or on), so equal texts can be matched without being sent.
+        keep_unknown_events: put each event of a type the bridge does not know on the open
+            interaction's root as a span event (its id, and its data's size; the data itself
+            only with content capture on), so that nothing a newer CLI writes is dropped
+            silently. Off by default: they are only counted (otel_bridge.events.unknown).
     """
 
     capture_content: bool = False
     parent: tuple[int, int] | None = None
     hash_salt: str | None = None
+    keep_unknown_events: bool = False
 
 
 @dataclass

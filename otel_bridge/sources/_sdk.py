@@ -98,6 +98,8 @@ class LiveBridge:
         resource: the spans' resource; by default as for the command line.
         scrubber: redacts secrets in every span (the default patterns when not given).
         sample_ratio: share of healthy traces exported (failures are always kept).
+        keep_unknown_events: as `--keep-unknown-events`: events of types the bridge does not
+            know also become span events on their task's root (they are counted either way).
     """
 
     def __init__(
@@ -111,6 +113,7 @@ class LiveBridge:
         resource: Resource | None = None,
         scrubber: Scrubber | None = None,
         sample_ratio: float = 1.0,
+        keep_unknown_events: bool = False,
     ) -> None:
         env = os.environ if environ is None else environ
         if capture_content is None:
@@ -129,7 +132,11 @@ class LiveBridge:
             sampler=TraceSampler(sample_ratio),
         )
         self._assembler = Assembler(
-            AssemblerConfig(capture_content=capture_content, parent=_resolve_parent(parent, env)),
+            AssemblerConfig(
+                capture_content=capture_content,
+                parent=_resolve_parent(parent, env),
+                keep_unknown_events=keep_unknown_events,
+            ),
             metrics=metrics,
         )
         self._lock = threading.Lock()
