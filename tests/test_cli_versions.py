@@ -256,3 +256,23 @@ def test_stats_counts_llm_calls_of_logs_without_usage_records(path: Path, capsys
     messages = [e for e in raw_events(path) if e["type"] == "assistant.message"]
     assert session["llm_calls"] == len(messages) > 0
     assert session["input_tokens"] == session["output_tokens"] == 0
+
+
+def test_a_tool_its_turn_end_left_running_is_aborted_within_that_turn() -> None:
+    """Seen on 1.0.92: `assistant.turn_end` 6 ms before the `abort` that cuts the tool short.
+    The tool is aborted, and ends with its turn rather than after it."""
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    log.message([("b1", "bash")])
+    log.tool_start("b1", "bash")
+    log.turn_end("0")
+    turn_end = log.now
+    log.wait(6)
+    log.add("abort", reason="user_abort")
+    spans = assemble(log.events())
+    tool, turn = one(spans, "execute_tool bash"), one(spans, "turn 1")
+    assert tool.attributes["error.type"] == "aborted" and tool.status is StatusCode.ERROR
+    assert tool.end_ns == turn.end_ns == turn_end
+    assert one(spans, "invoke_agent copilot").end_ns == log.now
