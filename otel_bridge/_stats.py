@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import IO
 
+from . import semconv as sc
 from ._events import Event, parse_timestamp_ns
 from ._progress import compact_count
 from ._records import AttributeValue, SpanRecord
@@ -115,6 +116,10 @@ class StatsCollector:
         if cwd and stats.directory is None:
             stats.directory = self._scrubber.text(cwd)
 
+    def count_llm_call(self, session_id: str) -> None:
+        """One LLM call whose tokens are unknown (no usage record)."""
+        self._of(session_id).llm_calls += 1
+
     def _of(self, session_id: str) -> SessionStats:
         stats = self.sessions.get(session_id)
         if stats is None:
@@ -197,7 +202,26 @@ class StatsAssembler(Assembler):
         self._collector.describe(
             session.session_id, started_ns=started, model=session.model, cwd=cwd
         )
+        self._count_calls_without_usage(records)
         return records
+
+    def end_stream(self, stream: str) -> list[SpanRecord]:
+        records = super().end_stream(stream)
+        self._count_calls_without_usage(records)
+        return records
+
+    def close_all(self) -> list[SpanRecord]:
+        records = super().close_all()
+        self._count_calls_without_usage(records)
+        return records
+
+    def _count_calls_without_usage(self, records: Iterable[SpanRecord]) -> None:
+        """LLM calls of CLIs that write no usage records (< 1.0.102) have no token metric to be
+        counted from: their chat spans (`copilot.usage.unknown`) are counted instead."""
+        for record in records:
+            if record.attributes.get(sc.COPILOT_USAGE_UNKNOWN) is True:
+                session_id = record.attributes.get(sc.GEN_AI_CONVERSATION_ID)
+                self._collector.count_llm_call(str(session_id))
 
 
 def _start_time(event: Event) -> int:

@@ -74,6 +74,9 @@ COPILOT_INCOMPLETE: Final = "copilot.incomplete"
 COPILOT_SYNTHETIC: Final = "copilot.synthetic"
 COPILOT_USAGE_COST: Final = "copilot.usage.cost"
 COPILOT_USAGE_DURATION_MS: Final = "copilot.usage.duration_ms"
+#: On a chat span made from assistant.message (a CLI that writes no usage records, < 1.0.102):
+#: its tokens are unknown, so it has no gen_ai.usage.* (absent, not zero).
+COPILOT_USAGE_UNKNOWN: Final = "copilot.usage.unknown"
 COPILOT_TOOL_EXIT_CODE: Final = "copilot.tool.exit_code"
 COPILOT_TOOL_MCP_SERVER: Final = "copilot.tool.mcp_server"
 COPILOT_ERROR_MESSAGE: Final = "copilot.error.message"
@@ -104,6 +107,10 @@ COPILOT_DELIVERY: Final = "copilot.delivery"
 COPILOT_COMPACTION_OUTCOME: Final = "copilot.compaction.outcome"
 COPILOT_PERMISSION_RESULT: Final = "copilot.permission.result"
 COPILOT_EVENT_TYPE: Final = "copilot.event.type"
+#: On the span event of an event of an unknown type (--keep-unknown-events): its id, and its
+#: data as JSON (`.length` always; the text only with content capture on).
+COPILOT_EVENT_ID: Final = "copilot.event.id"
+COPILOT_EVENT_DATA: Final = "copilot.event.data"
 
 # Span event names
 EVENT_AUTOPILOT_CONTINUATION: Final = "copilot.autopilot.continuation"

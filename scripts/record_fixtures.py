@@ -16,6 +16,10 @@ what else the run left: workspace.yaml, the live JSON stream (live-events*.jsonl
 telemetry (native-otel.jsonl), every request the fake model answered (requests.jsonl), stderr
 and runs.json (command lines, exit codes, wall times).
 
+A scenario that names a CLI version (`*_cli1081`, `*_cli1092`: `Scenario.cli`) runs that version,
+installed by `scripts/test.sh` under `.copilot-cli/<version>/` (docs/cli-versions.md); the others
+run the CLI $OTEL_BRIDGE_TEST_COPILOT selects, 1.0.102 by default.
+
 `sdk_abort` is driven through the Python SDK (pip install github-copilot-sdk==1.0.27) instead:
 `session.abort()` 2 s into the slow tool, then a second message in the same session.
 `sdk_steering` (a steering and a queued message sent while a slow tool runs) and
@@ -81,6 +85,8 @@ def recordable(source: Path) -> list[str]:
 def record_cli(name: str, binary: Path, script_path: Path, work: Path) -> dict[str, Any]:
     """Run the `-p` scenario; returns its run descriptions. The workspace is `work`."""
     scenario: Scenario = SCENARIOS[name]
+    if scenario.cli is not None:  # a fixture of an older CLI (tests/e2e/copilot.py)
+        binary = find_copilot(version=scenario.cli)
     run = run_scenario(scenario, work, binary=binary, script=load_script(script_path))
     runs = [r.describe() for r in run.runs]
     problems = []

@@ -4,7 +4,12 @@
 # (e.g. `bash scripts/test.sh tests/e2e -x`).
 #   - Debian's prometheus: a real Prometheus and promtool, which the tests start on 127.0.0.1
 #     (apt does not start it); needs root, or run the apt-get line with sudo first.
-#   - the real Copilot CLI 1.0.102 from npm, into ./node_modules (no package.json is written).
+#   - the real Copilot CLI 1.0.102 from npm, into ./node_modules (no package.json is written),
+#     and the older CLIs of $OTEL_BRIDGE_OLDER_CLIS (default "1.0.81 1.0.92"; "" for none),
+#     each into its own prefix .copilot-cli/<version>/ (git ignores it). After the whole suite,
+#     the end-to-end tests run again against each of them (OTEL_BRIDGE_TEST_COPILOT=<version>;
+#     about 1.5 min each): what differs between versions is in docs/cli-versions.md. With
+#     pytest arguments only the suite asked for runs, against $OTEL_BRIDGE_TEST_COPILOT if set.
 #   - the package with its test extras (pytest, mypy, the OTLP protobufs, the Copilot SDK,
 #     Phoenix...), at the exact versions of constraints.txt; the package itself only asks for
 #     ranges (pyproject.toml), so that apps can install it beside their own OpenTelemetry.
@@ -15,6 +20,11 @@ if ! command -v promtool >/dev/null 2>&1; then
     apt-get update -q && apt-get install -y -q prometheus
 fi
 npm install --no-save --no-audit --no-fund --prefix . @github/copilot@1.0.102
+older_clis="${OTEL_BRIDGE_OLDER_CLIS-1.0.81 1.0.92}"
+for version in $older_clis; do
+    npm install --no-save --no-audit --no-fund --prefix ".copilot-cli/$version" \
+        "@github/copilot@$version"
+done
 python -m pip install -c constraints.txt -e ".[test]"
 
 python scripts/check_repo.py  # no tracked file over 5 MiB, none that .gitignore excludes
@@ -22,3 +32,9 @@ ruff check otel_bridge tests scripts bench
 ruff format --check otel_bridge tests scripts bench
 mypy  # strict, on otel_bridge (configuration in pyproject.toml)
 python -m pytest "$@"
+if [ $# -eq 0 ]; then
+    for version in $older_clis; do
+        echo "--- the end-to-end tests against Copilot CLI $version"
+        OTEL_BRIDGE_TEST_COPILOT="$version" python -m pytest tests/e2e
+    done
+fi

@@ -23,12 +23,17 @@ class AssemblerConfig:
             waits for the work it left running (background shells and sub-agents, an autopilot
             nudge) before it ends at its last event. Event time, so that `replay` and `run`
             end it at the same place (docs/architecture.md, "When an interaction ends").
+        keep_unknown_events: put each event of a type the bridge does not know on the open
+            interaction's root as a span event (its id, and its data's size; the data itself
+            only with content capture on), so that nothing a newer CLI writes is dropped
+            silently. Off by default: they are only counted (otel_bridge.events.unknown).
     """
 
     capture_content: bool = False
     parent: tuple[int, int] | None = None
     hash_salt: str | None = None
     background_wait_seconds: float = 900.0
+    keep_unknown_events: bool = False
 
 
 @dataclass

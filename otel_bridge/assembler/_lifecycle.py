@@ -184,9 +184,13 @@ class Lifecycle:
         if error is None:  # not an abort: tools a turn_end left running end with that turn
             self.end_dangling(interaction)
         for tool_call_id in list(interaction.tools):
+            # a tool its turn_end left running ends (aborted) within that turn: the CLI writes
+            # the abort a few ms after the turn_end, sometimes
+            tool_end = min(end_ns, interaction.dangling.get(tool_call_id, end_ns))
             spans.tool.finish(
-                interaction, tool_call_id, end_ns, error=error, incomplete=error is None
+                interaction, tool_call_id, tool_end, error=error, incomplete=error is None
             )
+        interaction.dangling.clear()
         for agent in interaction.subagents.values():  # sub-agents before the main agent
             spans.turn.finish(agent, end_ns, error=error, incomplete=error is None)
             if not agent.done:

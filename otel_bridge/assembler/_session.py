@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import semconv as sc
 from .._event_types import KNOWN_EVENT_TYPES
-from .._events import Event
+from .._events import Event, printable_type
 from .._metrics import MetricsRecorder, NullRecorder
-from .._records import SpanRecord
+from .._records import AttributeValue, SpanEventRecord, SpanRecord
 from ._config import AssemblerConfig, AssemblerStats
-from ._content import ContentPolicy
+from ._content import ContentPolicy, as_json
 from ._lifecycle import Lifecycle, restore, snapshot
 from ._meter import SessionMeter
 from ._state import Interaction, SeenSet, SessionFacts
@@ -127,6 +128,8 @@ class SessionAssembler:
             handler(self, event)
         if event.type not in KNOWN_EVENT_TYPES:
             self.meter.unknown_event(event.type)
+            if self.config.keep_unknown_events:
+                self._keep_unknown(event)
         if (
             interaction is not None
             and interaction is self.lifecycle.interaction
@@ -166,6 +169,24 @@ class SessionAssembler:
     def restore(self, saved: Mapping[str, Any]) -> None:
         """Take back a `snapshot()` (of a previous run). Unknown or bad fields are ignored."""
         restore(self.facts, saved)
+
+    def _keep_unknown(self, event: Event) -> None:
+        """An event of an unknown type as a span event on the open interaction's root (named by
+        its type, in the bounded shape of `printable_type`): its id, its data's size, and the
+        data as JSON only with content capture on (cut to size on export, like other content).
+        With no interaction open, or one whose root was already exported, it is only counted."""
+        interaction = self.lifecycle.interaction
+        if interaction is None or interaction.root_exported:
+            return
+        attributes: dict[str, AttributeValue] = {}
+        if event.id:
+            attributes[sc.COPILOT_EVENT_ID] = event.id
+        self.content.put(
+            attributes, sc.COPILOT_EVENT_DATA, as_json(dict(event.data)), sc.COPILOT_EVENT_DATA
+        )
+        interaction.root.events.append(
+            SpanEventRecord(printable_type(event.type), event.timestamp_ns, attributes)
+        )
 
     def unplaced(self, event: Event) -> None:
         """Count an event that had nothing to act on (no open interaction, turn, tool...)."""

@@ -118,6 +118,8 @@ class Agent:
     turns: int = 0
     agent_id: str | None = None
     done: bool = False
+    #: a session.error of this sub-agent (CLI 1.0.81 ends it with subagent.completed after one)
+    error: Error | None = None
 
     @property
     def type(self) -> str:

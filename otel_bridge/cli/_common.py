@@ -61,6 +61,7 @@ def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> A
         capture_content=args.capture_content or from_env,
         hash_salt=args.content_hash_salt,
         background_wait_seconds=args.background_wait,
+        keep_unknown_events=args.keep_unknown_events,
     )
 
 

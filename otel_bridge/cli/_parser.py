@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
         "by default: logs hold prompts, code and secrets (docs/privacy.md)",
     )
     common.add_argument(
+        "--keep-unknown-events",
+        action="store_true",
+        help="put each event of a type the bridge does not know on its task's root span as a "
+        "span event (id and size; its data too with content capture on); counted either way",
+    )
+    common.add_argument(
         "--metrics-file",
         type=Path,
         metavar="FILE",

@@ -107,8 +107,14 @@ _TRIGGER = re.compile(
 )
 _SECRET_NAME = re.compile(r"(?i)secret|token|passw|pwd|key|credential|auth")
 _JSON_CONTENT = frozenset(
-    {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments"}
+    {
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.tool.call.arguments",
+        "copilot.event.data",
+    }
 )
+_WHOLE_JSON_CUT = "copilot.event.data"
 _TEXT_CONTENT = frozenset({"gen_ai.tool.call.result", "copilot.error.message"})
 _CACHE_LIMIT = 8192  # distinct short strings remembered (names and ids repeat on every span)
 _CACHEABLE = 256
@@ -191,6 +197,8 @@ class Scrubber:
                 continue
             if key in _JSON_CONTENT and isinstance(value, str):
                 out[key] = self._json_content(value)
+                if key == _WHOLE_JSON_CUT:  # an unknown event's data: any size, cut as a whole
+                    out[key] = self._cut(str(out[key]))
             elif key in _TEXT_CONTENT and isinstance(value, str):
                 out[key] = self._cut(self.text(value))
             else:

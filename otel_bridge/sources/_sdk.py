@@ -96,6 +96,8 @@ class LiveBridge:
         resource: the spans' resource; by default as for the command line.
         scrubber: redacts secrets in every span (the default patterns when not given).
         sample_ratio: share of healthy traces exported (failures are always kept).
+        keep_unknown_events: as `--keep-unknown-events`: events of types the bridge does not
+            know also become span events on their task's root (they are counted either way).
     """
 
     def __init__(
@@ -109,13 +111,16 @@ class LiveBridge:
         resource: Resource | None = None,
         scrubber: Scrubber | None = None,
         sample_ratio: float = 1.0,
+        keep_unknown_events: bool = False,
     ) -> None:
         env = os.environ if environ is None else environ
         if capture_content is None:
             capture_content = env.get(_CONTENT_ENV, "").strip().lower() == "true"
         config = PipelineConfig(
             assembler=AssemblerConfig(
-                capture_content=capture_content, parent=_resolve_parent(parent, env)
+                capture_content=capture_content,
+                parent=_resolve_parent(parent, env),
+                keep_unknown_events=keep_unknown_events,
             ),
             sample_ratio=sample_ratio,
         )

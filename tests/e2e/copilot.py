@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shlex
 import signal
 import subprocess
@@ -39,6 +40,7 @@ from tests.e2e.fake_llm import FakeLLM, Request, load_script
 
 __all__ = [
     "API_KEY",
+    "CLI_ENV",
     "COPILOT_VERSION",
     "INSTALL_HINT",
     "SCENARIOS",
@@ -51,6 +53,8 @@ __all__ = [
     "find_copilot",
     "run_copilot",
     "run_scenario",
+    "selected_version",
+    "version_tuple",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,25 +73,64 @@ class CopilotMissing(RuntimeError):
     """The npm-installed Copilot CLI is not where the tests look for it."""
 
 
-def find_copilot(root: Path = REPO) -> Path:
-    """The platform binary of `@github/copilot` installed by npm under `root/node_modules`.
+#: Chooses the CLI the end-to-end tests and the recorder run: a version installed by
+#: `scripts/test.sh` under `.copilot-cli/<version>/` (e.g. `1.0.81`), or the directory of an npm
+#: prefix holding `node_modules/@github/copilot`. Unset: COPILOT_VERSION in `./node_modules`.
+CLI_ENV = "OTEL_BRIDGE_TEST_COPILOT"
+#: Where `scripts/test.sh` installs the older CLIs, one npm prefix per version (git ignores it).
+OLDER_CLIS = REPO / ".copilot-cli"
+
+
+def cli_install(version: str | None = None, root: Path = REPO) -> tuple[Path, str | None]:
+    """(npm prefix, expected version) of the CLI to run: `version`, else $OTEL_BRIDGE_TEST_COPILOT,
+    else COPILOT_VERSION in `root`. A path in the variable is taken as it is (any version)."""
+    chosen = version or os.environ.get(CLI_ENV, "").strip() or COPILOT_VERSION
+    if "/" in chosen or chosen.startswith("."):
+        return Path(chosen).resolve(), None
+    if chosen == COPILOT_VERSION and (root / "node_modules" / "@github" / "copilot").is_dir():
+        return root, chosen
+    return OLDER_CLIS / chosen, chosen
+
+
+def selected_version(version: str | None = None) -> str:
+    """The version of the CLI `find_copilot(version)` runs (read from its package.json)."""
+    prefix, expected = cli_install(version)
+    loader = prefix / "node_modules" / "@github" / "copilot" / "package.json"
+    try:
+        return str(json.loads(loader.read_text()).get("version"))
+    except (OSError, ValueError):
+        return expected or "unknown"
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """ "1.0.81" -> (1, 0, 81), for comparing CLI versions."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def find_copilot(root: Path = REPO, version: str | None = None) -> Path:
+    """The platform binary of `@github/copilot` installed by npm (see `cli_install`).
 
     The binary itself (not the Node loader `node_modules/.bin/copilot`, which starts it as a
     child): signals sent to the process we start then reach the CLI.
     """
-    modules = root / "node_modules" / "@github"
+    prefix, wanted = cli_install(version, root)
+    hint = (
+        INSTALL_HINT
+        if wanted in (None, COPILOT_VERSION)
+        else f"npm install --no-save --prefix .copilot-cli/{wanted} @github/copilot@{wanted}"
+    )
+    modules = prefix / "node_modules" / "@github"
     loader = modules / "copilot" / "package.json"
     if not loader.is_file():
         raise CopilotMissing(
-            f"the Copilot CLI is not installed in {root / 'node_modules'}; the end-to-end tests "
-            f"drive the real CLI. Install it with:\n    cd {root} && {INSTALL_HINT}"
+            f"the Copilot CLI is not installed in {prefix / 'node_modules'}; the end-to-end tests "
+            f"drive the real CLI. Install it with:\n    cd {root} && {hint}"
         )
     version = json.loads(loader.read_text()).get("version")
-    if version != COPILOT_VERSION:
+    if wanted is not None and version != wanted:
         raise CopilotMissing(
-            f"node_modules holds @github/copilot {version}, the tests are written against "
-            f"{COPILOT_VERSION} (docs/recorded-captures.md). Install it with:\n"
-            f"    cd {root} && {INSTALL_HINT}"
+            f"{prefix / 'node_modules'} holds @github/copilot {version}, {wanted} was asked for "
+            f"(docs/cli-versions.md). Install it with:\n    cd {root} && {hint}"
         )
     machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
         platform.machine().lower(), platform.machine().lower()
@@ -107,7 +150,7 @@ def find_copilot(root: Path = REPO) -> Path:
     raise CopilotMissing(
         f"@github/copilot {version} is installed but its platform package "
         f"(@github/copilot-{flavours[0]}) is missing; reinstall with:\n"
-        f"    cd {root} && {INSTALL_HINT}"
+        f"    cd {root} && {hint}"
     )
 
 
@@ -407,6 +450,7 @@ class Scenario:
     allow_all_tools: bool = True  # False: no --allow-all-tools (permission requests happen)
     mcp_servers: tuple[str, ...] = ()  # names of demo MCP servers to configure
     files: tuple[tuple[str, str], ...] = ()  # (path in the project, text) written before the run
+    cli: str | None = None  # the CLI version it is recorded with (None: the selected one)
 
     def script(self, fixtures: Path = FIXTURES) -> dict[str, Any]:
         if self.fixture is not None:
@@ -528,6 +572,25 @@ SCENARIOS: dict[str, Scenario] = _scenarios(
         fixture="mcp_tools",
         mcp_servers=("demo",),
     ),
+    # Recorded with older CLIs (docs/cli-versions.md): `scripts/test.sh` installs them.
+    *(
+        Scenario(f"{base}_cli{tag}", prompts, fixture=f"{base}_cli{tag}", cli=version)
+        for version, tag in (("1.0.81", "1081"), ("1.0.92", "1092"))
+        for base, prompts in (
+            ("one_tool", ("Show me what is in this project.",)),
+            ("subagent", ("MAIN-TASK: use a sub-agent to echo something.",)),
+        )
+    ),
+    *(
+        Scenario(
+            f"subagent_failed_cli{tag}",
+            ("MAIN-TASK: delegate to an agent whose model fails.",),
+            fixture=f"subagent_failed_cli{tag}",
+            timeout=240,
+            cli=version,
+        )
+        for version, tag in (("1.0.81", "1081"), ("1.0.92", "1092"))
+    ),
 )
 
 
@@ -567,7 +630,7 @@ def run_scenario(
     before_each: Callable[[int, Workspace], None] | None = None,
 ) -> ScenarioRun:
     """Run every prompt of `scenario` in a fresh workspace under `root` (which must not exist)."""
-    binary = binary or find_copilot()
+    binary = binary or find_copilot(version=scenario.cli)
     workspace = Workspace.create(root)
     for relative, text in scenario.files:  # agent definitions, skills...
         path = workspace.project / relative

@@ -14,7 +14,17 @@ from typing import Any
 import pytest
 
 from otel_bridge import parse_timestamp_ns
-from tests.e2e.conftest import CLI_SCENARIOS, E2E, FOLLOWED, Metrics, Result, Span, Tree
+from tests.e2e.conftest import (
+    CLI_SCENARIOS,
+    E2E,
+    FOLLOWED,
+    SHELL_EXIT_CODES,
+    USAGE_RECORDS,
+    Metrics,
+    Result,
+    Span,
+    Tree,
+)
 
 # Mission metrics: all must agree between `run` (live) and `replay` of the same log.
 MISSION = (
@@ -93,12 +103,18 @@ def test_one_tool_call(e2e: E2E) -> None:
     fake_calls = [c for r in result.run.requests for c in r.tool_call_ids]
     assert tool.attrs["gen_ai.tool.call.id"] == fake_calls[0]
     assert tool.attrs["gen_ai.tool.name"] == "bash"
-    assert tool.attrs["copilot.tool.exit_code"] == 0
+    if SHELL_EXIT_CODES:
+        assert tool.attrs["copilot.tool.exit_code"] == 0
+    else:  # CLI 1.0.81 writes no shellExecution
+        assert "copilot.tool.exit_code" not in tool.attrs
     assert tool.status == "UNSET"
     for chat in tree.named("chat"):
         assert chat.kind == "CLIENT"
         assert chat.attrs["gen_ai.request.model"] == "gpt-4.1"
-    assert [c.attrs["copilot.initiator"] for c in tree.named("chat")] == ["user", "agent"]
+    if USAGE_RECORDS:  # the initiator is a usage record's
+        assert [c.attrs["copilot.initiator"] for c in tree.named("chat")] == ["user", "agent"]
+    else:
+        assert [c.attrs["copilot.usage.unknown"] for c in tree.named("chat")] == [True, True]
 
     metrics = result.metrics
     assert_tasks(metrics, no_signal=1)
@@ -117,8 +133,10 @@ def test_one_tool_call(e2e: E2E) -> None:
         1,
     )
     prompt_tokens = sum(r.usage["prompt_tokens"] for r in result.run.requests if r.usage)
+    if not USAGE_RECORDS:  # the log has no tokens: none are counted
+        prompt_tokens = 0
     assert metrics.histogram("gen_ai.client.token.usage", gen_ai__token__type="input") == (
-        2,
+        2 if USAGE_RECORDS else 0,
         prompt_tokens,
     )
 
@@ -222,8 +240,10 @@ def test_failing_tool(e2e: E2E) -> None:
     assert "copilot.error.message" not in missing.attrs  # no content without --capture-content
     (ok_view,) = [s for s in views.values() if s is not missing]
     assert ok_view.status == "UNSET" and "error.type" not in ok_view.attrs
-    exits = sorted(s.attrs["copilot.tool.exit_code"] for s in tree.named("execute_tool bash"))
-    assert exits == [0, 3]
+    exits = sorted(
+        s.attrs.get("copilot.tool.exit_code", -1) for s in tree.named("execute_tool bash")
+    )
+    assert exits == ([0, 3] if SHELL_EXIT_CODES else [-1, -1])  # 1.0.81: no shellExecution
     assert all(s.status == "UNSET" for s in tree.named("execute_tool bash"))
     (root,) = tree.roots()
     assert root.status == "UNSET"  # a failed tool does not fail the task
@@ -447,7 +467,11 @@ def test_abort_during_a_slow_tool(e2e: E2E) -> None:
     check_root(result, root, mode="interactive", outcome="aborted")
     assert root.status == "ERROR"
     assert root.attrs["error.type"] == "aborted"
-    (abort,) = [e for e in result.events() if e["type"] == "abort"]
+    aborts = [e for e in result.events() if e["type"] == "abort"]
+    # one, or (seen on 1.0.81) two 3 ms apart, user_abort then user_initiated: the first ends the
+    # task, the second finds nothing open
+    assert len(aborts) in (1, 2)
+    abort = aborts[0]
     assert root.attrs["copilot.abort.reason"] == abort["data"]["reason"]
     (tool,) = tree.named("execute_tool bash")
     assert tool.end_ns <= root.end_ns
@@ -485,9 +509,13 @@ def test_every_model_answer_and_tool_call_is_one_span(e2e: E2E, name: str) -> No
     assert set(chats) == set(answered)
     for response_id, chat in chats.items():
         usage = answered[response_id].usage
-        assert chat.attrs["gen_ai.usage.input_tokens"] == usage["prompt_tokens"]
-        assert chat.attrs["gen_ai.usage.output_tokens"] == usage["completion_tokens"]
-        assert chat.attrs["gen_ai.usage.cache_read.input_tokens"] == usage["cached_tokens"]
+        if USAGE_RECORDS:
+            assert chat.attrs["gen_ai.usage.input_tokens"] == usage["prompt_tokens"]
+            assert chat.attrs["gen_ai.usage.output_tokens"] == usage["completion_tokens"]
+            assert chat.attrs["gen_ai.usage.cache_read.input_tokens"] == usage["cached_tokens"]
+        else:  # the log has no usage records: the span says its tokens are unknown
+            assert chat.attrs["copilot.usage.unknown"] is True
+            assert not [k for k in chat.attrs if k.startswith("gen_ai.usage.")]
         assert tree.parent(chat).name.startswith("turn ")
     asked = {call for r in answered.values() for call in r.tool_call_ids}
     tools = {s.attrs["gen_ai.tool.call.id"]: s for s in tree.named("execute_tool")}

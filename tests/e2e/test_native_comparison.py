@@ -13,11 +13,26 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import CLI_SCENARIOS, E2E, Result, replay
+from tests.e2e.conftest import (
+    CLI_SCENARIOS,
+    CLI_VERSION,
+    E2E,
+    USAGE_RECORDS,
+    Result,
+    cli_at_least,
+    replay,
+)
 
 #: Spans of the two sides describe the same moments (both from the CLI's clock): starts and
 #: ends of chat and tool spans agree to within this (they differ by a few ms in practice).
 TOLERANCE_NS = 100_000_000
+#: The CLI's own telemetry before 1.0.92 (1.0.81, docs/cli-versions.md): sub-agent chat spans
+#: and the chat span of a failed call have no gen_ai.response.id, the calls that failed are not
+#: failed chat spans (one unfailed span stands for all of them), an aborted tool or task is not
+#: marked cancelled, and a chat span lasts until its turn ends. There is nothing to match the
+#: bridge's spans against in the first three cases.
+NATIVE_COMPLETE = cli_at_least("1.0.92")
+NATIVE_SKIP = f"CLI {CLI_VERSION}'s own telemetry lacks what is compared (NATIVE_COMPLETE)"
 
 
 def ns(pair: list[int]) -> int:
@@ -60,6 +75,8 @@ def native_metric(result: Result, name: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("name", CLI_SCENARIOS)
 def test_the_same_llm_calls_appear_in_both(e2e: E2E, name: str) -> None:
+    if not NATIVE_COMPLETE and name in ("subagent_nested", "subagent_parallel", "provider_error"):
+        pytest.skip(NATIVE_SKIP)
     result = e2e.run(name)
     answered = {r.response_id for r in result.run.requests if r.response_id}
     native_ok = [s for s in native_chats(result) if s["status"].get("code", 0) != 2]
@@ -73,19 +90,34 @@ def test_the_same_llm_calls_appear_in_both(e2e: E2E, name: str) -> None:
         for e in result.events()
         if e["type"] == "session.usage_record"
     }
-    assert usage_ids == answered
+    assert usage_ids == (answered if USAGE_RECORDS else set())
     bridge = {s.attrs["gen_ai.response.id"]: s for s in result.tree.named("chat")}
     for span in native_ok:
         mine = bridge[span["attributes"]["gen_ai.response.id"]]
-        for key in (
+        tokens = (
             "gen_ai.usage.input_tokens",
             "gen_ai.usage.output_tokens",
             "gen_ai.usage.cache_read.input_tokens",
-            "gen_ai.response.model",
-        ):
-            assert mine.attrs[key] == span["attributes"][key], key
-        assert abs(mine.start_ns - ns(span["startTime"])) < TOLERANCE_NS
-        assert abs(mine.end_ns - ns(span["endTime"])) < TOLERANCE_NS
+        )
+        assert mine.attrs["gen_ai.response.model"] == span["attributes"]["gen_ai.response.model"]
+        if USAGE_RECORDS:
+            for key in tokens:
+                assert mine.attrs[key] == span["attributes"][key], key
+            # the record's duration gives the call's start
+            assert abs(mine.start_ns - ns(span["startTime"])) < TOLERANCE_NS
+        else:  # the CLI knew the tokens, its log did not keep them
+            assert span["attributes"]["gen_ai.usage.input_tokens"] > 0
+            assert mine.attrs["copilot.usage.unknown"] is True
+            assert not set(tokens) & set(mine.attrs)
+            # nor when the request went out: the span starts at its turn's start (or at the
+            # previous message), never after the call did
+            assert mine.start_ns <= ns(span["startTime"]) + TOLERANCE_NS
+            assert mine.start_ns >= result.tree.parent(mine).start_ns
+        if NATIVE_COMPLETE:
+            assert abs(mine.end_ns - ns(span["endTime"])) < TOLERANCE_NS
+        else:  # 1.0.81's own chat span lasts until its turn ends, tools included
+            assert abs(result.tree.parent(mine).end_ns - ns(span["endTime"])) < TOLERANCE_NS
+            assert mine.end_ns <= ns(span["endTime"])
         assert mine.kind == "CLIENT" and span["kind"] == 2  # both: CLIENT
 
 
@@ -102,7 +134,7 @@ def test_the_same_tool_executions_appear_in_both(e2e: E2E, name: str) -> None:
         assert abs(mine[call].end_ns - ns(span["endTime"])) < TOLERANCE_NS
         native_failed = span["status"].get("code", 0) == 2
         assert (mine[call].status == "ERROR") == native_failed or (
-            name == "abort" and native_failed
+            name == "abort" and (native_failed or not NATIVE_COMPLETE)
         ), call
     # the native tool counter agrees with the bridge's (its success=false covers the bridge's
     # error, aborted and incomplete), except for a tool an abort cut: the CLI counts that one as
@@ -119,7 +151,10 @@ def test_the_same_tool_executions_appear_in_both(e2e: E2E, name: str) -> None:
                 point.value
             )
     if name == "abort":
-        assert dict(native_counts) in ({}, {("bash", False): 1})
+        native_abort = ({}, {("bash", False): 1})
+        if not NATIVE_COMPLETE:  # 1.0.81 counts the aborted call as a success
+            native_abort += ({("bash", True): 1},)
+        assert dict(native_counts) in native_abort
         assert dict(bridge_counts) == {("bash", False): 1}
     else:
         assert dict(native_counts) == dict(bridge_counts)
@@ -210,6 +245,8 @@ def test_subagents_nest_the_same_way_in_both(e2e: E2E) -> None:
 def test_a_provider_error_is_failed_chat_spans_natively_a_session_error_in_the_bridge(
     e2e: E2E,
 ) -> None:
+    if not NATIVE_COMPLETE:
+        pytest.skip(NATIVE_SKIP)
     result = e2e.run("provider_error")
     failed = native_chats(result)
     assert len(failed) == 6  # the call and its 5 retries, each a failed span
@@ -232,6 +269,8 @@ def test_a_provider_error_is_failed_chat_spans_natively_a_session_error_in_the_b
 
 
 def test_an_abort_is_cancelled_natively_aborted_in_the_bridge(e2e: E2E) -> None:
+    if not NATIVE_COMPLETE:
+        pytest.skip(NATIVE_SKIP)
     result = e2e.run("abort")
     (native_root,) = [s for s in native_spans(result) if not s.get("parentSpanId")]
     assert native_root["status"]["code"] == 2

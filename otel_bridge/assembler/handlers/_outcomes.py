@@ -64,6 +64,8 @@ def on_error(session: SessionAssembler, event: Event) -> None:
     if event.agent_id is not None:  # a sub-agent's error: recorded where it happened
         agent = interaction.agents_by_id.get(event.agent_id)
         target = agent.span if agent is not None else interaction.root
+        if agent is not None and agent.error is None:
+            agent.error = (error_type, message)  # it ends failed, however it ends
         target.events.append(
             SpanEventRecord(sc.EVENT_SESSION_ERROR, event.timestamp_ns, attributes)
         )

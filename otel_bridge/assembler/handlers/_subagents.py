@@ -59,6 +59,8 @@ def _end_subagent(session: SessionAssembler, event: Event, error: Error | None) 
     cut_short: Error | None = None
     if event.data.get("cancelled") is True:
         error = cut_short = (sc.ERROR_ABORTED, None)
+    elif error is None:
+        error = agent.error  # CLI 1.0.81: subagent.completed after the sub-agent's session.error
     session.lifecycle.end_tools_of(interaction, agent, event.timestamp_ns, cut_short)
     session.spans.turn.finish(agent, event.timestamp_ns, error=cut_short, incomplete=True)
     session.spans.agent.finish_subagent(agent, event.timestamp_ns, error=error)

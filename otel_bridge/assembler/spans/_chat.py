@@ -101,6 +101,8 @@ class ChatSpans:
                         sc.GEN_AI_RESPONSE_MODEL: message.model,
                         sc.GEN_AI_RESPONSE_ID: message.api_call_id,
                         sc.COPILOT_TURN_ID: turn.turn_id,
+                        # no usage record: tokens unknown, not zero (docs/events.md)
+                        sc.COPILOT_USAGE_UNKNOWN: True,
                     }
                 )
             )
