@@ -100,10 +100,31 @@ def record_cli(name: str, binary: Path, script_path: Path, work: Path) -> dict[s
     return {"runs": runs, "problems": problems}
 
 
+def _sdk_client(binary: Path, workspace: Workspace, fake_url: str) -> Any:
+    """A CopilotClient on the real CLI binary, offline against the fake model. The provider is
+    given per session, and the CLI refuses COPILOT_OFFLINE together with one: those variables
+    are left out."""
+    from copilot import CopilotClient, RuntimeConnection
+
+    session_provider = (
+        "COPILOT_OFFLINE",
+        "COPILOT_PROVIDER_BASE_URL",
+        "COPILOT_PROVIDER_API_KEY",
+        "COPILOT_MODEL",
+    )
+    env = {k: v for k, v in copilot_env(workspace, fake_url).items() if k not in session_provider}
+    return CopilotClient(
+        connection=RuntimeConnection.for_stdio(path=str(binary)),
+        base_directory=str(workspace.home),
+        working_directory=str(workspace.project),
+        env=env,
+    )
+
+
 def record_sdk_abort(binary: Path, script_path: Path, work: Path) -> dict[str, Any]:
     """The SDK scenario: a slow tool, `session.abort()`, then another message."""
     try:
-        from copilot import CopilotClient, PermissionHandler, RuntimeConnection
+        from copilot import PermissionHandler
     except ImportError as exc:
         raise RuntimeError(
             "sdk_abort needs the Python SDK: pip install github-copilot-sdk==1.0.27"
@@ -127,23 +148,7 @@ def record_sdk_abort(binary: Path, script_path: Path, work: Path) -> dict[str, A
             await asyncio.sleep(0.1)
 
     async def main(fake: FakeLLM) -> None:
-        env = {
-            k: v
-            for k, v in copilot_env(workspace, fake.url).items()
-            if k
-            not in (
-                "COPILOT_OFFLINE",
-                "COPILOT_PROVIDER_BASE_URL",
-                "COPILOT_PROVIDER_API_KEY",
-                "COPILOT_MODEL",
-            )
-        }
-        client = CopilotClient(
-            connection=RuntimeConnection.for_stdio(path=str(binary)),
-            base_directory=str(workspace.home),
-            working_directory=str(workspace.project),
-            env=env,
-        )
+        client = _sdk_client(binary, workspace, fake.url)
         await client.start()
         process = getattr(client, "_cli_process", None)
         try:
@@ -248,7 +253,7 @@ SDK_DRIVERS = {
 def record_sdk_scenario(name: str, binary: Path, script_path: Path, work: Path) -> dict[str, Any]:
     """An SDK scenario of `SDK_DRIVERS`: one session, driven by its coroutine; the live stream
     goes to live-events.jsonl."""
-    from copilot import CopilotClient, PermissionHandler, RuntimeConnection
+    from copilot import PermissionHandler
 
     drive, how = SDK_DRIVERS[name]
     workspace = Workspace.create(work)
@@ -256,23 +261,7 @@ def record_sdk_scenario(name: str, binary: Path, script_path: Path, work: Path) 
     started = time.monotonic()
 
     async def main(fake: FakeLLM) -> None:
-        env = {
-            k: v
-            for k, v in copilot_env(workspace, fake.url).items()
-            if k
-            not in (
-                "COPILOT_OFFLINE",
-                "COPILOT_PROVIDER_BASE_URL",
-                "COPILOT_PROVIDER_API_KEY",
-                "COPILOT_MODEL",
-            )
-        }
-        client = CopilotClient(
-            connection=RuntimeConnection.for_stdio(path=str(binary)),
-            base_directory=str(workspace.home),
-            working_directory=str(workspace.project),
-            env=env,
-        )
+        client = _sdk_client(binary, workspace, fake.url)
         await client.start()
         process = getattr(client, "_cli_process", None)
         try:
