@@ -9,7 +9,8 @@ import os
 import sys
 
 from .._doctor import diagnose
-from .._stats import StatsAssembler, StatsCollector, render_table, table_width
+from .._stats import StatsAssembler, StatsCollector
+from .._stats_table import render_table, table_width
 from .._version import __version__
 from ..sources import default_session_state, find_logs, replay_logs
 from ._common import summarize_reading

@@ -1,0 +1,212 @@
+"""The `stats` table: sessions as rows that fit the terminal.
+
+Kept apart from the counting (`_stats.py`) because what fits a screen is its own problem: the
+columns step down, in a fixed order, as the width shrinks (the `stats --help` text says which).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import IO
+
+from ._progress import compact_count
+from ._stats import OUTCOMES, SessionStats
+
+__all__ = ["render_table", "table_width"]
+
+
+def table_width(environ: Mapping[str, str], stream: IO[str]) -> int | None:
+    """How wide the table may be: $COLUMNS, else the terminal's width; None (no limit) when
+    printing to a pipe or file, which gets every column."""
+    columns = environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return shutil.get_terminal_size().columns if tty else None
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    header: str
+    cell: Callable[[SessionStats], str]
+    left: bool = False  # text, aligned left; numbers go right
+    group: str = ""  # a heading over adjacent columns of the same group
+    cut: bool = False  # may be cut ("...") to fit: long model and directory names
+
+
+def _short(stats: SessionStats) -> str:
+    return stats.session if stats.session == "total" else stats.session[:8]
+
+
+def _started(date_only: bool) -> Callable[[SessionStats], str]:
+    def cell(stats: SessionStats) -> str:
+        if stats.started is None:
+            return ""
+        local = datetime.fromisoformat(stats.started).astimezone()  # people read local time
+        return local.strftime("%Y-%m-%d" if date_only else "%Y-%m-%d %H:%M")
+
+    return cell
+
+
+def _tokens(stats: SessionStats) -> str:
+    return f"{compact_count(stats.input_tokens)}/{compact_count(stats.output_tokens)}"
+
+
+def _per_message(stats: SessionStats) -> str:
+    per_message = stats.turns_per_message
+    return f"{per_message:.2f}" if per_message is not None else "-"
+
+
+def _tasks_ok(stats: SessionStats) -> str:
+    return f"{stats.outcomes.get('completed', 0)}/{stats.tasks}"
+
+
+_SESSION_FULL = _Column("session", lambda s: s.session, left=True)
+_SESSION = _Column("session", _short, left=True)
+_STARTED = _Column("started", _started(False), left=True)
+_DATE = _Column("started", _started(True), left=True)
+_MODEL = _Column("model", lambda s: s.model or "", left=True, cut=True)
+_DIRECTORY = _Column("directory", lambda s: s.directory or "", left=True, cut=True)
+
+
+def _outcome(outcome: str) -> Callable[[SessionStats], str]:
+    return lambda stats: str(stats.outcomes.get(outcome, 0))
+
+
+_OUTCOME_COLUMNS = [
+    _Column(o.replace("_", " "), _outcome(o), group="tasks by outcome") for o in OUTCOMES
+]
+_MESSAGES = _Column("messages", lambda s: str(s.user_messages))
+_TURNS = _Column("turns", lambda s: str(s.turns))
+_PER_MESSAGE = _Column("turns/msg", _per_message)
+_TOOLS = _Column("tools", lambda s: str(s.tool_calls))
+_TOOL_ERRORS = _Column("tool err", lambda s: str(s.tool_failures))
+
+#: From the widest to the narrowest; the first that fits is printed (help of `stats` says so).
+_LAYOUTS: list[list[_Column]] = [
+    [
+        _SESSION_FULL,
+        _STARTED,
+        _MODEL,
+        _DIRECTORY,
+        _MESSAGES,
+        _TURNS,
+        _PER_MESSAGE,
+        _TOOLS,
+        _TOOL_ERRORS,
+        *_OUTCOME_COLUMNS,
+        _Column("in tokens", lambda s: f"{s.input_tokens:,}"),
+        _Column("out tokens", lambda s: f"{s.output_tokens:,}"),
+    ],
+    [
+        _SESSION,
+        _STARTED,
+        _MODEL,
+        _DIRECTORY,
+        _MESSAGES,
+        _TURNS,
+        _PER_MESSAGE,
+        _TOOLS,
+        _TOOL_ERRORS,
+        *_OUTCOME_COLUMNS,
+        _Column("in tok", lambda s: compact_count(s.input_tokens)),
+        _Column("out tok", lambda s: compact_count(s.output_tokens)),
+    ],
+    [
+        _SESSION,
+        _STARTED,
+        _MODEL,
+        _DIRECTORY,
+        _MESSAGES,
+        _TURNS,
+        _PER_MESSAGE,
+        _TOOLS,
+        _TOOL_ERRORS,
+        _Column("ok/tasks", _tasks_ok),
+        _Column("tokens in/out", lambda s: _tokens(s)),
+    ],
+    [
+        _SESSION,
+        _DATE,
+        _MODEL,
+        _Column("dir", _DIRECTORY.cell, left=True, cut=True),
+        _TURNS,
+        _TOOLS,
+        _Column("err", lambda s: str(s.tool_failures)),
+        _Column("ok/tasks", _tasks_ok),
+        _Column("tokens", lambda s: _tokens(s)),
+    ],
+]
+_MIN_CUT = 5  # a model or directory name is never cut shorter than this
+
+
+def render_table(
+    sessions: Sequence[SessionStats], total: SessionStats, width: int | None = None
+) -> str:
+    """A plain-text table: one row per session, then the total; at most `width` wide.
+
+    `turns` counts every turn (sub-agents' too); `turns/msg` is main-agent turns per task, as
+    the `copilot.turns_per_message` metric; `tools`/`tool err` are tool calls and those that
+    failed; the five outcome columns are tasks by outcome. With no `width`, every column; when
+    narrower, the first of `_LAYOUTS` that fits: the full session id becomes its first 8
+    characters and tokens are shortened (12.3k), then the outcomes become completed/all
+    ("ok/tasks"), then messages and turns per message go and the start shows its date only;
+    then long model and directory names are cut, and at last the lines.
+    """
+    for columns in _LAYOUTS:
+        lines = _layout(columns, sessions, total, None)
+        if width is None or max(map(len, lines)) <= width:
+            return "\n".join(lines)
+    return "\n".join(line[:width] for line in _layout(_LAYOUTS[-1], sessions, total, width))
+
+
+def _layout(
+    columns: Sequence[_Column],
+    sessions: Sequence[SessionStats],
+    total: SessionStats,
+    width: int | None,
+) -> list[str]:
+    rows = [[c.cell(s) for c in columns] for s in sessions]
+    last = [c.cell(total) for c in columns]
+    widths = [
+        max(len(c.header), *(len(r[i]) for r in [*rows, last])) for i, c in enumerate(columns)
+    ]
+    if width is not None:  # cut the cuttable columns, the widest first, until it fits
+        while sum(widths) + 2 * (len(widths) - 1) > width:
+            cuttable = [i for i, c in enumerate(columns) if c.cut and widths[i] > _MIN_CUT]
+            if not cuttable:
+                break
+            widest = max(cuttable, key=lambda i: widths[i])
+            widths[widest] -= 1
+
+    def fit(text: str, size: int) -> str:
+        return text if len(text) <= size else text[: size - 3] + "..."
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            fit(cell, w).ljust(w) if c.left else fit(cell, w).rjust(w)
+            for cell, w, c in zip(cells, widths, columns, strict=True)
+        ).rstrip()
+
+    groups = []
+    for i, column in enumerate(columns):
+        if column.group and (i == 0 or columns[i - 1].group != column.group):
+            span = [j for j, c in enumerate(columns) if c.group == column.group]
+            start = sum(widths[: span[0]]) + 2 * span[0]
+            size = sum(widths[j] for j in span) + 2 * (len(span) - 1)
+            groups.append((start, column.group.center(size)))
+    heading = ""
+    for start, text in groups:
+        heading = heading.ljust(start) + text
+    rule = "  ".join("-" * w for w in widths)
+    out = [line([c.header for c in columns]), rule, *(line(r) for r in rows), rule, line(last)]
+    return [heading.rstrip(), *out] if heading.strip() else out
