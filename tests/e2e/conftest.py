@@ -90,6 +90,32 @@ SHELL_EXIT_CODES = cli_at_least("1.0.92")
 #: sub-agent's `subagent.completed` comes later): the bridge keeps the sub-agent's span as the
 #: CLI wrote it, so it may end after its parent `execute_tool task` span.
 SUBAGENT_OUTLIVES_TASK = not cli_at_least("1.0.102")
+#: `subagent.selected` with the sub-agent's `agentId` as a sub-agent starts: 1.0.92 writes it;
+#: 1.0.81 writes it only for the session's own agent (`--agent`), a sub-agent is named by its
+#: `subagent.started` alone.
+SUBAGENT_SELECTED = cli_at_least("1.0.92")
+#: `skill.context_delivered_ref` after `skill.invoked` (the skill's text went to the model):
+#: 1.0.92 writes it; 1.0.81 writes `skill.invoked` only.
+SKILL_CONTEXT_DELIVERED = cli_at_least("1.0.92")
+#: `session.autopilot_stopped{reason: cap_reached}` in the live stream when
+#: `--max-autopilot-continues` stops the loop: 1.0.102 only. 1.0.81 and 1.0.92 just shut down
+#: after the last nudged turn (neither their log nor their live stream says why).
+AUTOPILOT_STOPPED = cli_at_least("1.0.102")
+#: On `--resume` of a session whose CLI was killed with a tool running, 1.0.102 writes an
+#: `interrupted` tool.execution_complete for that call and a `session.warning`
+#: (`interrupted_tools`); 1.0.81 and 1.0.92 write neither: the call never completes.
+RESUME_REPORTS_INTERRUPTED = cli_at_least("1.0.102")
+#: `decisionSource` (e.g. `unattended_fallback`) on `permission.completed`: 1.0.92 writes it,
+#: 1.0.81 does not (only the result's kind).
+PERMISSION_DECISION_SOURCE = cli_at_least("1.0.92")
+#: `mcpTransport` (and `mcpConfigServerName`, `mcpConfigSource`) on an MCP tool's
+#: tool.execution_start: 1.0.92 writes it, 1.0.81 names only the server and the tool.
+MCP_TRANSPORT = cli_at_least("1.0.92")
+#: When a background (`mode: async`) shell finishes, 1.0.92 writes a `system.notification` and
+#: then a read_bash call of its own (assistant.message, tool.execution_start/complete with the
+#: output) before the next turn; 1.0.81 writes only the notification (which tells the model to
+#: call read_bash) and the next turn.
+SHELL_DONE_READS_OUTPUT = cli_at_least("1.0.92")
 
 
 # --- reading what the bridge (or the CLI) wrote -------------------------------------------------

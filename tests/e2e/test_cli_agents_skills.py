@@ -12,7 +12,13 @@ import json
 
 import pytest
 
-from tests.e2e.conftest import E2E, Metrics
+from tests.e2e.conftest import (
+    AUTOPILOT_STOPPED,
+    E2E,
+    SKILL_CONTEXT_DELIVERED,
+    SUBAGENT_SELECTED,
+    Metrics,
+)
 from tests.e2e.test_cli_tail import assert_tasks, cli_ok, main_events, turns_of
 
 
@@ -24,8 +30,10 @@ def test_custom_agent_names_the_root(e2e: E2E) -> None:
     selected = [e for e in result.events() if e["type"] == "subagent.selected"]
     assert [(e.get("agentId") is None, e["data"]["agentName"]) for e in selected] == [
         (True, "reviewer"),
-        (False, "explore"),
+        *([(False, "explore")] if SUBAGENT_SELECTED else []),  # 1.0.81: the main agent's only
     ]
+    (started,) = [e for e in result.events() if e["type"] == "subagent.started"]
+    assert started["data"]["agentName"] == "explore"
     tree = result.tree
     tree.check_well_formed()
     (root,) = tree.roots()
@@ -33,7 +41,9 @@ def test_custom_agent_names_the_root(e2e: E2E) -> None:
     assert root.attrs["gen_ai.agent.name"] == "reviewer"
     assert root.attrs["copilot.task.outcome"] == "no_signal"
     (explore,) = tree.named("invoke_agent explore")
-    assert explore.attrs["gen_ai.agent.id"] == selected[1]["agentId"]
+    assert explore.attrs["gen_ai.agent.id"] == started["agentId"]
+    if SUBAGENT_SELECTED:
+        assert explore.attrs["gen_ai.agent.id"] == selected[1]["agentId"]
     assert tree.parent(explore).name == "execute_tool task"
     assert len(turns_of(tree, root)) == len(main_events(result, "assistant.turn_start"))
     durations = result.metrics.series(
@@ -51,9 +61,11 @@ def test_skill_invocation_is_an_event_on_its_turn_and_counted(e2e: E2E) -> None:
     tree.check_well_formed()
     (call,) = tree.named("execute_tool skill")
     turn = tree.parent(call)
+    delivered = [e for e in result.events() if e["type"].startswith("skill.context_delivered")]
+    assert len(delivered) == (1 if SKILL_CONTEXT_DELIVERED else 0)  # 1.0.81: skill.invoked only
     assert [name for name, _ in turn.events] == [
         "copilot.skill.invoked",
-        "copilot.skill.context_delivered",
+        *(["copilot.skill.context_delivered"] if SKILL_CONTEXT_DELIVERED else []),
     ]
     attributes = dict(turn.events[0][1])
     assert attributes["copilot.skill.name"] == "greeting"
@@ -76,7 +88,8 @@ def test_autopilot_limit_is_its_own_end_reason(e2e: E2E) -> None:
     # the CLI's own word for it is in its live stream only
     live = [e for r in result.run.runs for e in r.live_events()]
     stops = [e for e in live if e.get("type") == "session.autopilot_stopped"]
-    assert [e["data"]["reason"] for e in stops] == ["cap_reached"]
+    # (1.0.81 and 1.0.92 write none: the bridge knows the limit by the shutdown after a nudge)
+    assert [e["data"]["reason"] for e in stops] == (["cap_reached"] if AUTOPILOT_STOPPED else [])
     tree = result.tree
     tree.check_well_formed()
     (root,) = tree.roots()
