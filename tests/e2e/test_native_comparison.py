@@ -30,7 +30,9 @@ TOLERANCE_NS = 100_000_000
 #: and the chat span of a failed call have no gen_ai.response.id, the calls that failed are not
 #: failed chat spans (one unfailed span stands for all of them), an aborted tool or task is not
 #: marked cancelled, and a chat span lasts until its turn ends. There is nothing to match the
-#: bridge's spans against in the first three cases.
+#: bridge's spans against in the first three cases. Nor does it keep the main agent's tool calls
+#: of a turn that began while a sub-agent's turn was still open (the `task` call completes
+#: first, on 1.0.81): no execute_tool span, no tool.call.count (`native_lost_calls`).
 NATIVE_COMPLETE = cli_at_least("1.0.92")
 NATIVE_SKIP = f"CLI {CLI_VERSION}'s own telemetry lacks what is compared (NATIVE_COMPLETE)"
 
@@ -73,9 +75,33 @@ def native_metric(result: Result, name: str) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
+def native_lost_calls(result: Result) -> set[str]:
+    """The main agent's tool calls that CLI 1.0.81's own telemetry loses (NATIVE_COMPLETE): the
+    calls of a main turn that started while a sub-agent's turn was open. None for later CLIs."""
+    if NATIVE_COMPLETE:
+        return set()
+    lost: set[str] = set()
+    open_subagent_turns, lossy_turn = 0, False
+    for event in result.events():
+        kind, subagent = event["type"], event.get("agentId") is not None
+        if kind == "assistant.turn_start":
+            if subagent:
+                open_subagent_turns += 1
+            else:
+                lossy_turn = open_subagent_turns > 0
+        elif kind == "assistant.turn_end" and subagent:
+            open_subagent_turns -= 1
+        elif kind == "tool.execution_start" and not subagent and lossy_turn:
+            lost.add(event["data"]["toolCallId"])
+    return lost
+
+
+SUBAGENT_SCENARIOS = ("subagent_nested", "subagent_parallel", "custom_agent")
+
+
 @pytest.mark.parametrize("name", CLI_SCENARIOS)
 def test_the_same_llm_calls_appear_in_both(e2e: E2E, name: str) -> None:
-    if not NATIVE_COMPLETE and name in ("subagent_nested", "subagent_parallel", "provider_error"):
+    if not NATIVE_COMPLETE and name in (*SUBAGENT_SCENARIOS, "provider_error"):
         pytest.skip(NATIVE_SKIP)
     result = e2e.run(name)
     answered = {r.response_id for r in result.run.requests if r.response_id}
@@ -126,8 +152,10 @@ def test_the_same_tool_executions_appear_in_both(e2e: E2E, name: str) -> None:
     result = e2e.run(name)
     native = {s["attributes"]["gen_ai.tool.call.id"]: s for s in native_tools(result)}
     mine = {s.attrs["gen_ai.tool.call.id"]: s for s in result.tree.named("execute_tool")}
+    lost = native_lost_calls(result)  # none but on 1.0.81
     assert len(native) == len(native_tools(result))
-    assert set(native) == set(mine)
+    assert lost <= set(mine)
+    assert set(native) == set(mine) - lost
     for call, span in native.items():
         assert mine[call].attrs["gen_ai.tool.name"] == span["attributes"]["gen_ai.tool.name"]
         assert abs(mine[call].start_ns - ns(span["startTime"])) < TOLERANCE_NS
@@ -150,6 +178,10 @@ def test_the_same_tool_executions_appear_in_both(e2e: E2E, name: str) -> None:
             bridge_counts[(point.attributes["gen_ai.tool.name"], outcome == "success")] += int(
                 point.value
             )
+    for call in lost:  # ... nor counted natively
+        span = mine[call]
+        success = span.status != "ERROR" and "copilot.incomplete" not in span.attrs
+        bridge_counts[(span.attrs["gen_ai.tool.name"], success)] -= 1
     if name == "abort":
         native_abort = ({}, {("bash", False): 1})
         if not NATIVE_COMPLETE:  # 1.0.81 counts the aborted call as a success
@@ -157,7 +189,7 @@ def test_the_same_tool_executions_appear_in_both(e2e: E2E, name: str) -> None:
         assert dict(native_counts) in native_abort
         assert dict(bridge_counts) == {("bash", False): 1}
     else:
-        assert dict(native_counts) == dict(bridge_counts)
+        assert dict(native_counts) == {k: n for k, n in bridge_counts.items() if n}
 
 
 # --- where the two differ ------------------------------------------------------------------------
