@@ -251,7 +251,13 @@ def test_spans_queued_while_the_collector_is_down_arrive_when_it_is_back(
         code, _, stderr = stop_bridge(bridge)
     assert code == 0, stderr
     assert sorted(s["span_id"] for s in received) == sorted(expected)  # each once
-    assert "retrying" in stderr
+    # The bridge says so, once, when an export() call has failed; whether one does depends on
+    # the SDK's own retries inside export() (SDK 1.44 retries a 503 until its timeout and may
+    # get through there, so scripts/test_oldest.sh can see none).
+    failed = [
+        line for line in stderr.splitlines() if "_queue: " in line and "export failed" in line
+    ]
+    assert len(failed) <= 1 and all("retrying" in line for line in failed), stderr
 
 
 def _get(url: str) -> tuple[int, str]:
