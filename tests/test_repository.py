@@ -16,14 +16,15 @@ from urllib.parse import unquote
 REPO = Path(__file__).resolve().parents[1]
 
 #: Tracked paths not scanned: real CLI logs kept as written (their `cwd` fields name the
-#: directories they were recorded in), this file (its examples are what it looks for), and
-#: npm's install directory.
-_SKIPPED_PREFIXES = ("tests/fixtures/", "tests/test_repository.py")
+#: directories they were recorded in), and npm's install directory.
+_SKIPPED_PREFIXES = ("tests/fixtures/",)
 _SKIPPED_PARTS = ("node_modules",)
 
 #: A path that climbs out of the checkout into a sibling `shared` directory, or an absolute path
-#: under /work or /root.
-_OUTSIDE = re.compile(r"\.\./shared\b|(?<![\w.~$/-])/(?:work|root)(?:/|\b)")
+#: under the work or root directories of this machine (`/` then `work` or `root`).
+_OUTSIDE = re.compile(r"\.\.[/]shared\b|(?<![\w.~$/-])[/](?:work|root)(?:/|\b)")
+#: The parent directory, spelled so that this file's own examples are not pointers themselves.
+_UP = ".." + "/"
 
 _FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
 _CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
@@ -133,9 +134,9 @@ def test_relative_links_in_readme_and_docs_lead_to_existing_files() -> None:
 
 def test_the_checks_catch_what_they_are_for() -> None:
     """The patterns themselves: a pointer outside is found, ordinary text is not."""
-    assert _OUTSIDE.search("see ../shared/DESIGN.md")
-    assert _OUTSIDE.search("cd /work/lab && npm install")
-    assert _OUTSIDE.search('"cwd": "/root"')
+    assert _OUTSIDE.search(f"see {_UP}shared/DESIGN.md")
+    assert _OUTSIDE.search("cd " + "/" + "work/lab && npm install")
+    assert _OUTSIDE.search('"cwd": "' + "/" + 'root"')
     for fine in (
         "docs/work/x",
         "https://example.com/root/a",
