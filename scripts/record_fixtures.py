@@ -100,6 +100,14 @@ def record_cli(name: str, binary: Path, script_path: Path, work: Path) -> dict[s
     return {"runs": runs, "problems": problems}
 
 
+async def _stop_client(client: Any, process: Any) -> None:
+    """Stop the SDK client and close the CLI process's pipes, which the SDK leaves open."""
+    await client.stop()
+    for pipe in (getattr(process, "stdout", None), getattr(process, "stderr", None)):
+        if pipe is not None and not pipe.closed:
+            pipe.close()
+
+
 def _sdk_client(binary: Path, workspace: Workspace, fake_url: str) -> Any:
     """A CopilotClient on the real CLI binary, offline against the fake model. The provider is
     given per session, and the CLI refuses COPILOT_OFFLINE together with one: those variables
@@ -169,10 +177,7 @@ def record_sdk_abort(binary: Path, script_path: Path, work: Path) -> dict[str, A
             await wait_for(lambda _: sum(e["type"] == "session.idle" for e in events) > idle)
             await session.disconnect()
         finally:
-            await client.stop()
-            for pipe in (getattr(process, "stdout", None), getattr(process, "stderr", None)):
-                if pipe is not None and not pipe.closed:
-                    pipe.close()
+            await _stop_client(client, process)
 
     try:
         with FakeLLM(load_script(script_path), log_path=work / "requests.jsonl") as fake:
@@ -275,10 +280,7 @@ def record_sdk_scenario(name: str, binary: Path, script_path: Path, work: Path) 
             await drive(session, events)
             await session.disconnect()
         finally:
-            await client.stop()
-            for pipe in (getattr(process, "stdout", None), getattr(process, "stderr", None)):
-                if pipe is not None and not pipe.closed:
-                    pipe.close()
+            await _stop_client(client, process)
 
     try:
         with FakeLLM(load_script(script_path), log_path=work / "requests.jsonl") as fake:

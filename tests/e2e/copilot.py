@@ -309,9 +309,9 @@ def run_copilot(
     return CliRun(args, returncode, time.monotonic() - started, stdout, stderr, note, env)
 
 
-def sigint_during_tool(rule: str, after: float) -> Interrupt:
-    """SIGINT the CLI `after` seconds into the tool the rule `rule` asked for: once the fake
-    model handed it out and the log shows the tool running."""
+def _when_tool_runs(rule: str, after: float, act: Callable[[subprocess.Popen], str]) -> Interrupt:
+    """An interrupt that waits until the fake model handed out the tool `rule` asked for and
+    the log shows it running, then `after` seconds more, then calls `act` on the CLI."""
 
     def interrupt(process: subprocess.Popen, fake: FakeLLM, workspace: Workspace) -> str:
         started = time.monotonic()
@@ -325,10 +325,19 @@ def sigint_during_tool(rule: str, after: float) -> Interrupt:
         time.sleep(after)
         if process.poll() is not None:
             return "the CLI ended before the interrupt"
-        process.send_signal(signal.SIGINT)
-        return f"SIGINT {time.monotonic() - started:.1f}s after start"
+        return f"{act(process)} {time.monotonic() - started:.1f}s after start"
 
     return interrupt
+
+
+def sigint_during_tool(rule: str, after: float) -> Interrupt:
+    """SIGINT the CLI `after` seconds into the tool the rule `rule` asked for."""
+
+    def act(process: subprocess.Popen) -> str:
+        process.send_signal(signal.SIGINT)
+        return "SIGINT"
+
+    return _when_tool_runs(rule, after, act)
 
 
 def sigkill_group_during_tool(rule: str, after: float) -> Interrupt:
@@ -336,22 +345,11 @@ def sigkill_group_during_tool(rule: str, after: float) -> Interrupt:
     seconds into the tool the rule `rule` asked for, as a crash or an OOM kill would: the CLI
     writes nothing more (no turn_end, no shutdown)."""
 
-    def interrupt(process: subprocess.Popen, fake: FakeLLM, workspace: Workspace) -> str:
-        started = time.monotonic()
-        fake.wait_for(rule, timeout=60)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and process.poll() is None:
-            logs = workspace.event_logs()
-            if logs and b'"tool.execution_start"' in logs[0].read_bytes():
-                break
-            time.sleep(0.05)
-        time.sleep(after)
-        if process.poll() is not None:
-            return "the CLI ended before the kill"
+    def act(process: subprocess.Popen) -> str:
         os.killpg(process.pid, signal.SIGKILL)
-        return f"SIGKILL (process group) {time.monotonic() - started:.1f}s after start"
+        return "SIGKILL (process group)"
 
-    return interrupt
+    return _when_tool_runs(rule, after, act)
 
 
 #: The stdio MCP server the `mcp_servers` scenarios configure (tests/e2e/mcp_server.py).
