@@ -10,10 +10,10 @@ import logging
 import re
 import socket
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
 
 from .._exceptions import ConfigError
@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_ENDPOINTS",
     "OTLP_PROTOCOLS",
     "OtlpEndpoint",
+    "build_otlp_exporter",
     "capture_exporter_logs",
     "describe_exception",
     "failure_reason",
@@ -216,6 +217,26 @@ class _ExportChatter(logging.Filter):
 
 
 _CHATTER = _ExportChatter()
+
+
+_Exporter = TypeVar("_Exporter")
+
+
+def build_otlp_exporter(
+    endpoint: OtlpEndpoint, what: str, build: Callable[[], _Exporter]
+) -> _Exporter:
+    """Run `build` (which makes the SDK's OTLP exporter for `endpoint`; `what`: "trace" or
+    "metric"), turning the SDK's own errors about its settings into a ConfigError, and keep its
+    retry messages off the terminal (`quiet_exporter_logs`)."""
+    try:
+        exporter = build()
+    except (ValueError, TypeError, RuntimeError, OSError) as exc:  # e.g. a timeout not a number
+        raise ConfigError(
+            f"cannot set up the OTLP {what} exporter ({endpoint.describe()}): "
+            f"{exc}; check the OTEL_EXPORTER_OTLP_* variables"
+        ) from exc
+    quiet_exporter_logs()
+    return exporter
 
 
 def quiet_exporter_logs() -> None:

@@ -22,10 +22,10 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from .._exceptions import ConfigError
 from ._common import (
     OtlpEndpoint,
+    build_otlp_exporter,
     http_session,
     open_output,
     otlp_endpoint,
-    quiet_exporter_logs,
     reachability,
     sdk_disabled,
 )
@@ -162,26 +162,19 @@ def _otlp_exporter(endpoint: OtlpEndpoint, environ: Mapping[str, str]) -> SpanEx
     """The SDK's exporter for the protocol, given the endpoint that was checked (the rest of
     its settings it reads from the environment). Its own retry messages are kept for the
     bridge's one warning instead of reaching the terminal (`quiet_exporter_logs`)."""
-    try:
+
+    def build() -> SpanExporter:
         if endpoint.protocol == "grpc":
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
-            exporter: SpanExporter = OTLPSpanExporter(endpoint=endpoint.target)
-        else:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-                OTLPSpanExporter as HttpSpanExporter,
-            )
+            return OTLPSpanExporter(endpoint=endpoint.target)
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter as HttpSpanExporter,
+        )
 
-            exporter = HttpSpanExporter(
-                endpoint=endpoint.target, session=http_session(environ, "traces")
-            )
-    except (ValueError, TypeError, RuntimeError, OSError) as exc:  # e.g. a timeout not a number
-        raise ConfigError(
-            f"cannot set up the OTLP trace exporter ({endpoint.describe()}): "
-            f"{exc}; check the OTEL_EXPORTER_OTLP_* variables"
-        ) from exc
-    quiet_exporter_logs()
-    return exporter
+        return HttpSpanExporter(endpoint=endpoint.target, session=http_session(environ, "traces"))
+
+    return build_otlp_exporter(endpoint, "trace", build)
 
 
 def _file_exporter(path: Path, mode: str) -> SpanExporter:

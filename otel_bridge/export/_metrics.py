@@ -38,13 +38,13 @@ from .._records import AttributeValue
 from .._version import __version__
 from ..processors import Scrubber
 from ._common import (
+    build_otlp_exporter,
     capture_exporter_logs,
     describe_exception,
     failure_reason,
     http_session,
     open_output,
     otlp_endpoint,
-    quiet_exporter_logs,
     sdk_disabled,
 )
 from ._http import TelemetryServer, cannot_serve
@@ -306,27 +306,23 @@ def _prometheus(
 
 def _otlp_exporter(environ: Mapping[str, str]) -> _QuietMetricExporter:
     endpoint = otlp_endpoint(environ, "metrics")
-    try:
+
+    def build() -> MetricExporter:
         if endpoint.protocol == "grpc":
             from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
                 OTLPMetricExporter,
             )
 
-            inner: MetricExporter = OTLPMetricExporter(endpoint=endpoint.target)
-        else:
-            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-                OTLPMetricExporter as HttpMetricExporter,
-            )
+            return OTLPMetricExporter(endpoint=endpoint.target)
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+            OTLPMetricExporter as HttpMetricExporter,
+        )
 
-            inner = HttpMetricExporter(
-                endpoint=endpoint.target, session=http_session(environ, "metrics")
-            )
-    except (ValueError, TypeError, RuntimeError, OSError) as exc:  # e.g. a timeout not a number
-        raise ConfigError(
-            f"cannot set up the OTLP metric exporter ({endpoint.describe()}): "
-            f"{exc}; check the OTEL_EXPORTER_OTLP_* variables"
-        ) from exc
-    quiet_exporter_logs()
+        return HttpMetricExporter(
+            endpoint=endpoint.target, session=http_session(environ, "metrics")
+        )
+
+    inner = build_otlp_exporter(endpoint, "metric", build)
     return _QuietMetricExporter(inner, f"otlp {endpoint.describe()}")
 
 
