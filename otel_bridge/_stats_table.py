@@ -91,49 +91,28 @@ _PER_MESSAGE = _Column("turns/msg", _per_message)
 _TOOLS = _Column("tools", lambda s: str(s.tool_calls))
 _TOOL_ERRORS = _Column("tool err", lambda s: str(s.tool_failures))
 
+#: Where a session ran and what it did: the same in the three widest layouts.
+_WHERE = [_STARTED, _MODEL, _DIRECTORY]
+_WORK = [_MESSAGES, _TURNS, _PER_MESSAGE, _TOOLS, _TOOL_ERRORS]
 #: From the widest to the narrowest; the first that fits is printed (help of `stats` says so).
 _LAYOUTS: list[list[_Column]] = [
     [
         _SESSION_FULL,
-        _STARTED,
-        _MODEL,
-        _DIRECTORY,
-        _MESSAGES,
-        _TURNS,
-        _PER_MESSAGE,
-        _TOOLS,
-        _TOOL_ERRORS,
+        *_WHERE,
+        *_WORK,
         *_OUTCOME_COLUMNS,
         _Column("in tokens", lambda s: f"{s.input_tokens:,}"),
         _Column("out tokens", lambda s: f"{s.output_tokens:,}"),
     ],
     [
         _SESSION,
-        _STARTED,
-        _MODEL,
-        _DIRECTORY,
-        _MESSAGES,
-        _TURNS,
-        _PER_MESSAGE,
-        _TOOLS,
-        _TOOL_ERRORS,
+        *_WHERE,
+        *_WORK,
         *_OUTCOME_COLUMNS,
         _Column("in tok", lambda s: compact_count(s.input_tokens)),
         _Column("out tok", lambda s: compact_count(s.output_tokens)),
     ],
-    [
-        _SESSION,
-        _STARTED,
-        _MODEL,
-        _DIRECTORY,
-        _MESSAGES,
-        _TURNS,
-        _PER_MESSAGE,
-        _TOOLS,
-        _TOOL_ERRORS,
-        _Column("ok/tasks", _tasks_ok),
-        _Column("tokens in/out", lambda s: _tokens(s)),
-    ],
+    [_SESSION, *_WHERE, *_WORK, _Column("ok/tasks", _tasks_ok), _Column("tokens in/out", _tokens)],
     [
         _SESSION,
         _DATE,
@@ -143,7 +122,7 @@ _LAYOUTS: list[list[_Column]] = [
         _TOOLS,
         _Column("err", lambda s: str(s.tool_failures)),
         _Column("ok/tasks", _tasks_ok),
-        _Column("tokens", lambda s: _tokens(s)),
+        _Column("tokens", _tokens),
     ],
 ]
 _MIN_CUT = 5  # a model or directory name is never cut shorter than this
