@@ -4,20 +4,33 @@ A checkpoint is taken only at a safe place: the end of a line after which no int
 open, with everything before it handed to the exporters. Resuming there re-reads the open
 interaction from its first event, so nothing is lost, and whatever was exported twice is the
 same span (deterministic ids, the same events, the session state restored from the snapshot).
+To keep that re-reading from exporting again what was delivered before a crash, a checkpoint
+also lists the ids of the spans of the open interaction already delivered (`sent`): the
+follower drops those when they come again.
 
-The file is written the crash-safe way (a temp file, fsync, rename over the old one, fsync of
-the directory; as Vector's checkpointer does), mode 0600, versioned. A file is known by its
-device and inode and a fingerprint of its first bytes (as the OpenTelemetry Collector's filelog
-receiver does), so a log that was replaced or truncated is read again from its start.
+The store is a journal, `checkpoints.jsonl` in the state directory: a version line, then one
+line per checkpoint written, the last line of a log winning. A save appends only the logs whose
+checkpoint moved (one small write and one fsync, however many logs are followed), so saving
+after every delivered batch stays cheap, and an idle daemon writes nothing. When the journal
+has grown to a few times what its live entries take, it is compacted: rewritten the crash-safe
+way (a temp file, fsync, rename over the old one, fsync of the directory; as Vector's
+checkpointer does), which is also how a save goes on after a failed append (a line cut by a
+full disk is ignored on load: the one before it for the same log still holds). Mode 0600.
+
+A file is known by its device and inode and a fingerprint of its first bytes (as the
+OpenTelemetry Collector's filelog receiver does), so a log that was replaced or truncated is
+read again from its start. The version 1 file (`checkpoints.json`, one document) is still read,
+and replaced by the journal at the first save.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +42,13 @@ __all__ = ["FINGERPRINT_BYTES", "CheckpointStore", "FileCheckpoint", "fingerprin
 logger = logging.getLogger(__name__)
 
 FINGERPRINT_BYTES = 1024
-_VERSION = 1
-_NAME = "checkpoints.json"
+_VERSION = 2
+_NAME = "checkpoints.jsonl"
+_V1_NAME = "checkpoints.json"
+#: The journal is compacted when it is larger than this many times its live entries (and
+#: larger than `_COMPACT_MIN_BYTES`): appends stay cheap, the file stays bounded.
+_COMPACT_RATIO = 4
+_COMPACT_MIN_BYTES = 1 << 20
 
 
 def fingerprint(path: Path, limit: int = FINGERPRINT_BYTES) -> tuple[str, int]:
@@ -43,7 +61,15 @@ def fingerprint(path: Path, limit: int = FINGERPRINT_BYTES) -> tuple[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class FileCheckpoint:
-    """Where to resume one log."""
+    """Where to resume one log.
+
+    Attributes:
+        path, device, inode, fingerprint, fingerprint_bytes: which file it is.
+        offset: the safe place to resume reading at.
+        session: the session's state there (`SessionAssembler.snapshot()`).
+        sent: ids of spans finished after `offset` and already delivered: a restart that reads
+            them again does not export them again.
+    """
 
     path: str
     device: int
@@ -52,6 +78,7 @@ class FileCheckpoint:
     fingerprint_bytes: int
     offset: int
     session: Mapping[str, Any] = field(default_factory=dict)
+    sent: Sequence[int] = ()
 
     def matches(self, path: Path) -> bool:
         """Is `path` still the file this checkpoint was taken on (not replaced, not cut)?"""
@@ -65,11 +92,30 @@ class FileCheckpoint:
         return digest == self.fingerprint
 
 
+def _encode(checkpoint: FileCheckpoint) -> str:
+    entry = asdict(checkpoint)
+    entry["sent"] = list(checkpoint.sent)
+    return json.dumps(entry, sort_keys=True, separators=(",", ":"))
+
+
+def _decode(line: str) -> FileCheckpoint:
+    entry = json.loads(line)
+    if not isinstance(entry, dict):
+        raise ValueError("not an object")
+    sent = entry.pop("sent", [])
+    if not isinstance(sent, list) or not all(isinstance(s, int) for s in sent):
+        raise ValueError("bad 'sent'")
+    checkpoint = FileCheckpoint(**entry, sent=tuple(sent))
+    if not isinstance(checkpoint.path, str) or not isinstance(checkpoint.offset, int):
+        raise ValueError("bad path or offset")
+    return checkpoint
+
+
 class CheckpointStore:
-    """The checkpoint file in a state directory (created 0700 if missing).
+    """The checkpoint journal in a state directory (created 0700 if missing).
 
     Raises:
-        CheckpointError: the directory cannot be created or written.
+        CheckpointError: the directory cannot be created.
     """
 
     def __init__(self, directory: Path) -> None:
@@ -82,46 +128,152 @@ class CheckpointStore:
                 f"cannot create the state directory {directory}: "
                 f"{exc.strerror or exc}; choose another with --state-dir"
             ) from exc
-        self._last: str | None = None
+        self._saved: dict[str, str] = {}  # path -> its line as last written
+        self._live_bytes = 0  # what the live lines take
+        self._file_bytes = 0  # what the journal takes (live lines and superseded ones)
+        self._clean = False  # the journal ends with a complete line we wrote or read
+        self.writes = 0  # appends and compactions done (for tests and benchmarks)
 
     def load(self) -> dict[str, FileCheckpoint]:
         """The checkpoints of the last run; {} when there are none or they cannot be read
-        (logged: the logs are then read as on a first start)."""
-        for candidate in (self.path.with_suffix(".json.tmp"), self.path):
+        (logged: the logs are then read as on a first start). A damaged line loses only
+        itself: the log it was for resumes from its previous line, if any."""
+        entries: dict[str, FileCheckpoint] = {}
+        if self.path.exists():
+            entries = self._load_journal()
+        elif (self.directory / _V1_NAME).exists() or (
+            self.directory / (_V1_NAME + ".tmp")
+        ).exists():
+            entries = self._load_v1()
+        if entries:
+            logger.info("resuming %d logs from %s", len(entries), self.directory)
+        self._saved = {path: _encode(c) for path, c in entries.items()}
+        self._live_bytes = sum(len(line) + 1 for line in self._saved.values())
+        return entries
+
+    def save(self, checkpoints: Mapping[str, FileCheckpoint]) -> int:
+        """Record these checkpoints (the logs not named keep theirs); only those that changed
+        since they were last written are appended. Returns how many were written.
+
+        Raises:
+            CheckpointError: the journal cannot be written (a full disk, a read-only volume):
+                what was saved before still holds; the next save tries again.
+        """
+        lines = {}
+        for path, checkpoint in checkpoints.items():
+            line = _encode(checkpoint)
+            if self._saved.get(path) != line:
+                lines[path] = line
+        if not lines:
+            return 0
+        live = self._live_bytes + sum(
+            len(line) - len(self._saved.get(path, "")) - (0 if path in self._saved else -1)
+            for path, line in lines.items()
+        )
+        try:
+            if not self._clean or self._file_bytes > max(_COMPACT_MIN_BYTES, _COMPACT_RATIO * live):
+                self._compact({**self._saved, **lines})
+            else:
+                self._append(lines.values())
+        except OSError as exc:
+            self._clean = False  # a line may be half written: the next save rewrites it all
+            raise CheckpointError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+        self._saved.update(lines)
+        self._live_bytes = live
+        self.writes += 1
+        return len(lines)
+
+    def forget(self, paths: Sequence[str]) -> None:
+        """Logs that are gone: their checkpoints leave the journal at its next compaction."""
+        for path in paths:
+            line = self._saved.pop(path, None)
+            if line is not None:
+                self._live_bytes -= len(line) + 1
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _append(self, lines: Iterable[str]) -> None:
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._file_bytes += len(data)
+
+    def _compact(self, lines: Mapping[str, str]) -> None:
+        data = (
+            json.dumps({"version": _VERSION})
+            + "\n"
+            + "".join(line + "\n" for line in lines.values())
+        ).encode("utf-8")
+        temp = self.path.with_suffix(".jsonl.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, self.path)
+        _fsync_directory(self.directory)
+        self._file_bytes = len(data)
+        self._clean = True
+        for old in (_V1_NAME, _V1_NAME + ".tmp"):  # the version 1 file is superseded
+            with contextlib.suppress(FileNotFoundError):
+                (self.directory / old).unlink()
+
+    def _load_journal(self) -> dict[str, FileCheckpoint]:
+        try:
+            data = self.path.read_bytes()
+        except OSError as exc:
+            logger.warning("ignoring checkpoint file %s: %s", self.path, exc.strerror or exc)
+            return {}
+        lines = data.decode("utf-8", errors="replace").split("\n")
+        try:
+            header = json.loads(lines[0])
+            if not isinstance(header, dict) or header.get("version") != _VERSION:
+                raise ValueError(f"unknown version {header!r}"[:80])
+        except ValueError as exc:
+            logger.warning("ignoring checkpoint file %s: %s", self.path, exc)
+            return {}
+        entries: dict[str, FileCheckpoint] = {}
+        damaged = 0
+        for line in lines[1:]:
+            if not line.strip():
+                continue
+            try:
+                checkpoint = _decode(line)
+            except (ValueError, TypeError) as exc:
+                damaged += 1
+                if damaged == 1:
+                    logger.warning("%s: skipping a damaged line (%s)", self.path, exc)
+                continue
+            entries[checkpoint.path] = checkpoint
+        self._file_bytes = len(data)
+        self._clean = data.endswith(b"\n") and not damaged
+        return entries
+
+    def _load_v1(self) -> dict[str, FileCheckpoint]:
+        for candidate in (self.directory / (_V1_NAME + ".tmp"), self.directory / _V1_NAME):
             if not candidate.exists():
                 continue
             try:
                 document = json.loads(candidate.read_text(encoding="utf-8"))
-                if document.get("version") != _VERSION:
+                if document.get("version") != 1:
                     raise ValueError(f"unknown version {document.get('version')!r}")
                 entries = [FileCheckpoint(**entry) for entry in document["files"]]
-            except (OSError, ValueError, TypeError, KeyError) as exc:
+            except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
                 logger.warning("ignoring checkpoint file %s: %s", candidate, exc)
                 continue
-            logger.info("resuming %d logs from %s", len(entries), candidate)
             return {entry.path: entry for entry in entries}
         return {}
 
-    def save(self, checkpoints: Mapping[str, FileCheckpoint]) -> None:
-        """Write all checkpoints atomically; a no-op when nothing changed since the last save."""
-        document = json.dumps(
-            {"version": _VERSION, "files": [asdict(c) for c in checkpoints.values()]},
-            sort_keys=True,
-        )
-        if document == self._last:
-            return
-        temp = self.path.with_suffix(".json.tmp")
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(document)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, self.path)
-            _fsync_directory(self.directory)
-        except OSError as exc:
-            raise CheckpointError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
-        self._last = document
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _fsync_directory(directory: Path) -> None:

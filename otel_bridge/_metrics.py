@@ -232,6 +232,25 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec(
         "otel_bridge.files.followed", Instrument.GAUGE, "{file}", "Session logs `run` is following"
     ),
+    MetricSpec(
+        "otel_bridge.sessions.resident",
+        Instrument.GAUGE,
+        "{session}",
+        "Sessions `run` holds in memory (quiet ones with no task open are evicted)",
+    ),
+    MetricSpec(
+        "otel_bridge.watch.problems",
+        Instrument.COUNTER,
+        "{problem}",
+        "File-system notifications unavailable (polling instead) or dropped by the kernel",
+        ("otel_bridge.reason",),
+    ),
+    MetricSpec(
+        "otel_bridge.checkpoint.failures",
+        Instrument.COUNTER,
+        "{failure}",
+        "Checkpoint saves that failed (retried with back-off)",
+    ),
 )
 
 BUCKETS: Mapping[str, tuple[float, ...]] = {

@@ -7,7 +7,10 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from otel_bridge import Assembler
+from otel_bridge._exceptions import CheckpointError
 from otel_bridge._checkpoint import CheckpointStore, FileCheckpoint, fingerprint
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
@@ -27,18 +30,44 @@ def entry(path: Path, offset: int) -> FileCheckpoint:
     )
 
 
-def test_saved_atomically_private_and_read_back(tmp_path) -> None:
+def test_saved_private_and_read_back(tmp_path) -> None:
     log = tmp_path / "events.jsonl"
     log.write_bytes(b"x" * 2000)
     store = CheckpointStore(tmp_path / "state")
     store.save({str(log): entry(log, 100)})
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
     assert stat.S_IMODE(store.directory.stat().st_mode) == 0o700
-    assert not store.path.with_suffix(".json.tmp").exists()
-    assert json.loads(store.path.read_text())["version"] == 1
+    assert not list(store.directory.glob("*.tmp"))
+    assert json.loads(store.path.read_text().splitlines()[0])["version"] == 2
     loaded = CheckpointStore(tmp_path / "state").load()
     assert loaded[str(log)].offset == 100
     assert loaded[str(log)].session["mode"] == "autopilot"
+
+
+def test_a_save_appends_only_what_moved_and_the_last_line_wins(tmp_path) -> None:
+    logs = [tmp_path / f"{n}.jsonl" for n in range(3)]
+    for log in logs:
+        log.write_bytes(b"z" * 50)
+    store = CheckpointStore(tmp_path / "state")
+    assert store.save({str(log): entry(log, 10) for log in logs}) == 3
+    size = store.path.stat().st_size
+    assert store.save({str(log): entry(log, 10) for log in logs}) == 0  # nothing moved
+    assert store.path.stat().st_size == size
+    assert store.save({str(logs[1]): entry(logs[1], 20)}) == 1
+    appended = store.path.read_bytes()[size:].decode()
+    assert appended.count("\n") == 1 and str(logs[1]) in appended
+    loaded = CheckpointStore(tmp_path / "state").load()
+    assert [loaded[str(log)].offset for log in logs] == [10, 20, 10]
+
+
+def test_the_journal_is_compacted_and_stays_bounded(tmp_path) -> None:
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"q" * 50)
+    store = CheckpointStore(tmp_path / "state")
+    for offset in range(1, 4000):
+        store.save({str(log): entry(log, offset)})
+    assert store.path.stat().st_size < 2 << 20  # 4,000 appends of ~300 bytes, compacted
+    assert CheckpointStore(tmp_path / "state").load()[str(log)].offset == 3999
 
 
 def test_a_damaged_file_is_ignored_with_a_warning(tmp_path, caplog) -> None:
@@ -48,16 +77,60 @@ def test_a_damaged_file_is_ignored_with_a_warning(tmp_path, caplog) -> None:
     assert "ignoring checkpoint file" in caplog.text
 
 
-def test_a_leftover_temp_file_wins_when_it_is_complete(tmp_path) -> None:
-    """A crash after the temp file was synced but before the rename: the temp is newer."""
+def test_a_line_cut_by_a_crash_loses_only_itself(tmp_path, caplog) -> None:
+    """A full disk or a crash in the middle of an append: the log's previous line holds,
+    and the next save rewrites the journal whole."""
     log = tmp_path / "events.jsonl"
     log.write_bytes(b"y" * 10)
     store = CheckpointStore(tmp_path / "state")
     store.save({str(log): entry(log, 3)})
-    newer = json.loads(store.path.read_text())
-    newer["files"][0]["offset"] = 7
-    store.path.with_suffix(".json.tmp").write_text(json.dumps(newer))
-    assert store.load()[str(log)].offset == 7
+    store.save({str(log): entry(log, 5)})
+    whole = store.path.read_bytes()
+    store.path.write_bytes(whole[:-40])  # the second line cut
+    again = CheckpointStore(tmp_path / "state")
+    assert again.load()[str(log)].offset == 3
+    assert "damaged line" in caplog.text
+    again.save({str(log): entry(log, 7)})
+    assert b"\n{" not in again.path.read_bytes().split(b"\n", 1)[1][:1]  # rewritten clean
+    assert CheckpointStore(tmp_path / "state").load()[str(log)].offset == 7
+
+
+def test_a_version_1_file_is_read_and_replaced(tmp_path) -> None:
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"v" * 10)
+    state = tmp_path / "state"
+    state.mkdir()
+    old = entry(log, 4)
+    fields = ("path", "device", "inode", "fingerprint", "fingerprint_bytes", "offset")
+    document = {
+        "version": 1,
+        "files": [{**{f: getattr(old, f) for f in fields}, "session": dict(old.session)}],
+    }
+    (state / "checkpoints.json").write_text(json.dumps(document))
+    store = CheckpointStore(state)
+    assert store.load()[str(log)].offset == 4
+    store.save({str(log): entry(log, 6)})
+    assert not (state / "checkpoints.json").exists()
+    assert CheckpointStore(state).load()[str(log)].offset == 6
+
+
+def test_a_failed_write_raises_and_the_next_save_writes_it(tmp_path) -> None:
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"w" * 10)
+    state = tmp_path / "state"
+    store = CheckpointStore(state)
+    store.save({str(log): entry(log, 1)})
+    # Directories where the files go: writes fail whatever the user's rights (tests run as
+    # root too), as on a full disk or a read-only volume.
+    store.path.unlink()
+    store.path.mkdir()
+    store.path.with_suffix(".jsonl.tmp").mkdir()
+    with pytest.raises(CheckpointError, match="cannot write"):
+        store.save({str(log): entry(log, 2)})
+    store.path.rmdir()
+    store.path.with_suffix(".jsonl.tmp").rmdir()
+    assert store.save({str(log): entry(log, 2)}) == 1
+    assert CheckpointStore(state).load()[str(log)].offset == 2
 
 
 def test_a_replaced_or_truncated_file_no_longer_matches(tmp_path) -> None:
@@ -114,8 +187,8 @@ def test_resuming_mid_log_gives_exactly_the_spans_of_reading_it_whole(tmp_path) 
     tailer.poll_once()
     tailer.save_checkpoints()
     tailer.close()
-    saved = json.loads((store_dir / "checkpoints.json").read_text())["files"][0]
-    assert 0 < saved["offset"] < cut  # before the open second task, not at the end
+    (saved,) = CheckpointStore(store_dir).load().values()
+    assert 0 < saved.offset < cut  # before the open second task, not at the end
 
     with path.open("ab") as handle:
         handle.write(data[cut:])
@@ -144,6 +217,9 @@ def test_resuming_mid_log_gives_exactly_the_spans_of_reading_it_whole(tmp_path) 
     reader.poll_once()
     reader.close()
     assert {s.span_id for s in first} | {s.span_id for s in second} == {s.span_id for s in whole}
+    # the open task's spans delivered before the stop are not exported again
+    both = {s.span_id for s in first} & {s.span_id for s in second}
+    assert not both, [(s.name, s.attributes.get("copilot.incomplete")) for s in first if s.span_id in both]
     whole_by_id = {s.span_id: s for s in whole}
     for span in second:  # re-read from the checkpoint: identical, mode and links included
         assert span == whole_by_id[span.span_id]

@@ -244,11 +244,12 @@ def test_the_metrics_endpoint_binds_loopback_by_default() -> None:
 
 
 def test_checkpoints_are_private(tmp_path) -> None:
-    from otel_bridge._checkpoint import CheckpointStore
+    from otel_bridge._checkpoint import CheckpointStore, FileCheckpoint
 
     store = CheckpointStore(tmp_path / "state")
-    store.save({})
+    store.save({"log": FileCheckpoint("log", 1, 2, "f", 3, 4)})
     assert oct(Path(store.path).stat().st_mode & 0o777) == "0o600"
+    assert oct(Path(store.directory).stat().st_mode & 0o777) == "0o700"
 
 
 def test_json_content_is_scrubbed_as_decoded_and_cut_without_splitting_a_secret() -> None:

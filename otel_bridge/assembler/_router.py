@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from .._events import Event
 from .._metrics import MetricsRecorder, NullRecorder
@@ -60,6 +61,21 @@ class Assembler:
         """
         session = self._sessions.get(stream)
         return session.end_of_input() if session is not None else []
+
+    def evict(self, stream: str) -> dict[str, Any] | None:
+        """Take a quiet stream's session out of memory; returns its `snapshot()` to give back
+        to `session(...).restore()` when the stream goes on (the state a checkpoint keeps), or
+        None when it had none or has an interaction open (then it stays)."""
+        session = self._sessions.get(stream)
+        if session is None or session.has_open_interaction:
+            return None
+        del self._sessions[stream]
+        return session.snapshot()
+
+    @property
+    def resident(self) -> int:
+        """Sessions held in memory."""
+        return len(self._sessions)
 
     def has_open_interaction(self, stream: str) -> bool:
         """True when the stream has an interaction still open."""

@@ -16,6 +16,8 @@ from pathlib import Path
 from types import FrameType
 
 from .._checkpoint import CheckpointStore
+from .._exceptions import CheckpointError
+from .._metrics import MetricsRecorder
 from .._pipeline import Pipeline
 from .._version import __version__
 from ..export import MetricsOptions, SpanSink
@@ -73,9 +75,15 @@ def run(args: argparse.Namespace) -> int:
         roots, assembler, sink.export, options, checkpoints=store, sequence=lambda: sink.sequence
     )
 
+    checkpointing = _Checkpointing(tailer, sink, metrics.recorder if metrics else None)
+
     def readiness() -> tuple[bool, str]:
+        if not tailer.started:
+            return False, "starting: listing the session logs"
         if tailer.catching_up:
             return False, f"catching up {tailer.catching_up} logs"
+        if checkpointing.failing is not None:
+            return False, f"checkpoints cannot be saved: {checkpointing.failing}"
         failing = sink.failing()
         if failing is not None and failing[1] >= args.unready_after:
             return False, (
@@ -88,12 +96,14 @@ def run(args: argparse.Namespace) -> int:
     status = _StatusLine(tailer, sink, args.status_interval)
 
     def after_poll() -> None:
-        tailer.save_checkpoints(sink.watermark)  # never past spans still queued
+        checkpointing.save(final=False)  # never past spans still queued
         status.maybe_log()
 
+    sink.on_delivered = tailer.wake.set  # a delivery moves checkpoints: save soon after
     if metrics is not None and metrics.recorder is not None:
         metrics.recorder.gauge("copilot.sessions.active", lambda: assembler.open_interactions)
-        metrics.recorder.gauge("otel_bridge.files.followed", lambda: len(tailer.followed))
+        metrics.recorder.gauge("otel_bridge.files.followed", lambda: tailer.followed_count)
+        metrics.recorder.gauge("otel_bridge.sessions.resident", lambda: assembler.resident)
     signals: list[int] = []
 
     def _stop(signum: int, _frame: FrameType | None) -> None:
@@ -130,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         tailer.close()
         left = pipeline.shutdown_spans(args.export_timeout, abort=quit_now)
-        tailer.save_checkpoints(sink.watermark)  # only up to what was delivered
+        saved = checkpointing.save(final=True)  # only up to what was delivered
         if quit_now():
             logger.warning(
                 "received %s again: quitting now, %d spans not delivered%s",
@@ -148,7 +158,62 @@ def run(args: argparse.Namespace) -> int:
             sink.stats.exported,
             destinations(sink),
         )
-    return 128 + signals[1] if quit_now() else 0  # 130 after a second Ctrl-C
+    if quit_now():
+        return 128 + signals[1]  # 130 after a second Ctrl-C
+    return 0 if saved else 1
+
+
+class _Checkpointing:
+    """Saves checkpoints after polls and deliveries; a save that fails (a full disk, a
+    read-only volume) is logged once, counted, retried with back-off, and shown by /readyz,
+    and `run` goes on exporting: only a crash meanwhile would repeat more."""
+
+    _MAX_BACKOFF = 60.0
+
+    def __init__(self, tailer: Tailer, sink: SpanSink, recorder: MetricsRecorder | None) -> None:
+        self._tailer, self._sink, self._recorder = tailer, sink, recorder
+        self.failing: str | None = None  # the current failure, for /readyz
+        self.first_error: str | None = None
+        self.failures = 0
+        self._backoff = 0.0
+        self._retry_at = 0.0
+
+    def save(self, *, final: bool) -> bool:
+        """Save (throttled unless `final`); False when the save failed."""
+        if not final and time.monotonic() < self._retry_at:
+            return self.failing is None
+        try:
+            self._tailer.save_checkpoints(self._sink.watermark, force=final)
+        except CheckpointError as exc:
+            self.failures += 1
+            if self._recorder is not None:
+                self._recorder.add("otel_bridge.checkpoint.failures", 1, {}, "")
+            if final:
+                logger.error(
+                    "%s; the next start reads again what this run delivered since the last "
+                    "checkpoint saved%s",
+                    exc,
+                    f" (saving has failed {self.failures} times since: {self.first_error})"
+                    if self.first_error and self.failures > 1
+                    else "",
+                )
+                return False
+            self._backoff = min(max(self._backoff * 2, 1.0), self._MAX_BACKOFF)
+            self._retry_at = time.monotonic() + self._backoff
+            if self.failing is None:
+                logger.warning(
+                    "%s; retrying with back-off (spans are still exported; a restart "
+                    "meanwhile would export again what was delivered since)",
+                    exc,
+                )
+            self.failing = str(exc)
+            self.first_error = self.first_error or str(exc)
+            return False
+        if self.failing is not None:
+            logger.info("checkpoints saved again after %d failed attempts", self.failures)
+            self.failing = None
+            self._backoff = 0.0
+        return True
 
 
 class _StatusLine:
@@ -170,7 +235,7 @@ class _StatusLine:
         logger.info(
             "status: following %d logs (%d catching up), %.1f events/s, last lag %s, "
             "%d spans queued, %d exported, %d dropped, %d spans in failed attempts%s",
-            len(self._tailer.followed),
+            self._tailer.followed_count,
             self._tailer.catching_up,
             rate,
             f"{lag:.1f}s" if lag is not None else "-",

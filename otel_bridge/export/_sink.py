@@ -119,6 +119,9 @@ class SpanSink:
             for exporter, label in zip(exporters, labels, strict=True)
         ]
         self.stats.by_exporter = dict.fromkeys(labels, 0)
+        #: Called (from an export thread, so it must be quick and thread-safe: `run` sets an
+        #: Event) after each delivered batch: checkpoints follow delivery closely.
+        self.on_delivered: Callable[[], None] | None = None
 
     @property
     def sequence(self) -> int:
@@ -151,21 +154,30 @@ class SpanSink:
                 worst = (worker.label, now - since)
         return worst
 
-    def export(self, records: Iterable[SpanRecord]) -> None:
-        """Sample, scrub and queue records for every exporter."""
-        self._queue(self.sampler.offer(records))
+    def export(self, records: Iterable[SpanRecord]) -> list[tuple[int, int]]:
+        """Sample, scrub and queue records for every exporter.
 
-    def _queue(self, records: Iterable[SpanRecord]) -> None:
+        Returns:
+            the sequence number and span id of each span queued (the sampler may hold some
+            back and release them with a later call), for checkpoints to tell which spans
+            `watermark` says were delivered.
+        """
+        return self._queue(self.sampler.offer(records))
+
+    def _queue(self, records: Iterable[SpanRecord]) -> list[tuple[int, int]]:
         items = []
+        queued = []
         for record in self.scrubber.records(records):
             self._seq += 1
             items.append((self._seq, to_readable_span(record, self._resource)))
+            queued.append((self._seq, record.span_id))
         if items and self._workers:
             with self._lock:
                 for seq, _ in items:
                     self._pending[seq] = len(self._workers)
             for worker in self._workers:
                 worker.put(items)
+        return queued
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until everything queued was delivered. False on timeout (it stays queued)."""
@@ -208,6 +220,8 @@ class SpanSink:
                     self.stats.dropped += dropped
                     self.metrics.add("otel_bridge.spans.dropped", dropped, {}, "")
             elif ok:
+                if self.on_delivered is not None:
+                    self.on_delivered()
                 self.stats.by_exporter[label] = self.stats.by_exporter.get(label, 0) + len(sequence)
                 done = 0
                 for seq in sequence:

@@ -15,7 +15,14 @@ from pathlib import Path
 
 from .._exceptions import ConfigError
 
-__all__ = ["EVENTS_FILE", "LogFile", "default_session_state", "find_logs", "scan_session_state"]
+__all__ = [
+    "EVENTS_FILE",
+    "LogFile",
+    "default_session_state",
+    "find_logs",
+    "scan_session_state",
+    "session_log",
+]
 
 EVENTS_FILE = "events.jsonl"
 
@@ -50,33 +57,38 @@ def scan_session_state(root: Path) -> list[LogFile]:
     symbolic links that lead out of `root`: the daemon reads only the tree it was pointed at,
     whatever a session directory contains.
     """
-    found: list[LogFile] = []
     try:
-        entries = list(os.scandir(root))
+        with os.scandir(root) as entries:
+            directories = [Path(entry.path) for entry in entries]
+    except OSError:
+        return []
+    try:
         real_root = root.resolve()
     except OSError:
-        return found
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        try:
-            if not entry.is_dir(follow_symlinks=False):
-                continue
-        except OSError:
-            continue
-        candidate = Path(entry.path) / EVENTS_FILE
-        try:
-            inside = candidate.resolve().is_relative_to(real_root)
-        except OSError:
-            continue
-        if not inside:
-            if candidate not in _REPORTED_LINKS:
-                _REPORTED_LINKS.add(candidate)
-                logger.warning("not following %s: it links outside %s", candidate, root)
-            continue
-        if candidate.is_file():
-            found.append(log_file(candidate))
+        return []
+    found = [log for d in directories if (log := session_log(root, d, real_root)) is not None]
     return sorted(found, key=lambda f: str(f.path))
+
+
+def session_log(root: Path, directory: Path, real_root: Path | None = None) -> LogFile | None:
+    """The log of the session directory `directory` directly under `root`, if it has one
+    and it is to be read (the rules of `scan_session_state`; `real_root`: `root` resolved,
+    when the caller has it)."""
+    if directory.name.startswith("."):
+        return None
+    candidate = directory / EVENTS_FILE
+    try:
+        if directory.is_symlink() or not candidate.is_file():
+            return None
+        inside = candidate.resolve().is_relative_to(real_root or root.resolve())
+    except OSError:
+        return None
+    if not inside:
+        if candidate not in _REPORTED_LINKS:
+            _REPORTED_LINKS.add(candidate)
+            logger.warning("not following %s: it links outside %s", candidate, root)
+        return None
+    return log_file(candidate)
 
 
 def find_logs(paths: Sequence[Path]) -> list[LogFile]:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 from collections import Counter
@@ -19,6 +20,8 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from .._checkpoint import FINGERPRINT_BYTES, FileCheckpoint, fingerprint
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from ._discovery import LogFile
+
+_MAX_ID = 1 << 64  # above any span id: bisects on (sequence number, span id) pairs
 
 __all__ = ["Follower", "Hints", "TailOptions", "end_of_last_line", "start_summary"]
 
@@ -35,9 +38,16 @@ class TailOptions:
             (marked incomplete unless its loop had ended). One whose loop has stopped and
             only waits for background work ends instead when the assembler's background wait
             has passed since its last event (`AssemblerConfig.background_wait_seconds`).
-        rescan_seconds: how often every directory and file is looked at even without a hint.
+        rescan_seconds: how often the session-state directories are looked at for new
+            sessions without a hint, and every log for growth when there are no file-system
+            notifications (with them, every log is looked at every 12th rescan as a safety
+            net, and at once when the kernel says it dropped some).
         max_line_bytes: lines longer than this are skipped and counted.
         watch: use file-system notifications (inotify) as hints; without, poll only.
+        checkpoint_seconds: checkpoints are saved right after spans are delivered, but not
+            more often than this: a crash repeats at most the spans delivered in this time.
+        evict_seconds: a log quiet this long with no interaction open leaves memory (its
+            session's state is kept, small, and taken back when the log grows again).
     """
 
     backfill: bool = False
@@ -46,15 +56,51 @@ class TailOptions:
     rescan_seconds: float = 5.0
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     watch: bool = True
+    checkpoint_seconds: float = 0.2
+    evict_seconds: float = 60.0
 
     def __post_init__(self) -> None:
-        for name in ("catch_up_seconds", "idle_timeout_seconds", "rescan_seconds"):
+        for name in (
+            "catch_up_seconds",
+            "idle_timeout_seconds",
+            "rescan_seconds",
+            "checkpoint_seconds",
+            "evict_seconds",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
 
 
 class Follower:
-    """One followed log: where reading goes on, and which file (device, inode) it is."""
+    """One followed log: where reading goes on, and which file (device, inode) it is.
+
+    Slotted, and holding nothing it does not need while its log is quiet: a daemon keeps one
+    per log, tens of thousands of them."""
+
+    __slots__ = (
+        "_options",
+        "_stats",
+        "at_end",
+        "caught_up",
+        "decoder",
+        "error",
+        "evicted",
+        "fingerprint",
+        "identity",
+        "last_activity",
+        "log",
+        "not_a_log_said",
+        "pending",
+        "read_pos",
+        "safe_offset",
+        "safe_seq",
+        "safe_session",
+        "saved_once",
+        "sent",
+        "sent_saved",
+        "skip",
+        "stream",
+    )
 
     def __init__(
         self,
@@ -76,12 +122,26 @@ class Follower:
         )
         self.read_pos = offset  # next byte to read (the decoder may hold a partial line)
         # Where a restart may resume: after the last line past which no interaction was open,
-        # with the session's state there (see _checkpoint.py).
+        # with the session's state there (see _checkpoint.py), and the sequence number of the
+        # last span emitted before it.
         self.safe_offset = offset
         self.safe_session: dict[str, Any] = {}
+        self.safe_seq = 0
         # Safe places whose spans may still be queued for export: (sequence number of the
         # last span emitted before it, offset, session state). See Tailer.save_checkpoints.
         self.pending: list[tuple[int, int, dict[str, Any]]] = []
+        # Spans handed to the exporters since the last safe place, as (sequence number, span
+        # id): those delivered go into the checkpoint, so that a restart reading the open
+        # interaction again does not export them again. Only kept with checkpoints.
+        self.sent: list[tuple[int, int]] = []
+        self.sent_saved = 0  # how many of them the last checkpoint named
+        self.saved_once = False  # a checkpoint was taken (or resumed from)
+        # The ids a checkpoint said were delivered: dropped when the re-read finishes them.
+        self.skip: set[int] | None = None
+        # The session's state while its assembler is out of memory (a quiet log, its
+        # interactions closed), as JSON (a third of a dict's size): restored when the log
+        # grows again. None while resident.
+        self.evicted: str | None = None
         self.fingerprint: tuple[str, int] | None = None
         self.error: str | None = None  # why it could not be read last time (logged once)
         self.not_a_log_said = False  # "does not look like a Copilot session log" (logged once)
@@ -96,7 +156,12 @@ class Follower:
         self.read_pos = 0
         self.safe_offset = 0
         self.safe_session = {}
+        self.safe_seq = 0
         self.pending = []
+        self.sent = []
+        self.sent_saved = 0
+        self.skip = None
+        self.evicted = None
         self.fingerprint = None
         self.not_a_log_said = False
         self.decoder = JsonLinesDecoder(
@@ -105,18 +170,28 @@ class Follower:
 
     def checkpoint(self, watermark: int | None) -> FileCheckpoint | None:
         """Where this log may resume: the latest safe place whose spans were all exported
-        (sequence number up to `watermark`; None: all emitted spans were). None when the file
-        cannot be read to fingerprint it."""
+        (sequence number up to `watermark`; None: all emitted spans were), with the spans
+        after it that were delivered too. None when the file cannot be read to fingerprint
+        it."""
         done = [p for p in self.pending if watermark is None or p[0] <= watermark]
         if done:
-            _, self.safe_offset, self.safe_session = done[-1]
+            self.safe_seq, self.safe_offset, self.safe_session = done[-1]
             self.pending = self.pending[len(done) :]
+        if self.sent and self.sent[0][0] <= self.safe_seq:
+            self.sent = [s for s in self.sent if s[0] > self.safe_seq]
+            self.sent_saved = -1  # recounted below
         if self.fingerprint is None or self.fingerprint[1] < FINGERPRINT_BYTES:
             try:
                 self.fingerprint = fingerprint(self.log.path)
             except OSError:
                 return None
         digest, length = self.fingerprint
+        # A restart resumes at `safe_offset` and re-reads every span emitted after it: those
+        # delivered already are named, so that it does not export them again.
+        delivered = self._delivered(watermark)
+        sent = tuple(span_id for _, span_id in self.sent[:delivered])
+        self.sent_saved = delivered
+        self.saved_once = True
         return FileCheckpoint(
             self.stream,
             self.identity[0],
@@ -125,7 +200,28 @@ class Follower:
             length,
             self.safe_offset,
             self.safe_session,
+            sent,
         )
+
+    def moved(self, watermark: int | None) -> bool:
+        """Would `checkpoint(watermark)` differ from the last one taken? (Cheap: an idle or
+        stalled log is not fingerprinted and encoded again at every save.)"""
+        if not self.saved_once:
+            return True
+        if self.pending and (watermark is None or self.pending[0][0] <= watermark):
+            return True
+        return self._delivered(watermark) != self.sent_saved
+
+    @property
+    def settled(self) -> bool:
+        """Nothing a later checkpoint could add: no safe place or sent span waiting."""
+        return self.saved_once and not self.pending and self.sent_saved == len(self.sent)
+
+    def _delivered(self, watermark: int | None) -> int:
+        """How many of `sent` (in sequence order) are delivered."""
+        if watermark is None:
+            return len(self.sent)
+        return bisect.bisect_right(self.sent, (watermark, _MAX_ID))
 
 
 class Hints(FileSystemEventHandler):

@@ -39,7 +39,7 @@ class ReplaySummary:
 def replay_logs(
     logs: Sequence[LogFile],
     assembler: Assembler,
-    emit: Callable[[list[SpanRecord]], None],
+    emit: Callable[[list[SpanRecord]], object],
     *,
     on_progress: Callable[[int], None] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,

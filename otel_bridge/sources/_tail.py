@@ -2,29 +2,49 @@
 
 Watchdog (inotify on Linux) only gives hints: its handler records which paths changed and wakes
 the loop. `poll_once()` does all the work (stat, read, decode, assemble, emit) on the caller's
-thread, so tests can drive it step by step, and a periodic full rescan recovers whatever the
-kernel's event queue dropped or a missing watch never saw.
+thread, so tests can drive it step by step.
+
+A daemon beside thousands of sessions must cost nothing while they are quiet, so every poll
+does work in proportion to what changed, never to what is followed: a hint names the one log
+or directory to look at; the logs behind, holding a partial line or with a task open are kept
+in small sets. Only two sweeps touch everything: the session-state directories are listed again
+when their mtime moved (a new session directory changes it), and every log is stat'ed again,
+as a safety net for notifications the kernel dropped, at every 12th rescan with notifications
+(a minute by default), at every rescan without them, and at once when watchdog reports a queue
+overflow.
 See https://python-watchdog.readthedocs.io/ (Observer, FileSystemEventHandler).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from .._checkpoint import CheckpointStore, FileCheckpoint
+from .._exceptions import CheckpointError
 from .._lines import ReadStats
 from .._records import SpanRecord
 from ..assembler import Assembler
-from ._discovery import EVENTS_FILE, LogFile, scan_session_state
+from ._discovery import EVENTS_FILE, LogFile, session_log
 from ._follow import Follower, Hints, TailOptions, end_of_last_line, start_summary
 from ._health import SkipCounter
 
@@ -33,7 +53,26 @@ __all__ = ["TailOptions", "Tailer"]
 logger = logging.getLogger(__name__)
 
 _MAX_PENDING = 1024  # safe places remembered per log while exports are behind
+_MAX_SENT = 20_000  # delivered span ids remembered per open task (beyond: repeats, no loss)
 _READ_LIMIT = 8 << 20  # bytes read from one file per poll, so one huge log cannot stall the rest
+#: With notifications, every log is stat'ed anyway at every this many rescans (a minute at the
+#: default 5 s): a safety net for what the kernel did not report, cheap at 10,000 logs.
+_RESCANS_PER_SWEEP = 12
+#: What the bridge asks watchdog for: growth, creation, removal and renames. Not opens,
+#: closes or reads: the bridge's own reading would otherwise come back as notifications (and at
+#: 10,000 sessions overflow the kernel's queue while nothing happens).
+_WATCHED_EVENTS = [
+    FileModifiedEvent,
+    FileCreatedEvent,
+    DirCreatedEvent,
+    FileMovedEvent,
+    DirMovedEvent,
+    FileDeletedEvent,
+    DirDeletedEvent,
+]
+#: Emit: takes finished records; may return the (sequence number, span id) of each span it
+#: queued (`SpanSink.export` does), so that checkpoints can name what was delivered.
+Emit = Callable[[list[SpanRecord]], "list[tuple[int, int]] | None"]
 
 
 class Tailer:
@@ -58,7 +97,7 @@ class Tailer:
         self,
         roots: Sequence[Path],
         assembler: Assembler,
-        emit: Callable[[list[SpanRecord]], None],
+        emit: Emit,
         options: TailOptions | None = None,
         clock: Callable[[], float] = time.time,
         checkpoints: CheckpointStore | None = None,
@@ -74,36 +113,72 @@ class Tailer:
         self.wake = threading.Event()
         self._hints = Hints(self.wake)
         self._observers: dict[Path, BaseObserver] = {}
+        self._unwatchable: set[Path] = set()
+        self._overflow = _OverflowFlag(self.wake)
         self._skips = SkipCounter(self.stats, assembler.metrics)
         self._last_rescan = float("-inf")
-        self._started = False
+        self._last_sweep = float("-inf")
+        self._root_mtimes: dict[Path, float] = {}
+        self._waiting_dirs: dict[str, float] = {}  # session dirs with no log yet -> mtime
+        self.started = False
         self._store = checkpoints
         self._resume: dict[str, FileCheckpoint] = {}
-        self._sequence = sequence or (lambda: 0)
-        self.catching_up = 0  # logs not yet read to their end once (read by probes' threads)
+        self._unsaved: dict[str, FileCheckpoint] = {}  # taken, not yet written (a failure)
+        self._next_save = 0.0
+        # Without a sink's numbers, spans are numbered here as they are emitted (emitting is
+        # exporting then): checkpoints tell the spans before a safe place from those after.
+        self._emitted = 0
+        self._sequence = sequence or (lambda: self._emitted)
+        # Small sets, so that a poll costs what changed, not what is followed.
+        self._behind: set[str] = set()  # not read to the end (or a partial line held)
+        self._catching: set[str] = set()  # not yet read to the end once
+        self._open: set[str] = set()  # an interaction open
+        self._resident: set[str] = set()  # its session assembler in memory
+        self._dirty: set[str] = set()  # its checkpoint may move
         self.events_read = 0
         self.last_lag: float | None = None  # seconds, of the last event read live
+        self.watch_problems: Counter[str] = Counter()
 
     @property
     def followed(self) -> list[str]:
         """Paths of the logs being followed."""
         return sorted(self._followers)
 
+    @property
+    def followed_count(self) -> int:
+        return len(self._followers)
+
+    @property
+    def catching_up(self) -> int:
+        """Logs not yet read to their end once (read by probes' threads)."""
+        return len(self._catching)
+
+    @property
+    def resident(self) -> int:
+        """Sessions whose assembler is in memory."""
+        return len(self._resident)
+
     def start(self) -> None:
         """Find the logs already there and start watching. Logs are read by `poll_once`."""
-        if self._started:
+        if self.started:
             return
-        self._started = True
         if self._store is not None:
             self._resume = self._store.load()
         now = self._clock()
         starts: Counter[str] = Counter()
+        self._watch()  # before listing: a log created meanwhile is seen one way or the other
         for root in self.roots:
             if not root.is_dir():
                 logger.warning("%s does not exist yet; watching for it to appear", root)
-            for log in scan_session_state(root):
+            for log in self._scan(root):
                 starts[self._follow(log, at_start=True, now=now)] += 1
-        self._watch()
+        self._catching = set(self._followers)
+        self._behind = set(self._followers)
+        self._last_rescan = self._last_sweep = time.monotonic()
+        if self._store is not None and self._resume:  # logs gone since: out of the journal
+            self._store.forget(list(self._resume))
+        self._resume = {}
+        self.started = True
         logger.info("%s", start_summary(self.roots, self.options, starts))
 
     def poll_once(self) -> int:
@@ -113,22 +188,41 @@ class Tailer:
             the number of events read.
         """
         now = self._clock()
-        hinted = self._hints.take()
-        rescan = time.monotonic() - self._last_rescan >= self.options.rescan_seconds
-        if rescan or any(not p.endswith(EVENTS_FILE) for p in hinted):
-            self._last_rescan = time.monotonic()
+        mono = time.monotonic()
+        to_read: set[str] = set()
+        for path in self._hints.take():
+            if path in self._followers:
+                to_read.add(path)
+            else:
+                self._consider(path, now)
+        timers = mono - self._last_rescan >= self.options.rescan_seconds
+        if timers:
+            self._last_rescan = mono
             self._watch()
-            for root in self.roots:
-                for log in scan_session_state(root):
-                    if str(log.path) not in self._followers:
-                        self._follow(log, at_start=False, now=now)
+            self._rescan(now)
+        if self._overflow.take():
+            self._count_watch_problem(
+                "overflow", "the kernel dropped file notifications; looking at every log"
+            )
+            self._last_sweep = float("-inf")
+        sweep_every = (
+            self.options.rescan_seconds
+            if len(self._observers) < len(self.roots)
+            else self.options.rescan_seconds * _RESCANS_PER_SWEEP
+        )
+        if mono - self._last_sweep >= sweep_every:
+            self._last_sweep = mono
+            to_read.update(self._followers)
+        to_read |= self._behind
         events = 0
-        for stream, follower in list(self._followers.items()):
-            if rescan or stream in hinted or follower.decoder.pending_bytes:
+        for stream in sorted(to_read):  # sorted: the same order in every run
+            follower = self._followers.get(stream)
+            if follower is not None:
                 events += self._read(follower, now)
-        self._close_quiet(now)
+        if timers:  # timeouts of minutes, looked at every rescan, not every poll
+            self._close_quiet(now)
+            self._evict(now)
         self._skips.update()
-        self.catching_up = sum(1 for f in self._followers.values() if not f.caught_up)
         self.events_read += events
         return events
 
@@ -160,28 +254,148 @@ class Tailer:
         for observer in self._observers.values():
             observer.join(timeout=5)
         self._observers.clear()
+        self._overflow.detach()
 
-    # --- internals -------------------------------------------------------------------------
+    def save_checkpoints(self, watermark: int | None = None, *, force: bool = True) -> int:
+        """Record where each log may resume: the latest safe place whose spans were all
+        exported (sequence number up to `watermark`; None: all emitted spans were), and the
+        spans after it already delivered. Only logs whose checkpoint moved are written.
+
+        Args:
+            watermark: the sink's; None: everything emitted was delivered.
+            force: save now; False: only if `TailOptions.checkpoint_seconds` have passed
+                since the last save (`run` calls it after every poll and delivery).
+
+        Returns:
+            how many logs' checkpoints were written.
+
+        Raises:
+            CheckpointError: the store cannot be written; what was taken is kept and written
+                by the next call.
+        """
+        if self._store is None:
+            return 0
+        mono = time.monotonic()
+        if not force and mono < self._next_save:
+            return 0
+        self._next_save = mono + self.options.checkpoint_seconds
+        entries = self._unsaved
+        for stream in list(self._dirty):
+            follower = self._followers.get(stream)
+            if follower is None:
+                self._dirty.discard(stream)
+                continue
+            if follower.moved(watermark):
+                checkpoint = follower.checkpoint(watermark)
+                if checkpoint is not None:
+                    entries[stream] = checkpoint
+            if follower.settled:
+                self._dirty.discard(stream)
+        if not entries:
+            return 0
+        self._unsaved = {}
+        try:
+            return self._store.save(entries)
+        except CheckpointError:
+            self._unsaved = entries
+            raise
+
+    # --- finding logs ----------------------------------------------------------------------
+
+    def _scan(self, root: Path) -> list[LogFile]:
+        """List `root` for session logs not followed yet; remember directories that have
+        no log yet, to look at again when their mtime moves."""
+        try:
+            self._root_mtimes[root] = root.stat().st_mtime
+        except OSError:
+            self._root_mtimes.pop(root, None)
+            return []
+        found = []
+        for directory in _subdirectories(root):
+            if (
+                str(directory / EVENTS_FILE) in self._followers
+                or str(directory) in self._waiting_dirs
+            ):
+                continue
+            log = session_log(root, directory)
+            if log is not None:
+                found.append(log)
+            elif not directory.name.startswith("."):
+                self._waiting_dirs[str(directory)] = _mtime(directory) or 0.0
+        return sorted(found, key=lambda f: str(f.path))
+
+    def _rescan(self, now: float) -> None:
+        """The periodic look without hints: a root whose mtime moved is listed again, a
+        session directory still without a log is looked at when its mtime moved."""
+        for root in self.roots:
+            try:
+                mtime = root.stat().st_mtime
+            except OSError:
+                continue
+            if self._root_mtimes.get(root) != mtime:
+                for log in self._scan(root):
+                    self._follow(log, at_start=False, now=now)
+        for directory, mtime in list(self._waiting_dirs.items()):
+            current = _mtime(Path(directory))
+            if current is None:
+                del self._waiting_dirs[directory]
+            elif current != mtime:
+                self._waiting_dirs[directory] = current
+                self._consider(directory, now)
+
+    def _consider(self, path: str, now: float) -> None:
+        """A hint for a path that is not a followed log: a new session directory or log?"""
+        candidate = Path(path)
+        directory = candidate.parent if candidate.name == EVENTS_FILE else candidate
+        root = directory.parent
+        if root not in self.roots:
+            return  # deeper inside a session directory, or elsewhere
+        if str(directory / EVENTS_FILE) in self._followers:
+            return
+        log = session_log(root, directory)
+        if log is not None:
+            self._waiting_dirs.pop(str(directory), None)
+            self._follow(log, at_start=False, now=now)
+        elif directory.is_dir() and not directory.name.startswith("."):
+            self._waiting_dirs[str(directory)] = _mtime(directory) or 0.0
 
     def _watch(self) -> None:
         if not self.options.watch:
             return
         for root in self.roots:
-            if root in self._observers or not root.is_dir():
+            if root in self._observers or root in self._unwatchable or not root.is_dir():
                 continue
             observer = Observer()
             try:
-                observer.schedule(self._hints, str(root), recursive=True)
-                observer.start()
-            except OSError as exc:  # e.g. inotify watch limit reached
-                logger.warning(
-                    "cannot watch %s (%s); falling back to polling every %.0fs",
-                    root,
-                    exc,
-                    self.options.rescan_seconds,
+                observer.schedule(
+                    self._hints, str(root), recursive=True, event_filter=_WATCHED_EVENTS
                 )
+                observer.start()
+            except OSError as exc:  # e.g. inotify watch or instance limit reached
+                self._count_watch_problem(
+                    "unavailable",
+                    f"cannot watch {root} ({exc.strerror or exc}); polling it every "
+                    f"{self.options.rescan_seconds:g}s instead (raise the "
+                    f"fs.inotify.max_user_watches / max_user_instances sysctls and restart "
+                    f"to watch it)",
+                )
+                observer.stop()
+                # Not tried again: a recursive watch that fails part-way has walked the
+                # whole tree first, too costly to repeat every rescan.
+                self._unwatchable.add(root)
                 continue
+            self._overflow.attach()
             self._observers[root] = observer
+
+    def _count_watch_problem(self, reason: str, message: str) -> None:
+        if not self.watch_problems[reason]:
+            logger.warning("%s", message)
+        else:
+            logger.debug("%s", message)
+        self.watch_problems[reason] += 1
+        self._assembler.metrics.add(
+            "otel_bridge.watch.problems", 1, {"otel_bridge.reason": reason}, ""
+        )
 
     def _follow(self, log: LogFile, *, at_start: bool, now: float) -> str:
         """Follow a log; returns where from: "beginning", "end", "checkpoint" ("" if gone)."""
@@ -195,7 +409,6 @@ class Tailer:
         if resume is not None and resume.matches(log.path):
             offset = resume.offset
             start = "checkpoint"
-            self._assembler.session(str(log.path), log.session_hint).restore(resume.session)
         elif resume is not None:
             logger.info("%s was replaced or truncated since its checkpoint", log.path)
         elif (
@@ -212,19 +425,32 @@ class Tailer:
         follower = Follower(
             log, offset, (st.st_dev, st.st_ino), st.st_mtime, self.options, self.stats
         )
-        if resume is not None and offset:
+        if start == "checkpoint" and resume is not None:
+            # Taken back when the log is read (a checkpointed log that stays quiet costs no
+            # session assembler): the state at the safe place, and what was delivered after.
+            follower.evicted = json.dumps(resume.session)
             follower.safe_session = dict(resume.session)
-        self._followers[str(log.path)] = follower
+            follower.skip = set(resume.sent) or None
+            follower.saved_once = True
+        else:
+            self._dirty.add(follower.stream)  # its first checkpoint: where it starts
+        self._followers[follower.stream] = follower
+        if self.started:
+            self._catching.add(follower.stream)
+            self._behind.add(follower.stream)
         return start
+
+    # --- reading ---------------------------------------------------------------------------
 
     def _read(self, follower: Follower, now: float) -> int:
         path = follower.log.path
+        stream = follower.stream
         try:
             st = path.stat()
         except FileNotFoundError:
             logger.info("%s was removed; its open spans are closed", path)
-            self._emit(self._assembler.end_stream(follower.stream))
-            del self._followers[follower.stream]
+            self._emit(self._assembler.end_stream(stream))
+            self._forget(stream)
             return 0
         except OSError as exc:
             self._failed(follower, f"cannot stat {path}: {exc.strerror or exc}")
@@ -236,10 +462,12 @@ class Tailer:
                 path,
                 "replaced" if identity != follower.identity else "truncated",
             )
-            self._emit(self._assembler.end_stream(follower.stream))
+            self._emit(self._assembler.end_stream(stream))
+            self._resident.discard(stream)
+            self._open.discard(stream)
             follower.restart(identity)
         if st.st_size <= follower.read_pos:
-            follower.caught_up = follower.at_end = True
+            self._reached_end(follower)
             return 0
         try:
             with path.open("rb") as handle:
@@ -256,7 +484,6 @@ class Tailer:
             logger.info("%s can be read again", path)
             follower.error = None
         follower.read_pos += len(chunk)
-        follower.at_end = follower.read_pos >= st.st_size
         follower.last_activity = now
         positions = follower.decoder.feed_positions(chunk)
         if positions:  # once a chunk: each observation costs the SDK a measurement
@@ -267,22 +494,90 @@ class Tailer:
                 self.last_lag = max(now - event.timestamp_ns / 1e9, 0.0)
                 metrics.record("otel_bridge.event.lag", self.last_lag, {}, "")
         if follower.read_pos >= st.st_size:
-            follower.caught_up = True
-            self._judge(follower)
-        session = self._assembler.session(follower.stream, follower.log.session_hint)
-        records = []
-        safe: tuple[int, dict[str, Any]] | None = None
+            self._reached_end(follower)
+        else:
+            follower.at_end = False
+            self._behind.add(stream)
+        if positions:
+            self._assemble(follower, positions)
+        return len(positions)
+
+    def _assemble(self, follower: Follower, positions: Iterable[tuple[Any, int]]) -> None:
+        """Feed events to the log's session; hand finished spans over at every safe place
+        (the end of an event after which no interaction is open), so that each checkpoint
+        knows exactly which spans came before it."""
+        stream = follower.stream
+        session = self._assembler.session(stream, follower.log.session_hint)
+        if follower.evicted is not None:
+            session.restore(json.loads(follower.evicted))
+            follower.evicted = None
+        self._resident.add(stream)
+        records: list[SpanRecord] = []
+        safe: tuple[int, int, dict[str, Any]] | None = None  # (records before it, end, state)
         for event, end in positions:
             records.extend(session.feed(event))
             if not session.has_open_interaction:
-                safe = (end, session.snapshot())
-        if records:
-            self._emit(records)
+                safe = (len(records), end, session.snapshot())
+            elif safe is not None:  # a task opened after a safe place: hand over before it
+                self._hand_over(follower, records[: safe[0]], safe[1:])
+                records = records[safe[0] :]
+                safe = None
         if safe is not None:
+            self._hand_over(follower, records[: safe[0]], safe[1:])
+            records = records[safe[0] :]
+        if records:
+            self._hand_over(follower, records, None)
+        if session.has_open_interaction:
+            self._open.add(stream)
+        else:
+            self._open.discard(stream)
+
+    def _hand_over(
+        self,
+        follower: Follower,
+        records: list[SpanRecord],
+        safe: tuple[int, dict[str, Any]] | None,
+    ) -> None:
+        """Emit records (minus those a checkpoint says were delivered before a restart); then,
+        at a safe place, remember it for the checkpoint."""
+        skip = follower.skip
+        if skip and records:
+            kept = [r for r in records if r.span_id not in skip]
+            skip.difference_update(r.span_id for r in records)
+            records = kept
+        if records:
+            queued = self._emit(records)
+            self._emitted += len(records)
+            if self._store is not None and len(follower.sent) < _MAX_SENT:
+                if queued is None:  # emitting is exporting
+                    first = self._emitted - len(records) + 1
+                    queued = [(first + n, r.span_id) for n, r in enumerate(records)]
+                follower.sent.extend(queued)
+                self._dirty.add(follower.stream)
+        if safe is not None and self._store is not None:
+            follower.skip = None  # the re-read has passed what was delivered
             follower.pending.append((self._sequence(), *safe))
             if len(follower.pending) > _MAX_PENDING:  # exports stalled: keep every other one
                 follower.pending = follower.pending[1::2]
-        return len(positions)
+            self._dirty.add(follower.stream)
+
+    def _reached_end(self, follower: Follower) -> None:
+        follower.at_end = True
+        self._behind.discard(follower.stream)
+        if not follower.caught_up:
+            follower.caught_up = True
+            self._catching.discard(follower.stream)
+            self._judge(follower)
+        if follower.decoder.pending_bytes:  # a partial line: look again at the next poll
+            self._behind.add(follower.stream)
+
+    def _forget(self, stream: str) -> None:
+        """A log that is gone: no follower, no session, no checkpoint."""
+        del self._followers[stream]
+        for kept in (self._behind, self._catching, self._open, self._resident, self._dirty):
+            kept.discard(stream)
+        if self._store is not None:
+            self._store.forget([stream])
 
     @staticmethod
     def _judge(follower: Follower) -> None:
@@ -304,27 +599,16 @@ class Tailer:
             logger.warning("%s", message)
             follower.error = message
 
-    def save_checkpoints(self, watermark: int | None = None) -> None:
-        """Record where each log may resume: the latest safe place whose spans were all
-        exported (sequence number up to `watermark`; None: all emitted spans were)."""
-        if self._store is None:
-            return
-        entries: dict[str, FileCheckpoint] = {}
-        for stream, follower in self._followers.items():
-            checkpoint = follower.checkpoint(watermark)
-            if checkpoint is not None:
-                entries[stream] = checkpoint
-        self._store.save(entries)
+    # --- quiet logs ------------------------------------------------------------------------
 
     def _close_quiet(self, now: float) -> None:
         """Close the open interaction of a log quiet for the idle timeout. One whose loop has
         stopped and only waits for background work is left to the assembler's background wait,
         counted from its last event as `replay` counts it, so both end it at the same place."""
         timeout = self.options.idle_timeout_seconds
-        for follower in self._followers.values():
-            if not self._assembler.has_open_interaction(follower.stream):
-                continue
-            session = self._assembler.session(follower.stream)
+        for stream in sorted(self._open):
+            follower = self._followers[stream]
+            session = self._assembler.session(stream)
             if session.waiting:
                 if not follower.at_end:  # what is still unread may be the work it waits for
                     continue
@@ -336,12 +620,87 @@ class Tailer:
                     "its task ended at its last event",
                     follower.log.path,
                 )
-                self._emit(records)
             elif now - follower.last_activity >= timeout:
                 logger.info(
                     "%s quiet for %.0fs; closing its open interaction", follower.log.path, timeout
                 )
-                self._emit(self._assembler.close_stream(follower.stream))
+                records = self._assembler.close_stream(stream)
             else:
                 continue
-            follower.pending.append((self._sequence(), follower.decoder.offset, session.snapshot()))
+            self._open.discard(stream)
+            self._hand_over(follower, records, (follower.decoder.offset, session.snapshot()))
+
+    def _evict(self, now: float) -> None:
+        """Take the sessions of quiet logs with no interaction open out of memory; their
+        state (a small snapshot) stays with the follower, as a checkpoint keeps it."""
+        for stream in list(self._resident):
+            follower = self._followers[stream]
+            if (
+                stream in self._open
+                or stream in self._behind
+                or now - follower.last_activity < self.options.evict_seconds
+            ):
+                continue
+            snapshot = self._assembler.evict(stream)
+            if snapshot is not None:
+                follower.evicted = json.dumps(snapshot)
+            self._resident.discard(stream)
+
+
+class _OverflowFlag(logging.Filter):
+    """Notices watchdog's "Inotify queue overflowed" warning (its only report of it) and
+    raises a flag the tailer turns into a sweep of every log and a count. The warning itself
+    is replaced by the tailer's own line."""
+
+    _LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify")
+
+    def __init__(self, wake: threading.Event) -> None:
+        super().__init__()
+        self._wake = wake
+        self._raised = False
+        self._attached = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "overflow" in str(record.msg):
+            self._raised = True
+            self._wake.set()
+            return False
+        return True
+
+    def take(self) -> bool:
+        raised, self._raised = self._raised, False
+        return raised
+
+    def attach(self) -> None:
+        if not self._attached:
+            for name in self._LOGGERS:
+                logging.getLogger(name).addFilter(self)
+            self._attached = True
+
+    def detach(self) -> None:
+        if self._attached:
+            for name in self._LOGGERS:
+                logging.getLogger(name).removeFilter(self)
+            self._attached = False
+
+
+def _subdirectories(root: Path) -> list[Path]:
+    try:
+        with os.scandir(root) as entries:
+            return [Path(e.path) for e in entries if _is_dir(e)]
+    except OSError:
+        return []
+
+
+def _is_dir(entry: Any) -> bool:
+    try:
+        return bool(entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return False
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None

@@ -1,0 +1,367 @@
+"""The follower as a daemon beside many sessions: idle costs nothing, quiet sessions leave
+memory and come back identical, notifications that fail or overflow are counted and covered."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from otel_bridge import Assembler
+from otel_bridge._checkpoint import CheckpointStore
+from otel_bridge.sources import Tailer, TailOptions
+from otel_bridge.sources import _tail as tail_module
+from tests.builder import Log
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Counting:
+    """A metrics recorder that keeps what it was given."""
+
+    def __init__(self) -> None:
+        self.added: list[tuple[str, float, dict]] = []
+
+    def add(self, name, value, attributes, session_id) -> None:
+        self.added.append((name, value, dict(attributes)))
+
+    def record(self, name, value, attributes, session_id) -> None:
+        pass
+
+    def total(self, name: str, **attributes: str) -> float:
+        return sum(
+            v
+            for n, v, a in self.added
+            if n == name and all(a.get(k) == x for k, x in attributes.items())
+        )
+
+
+def task(log: Log, interaction: str, usage: str, call: str) -> None:
+    log.user(interaction=interaction)
+    log.simple_turn("0", usage, [(call, "bash")], interaction=interaction)
+    log.simple_turn("1", usage + "b", interaction=interaction)
+
+
+def sessions(root: Path, count: int) -> dict[str, Log]:
+    logs = {}
+    for n in range(count):
+        log = Log(session=f"sess-{n:04d}")
+        log.start()
+        task(log, f"i{n}", f"u{n}", f"c{n}")
+        directory = root / f"sess-{n:04d}"
+        directory.mkdir(parents=True)
+        (directory / "events.jsonl").write_bytes(log.jsonl())
+        logs[str(directory / "events.jsonl")] = log
+    return logs
+
+
+def test_an_idle_poll_reads_nothing_lists_nothing_and_writes_no_checkpoint(
+    tmp_path, monkeypatch
+) -> None:
+    root = tmp_path / "session-state"
+    logs = sessions(root, 50)
+    mtime = max(os.path.getmtime(p) for p in logs)
+    out: list = []
+    store = CheckpointStore(tmp_path / "state")
+    tailer = Tailer(
+        [root],
+        Assembler(),
+        out.extend,
+        TailOptions(rescan_seconds=3600),
+        clock=Clock(mtime + 1),
+        checkpoints=store,
+    )
+    tailer.start()
+    tailer.poll_once()
+    tailer.save_checkpoints()
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 50
+    writes = store.writes
+    journal = store.path.stat().st_size
+    opened: list[str] = []
+    real_open = Path.open
+
+    def counting_open(self, *args, **kwargs):
+        opened.append(str(self))
+        return real_open(self, *args, **kwargs)
+
+    listed: list[Path] = []
+    real_subdirectories = tail_module._subdirectories
+
+    def counting_subdirectories(path: Path) -> list[Path]:
+        listed.append(path)
+        return real_subdirectories(path)
+
+    # A file written inside a session directory (not its log) is a notification too.
+    (root / "sess-0001" / "workspace.yaml").write_text("name: x\n")
+    tailer.wake.wait(2)
+    monkeypatch.setattr(Path, "open", counting_open)
+    monkeypatch.setattr(tail_module, "_subdirectories", counting_subdirectories)
+    for _ in range(20):
+        assert tailer.poll_once() == 0
+        tailer.save_checkpoints()
+    tailer.close()
+    assert opened == []  # no log read, no fingerprint taken
+    assert listed == []  # the session-state directory not listed again
+    assert store.writes == writes and store.path.stat().st_size == journal
+
+
+def test_a_session_that_appears_is_followed_from_its_notification(tmp_path) -> None:
+    root = tmp_path / "session-state"
+    sessions(root, 3)
+    out: list = []
+    tailer = Tailer(
+        [root], Assembler(), out.extend, TailOptions(rescan_seconds=3600), clock=Clock(0)
+    )
+    tailer.start()
+    tailer.poll_once()
+    new = sessions(tmp_path / "later", 1)
+    (path,) = new
+    target = root / "sess-new"
+    target.mkdir()
+    (target / "events.jsonl").write_bytes(Path(path).read_bytes())
+    for _ in range(50):  # notifications come on watchdog's thread
+        tailer.wake.wait(0.1)
+        tailer.poll_once()
+        if str(target / "events.jsonl") in tailer.followed:
+            break
+    tailer.close()
+    assert str(target / "events.jsonl") in tailer.followed
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 4
+
+
+def test_quiet_sessions_leave_memory_and_come_back_giving_the_same_spans(tmp_path) -> None:
+    root = tmp_path / "session-state"
+    logs = sessions(root, 5)
+    clock = Clock(max(os.path.getmtime(p) for p in logs))
+    assembler = Assembler()
+    out: list = []
+    tailer = Tailer(
+        [root],
+        assembler,
+        out.extend,
+        TailOptions(rescan_seconds=0, evict_seconds=30, watch=False),
+        clock=clock,
+    )
+    tailer.start()
+    tailer.poll_once()
+    assert assembler.resident == 5
+    clock.now += 31
+    tailer.poll_once()
+    assert assembler.resident == 0 and tailer.resident == 0
+    for path, log in logs.items():  # every session goes on with a second task
+        size = len(log.jsonl())
+        task(log, "second", "v", "d")
+        with open(path, "ab") as handle:
+            handle.write(log.jsonl()[size:])
+    tailer.poll_once()
+    tailer.close()
+    assert assembler.resident == 5
+
+    whole: list = []
+    reader = Tailer(
+        [root], Assembler(), whole.extend, TailOptions(rescan_seconds=0, watch=False), clock=clock
+    )
+    reader.start()
+    reader.poll_once()
+    reader.close()
+    assert sorted(out, key=lambda s: s.span_id) == sorted(whole, key=lambda s: s.span_id)
+    roots = [s for s in out if s.name == "invoke_agent copilot"]
+    assert len(roots) == 10 and sum(bool(s.links) for s in roots) == 5  # linked to the first
+
+
+def test_a_checkpointed_log_that_stays_quiet_costs_no_session(tmp_path) -> None:
+    root = tmp_path / "session-state"
+    logs = sessions(root, 20)
+    clock = Clock(max(os.path.getmtime(p) for p in logs))
+    store = tmp_path / "state"
+    for _ in range(2):
+        assembler = Assembler()
+        tailer = Tailer(
+            [root],
+            assembler,
+            [].extend,
+            TailOptions(rescan_seconds=0, watch=False),
+            clock=clock,
+            checkpoints=CheckpointStore(store),
+        )
+        tailer.start()
+        tailer.poll_once()
+        tailer.save_checkpoints()
+        tailer.close()
+    assert tailer.followed_count == 20 and tailer.catching_up == 0
+    assert assembler.resident == 0  # resumed at their ends: nothing read, nothing built
+
+
+def test_a_watch_that_cannot_be_set_up_falls_back_to_polling_counted(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    """The kernel's inotify limits cannot be lowered for one test without changing the
+    machine, so the OSError a full max_user_watches gives is raised where watchdog would."""
+    root = tmp_path / "session-state"
+    logs = sessions(root, 2)
+
+    def refuse(self, *args, **kwargs):
+        raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(tail_module.Observer, "schedule", refuse)
+    metrics = Counting()
+    out: list = []
+    clock = Clock(max(os.path.getmtime(p) for p in logs))
+    tailer = Tailer(
+        [root],
+        Assembler(metrics=metrics),
+        out.extend,
+        TailOptions(rescan_seconds=0),
+        clock=clock,
+    )
+    with caplog.at_level(logging.WARNING):
+        tailer.start()
+        for _ in range(3):
+            tailer.poll_once()
+    path, log = next(iter(logs.items()))
+    size = len(log.jsonl())
+    task(log, "more", "w", "e")
+    with open(path, "ab") as handle:
+        handle.write(log.jsonl()[size:])
+    tailer.poll_once()  # polling: found without any notification
+    tailer.close()
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 3
+    assert metrics.total("otel_bridge.watch.problems", **{"otel_bridge.reason": "unavailable"}) == 1
+    assert sum("polling it every" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_queue_overflow_makes_every_log_looked_at_and_is_counted(tmp_path) -> None:
+    root = tmp_path / "session-state"
+    logs = sessions(root, 3)
+    metrics = Counting()
+    out: list = []
+    clock = Clock(max(os.path.getmtime(p) for p in logs))
+    tailer = Tailer(
+        [root],
+        Assembler(metrics=metrics),
+        out.extend,
+        TailOptions(rescan_seconds=3600),
+        clock=clock,
+    )
+    tailer.start()
+    tailer.poll_once()
+    # Grown while notifications were lost: nothing tells the tailer but the overflow report
+    # (watchdog's only report of IN_Q_OVERFLOW is this warning on its logger).
+    tailer.close()  # no notifications from here on
+    tailer._overflow.attach()
+    path, log = next(iter(logs.items()))
+    size = len(log.jsonl())
+    task(log, "more", "w", "e")
+    with open(path, "ab") as handle:
+        handle.write(log.jsonl()[size:])
+    assert tailer.poll_once() == 0
+    logging.getLogger("watchdog.observers.inotify_c").warning(
+        "Inotify queue overflowed; filesystem events were lost"
+    )
+    assert tailer.poll_once() > 0
+    tailer._overflow.detach()
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 4
+    assert metrics.total("otel_bridge.watch.problems", **{"otel_bridge.reason": "overflow"}) == 1
+
+
+@pytest.mark.parametrize("stop_after", [1, 3, 5])
+def test_a_restart_mid_task_exports_nothing_delivered_twice(tmp_path, stop_after) -> None:
+    """Stopped while a task is open, with some of its spans delivered: the restart reads the
+    task again from its start (its checkpoint) but exports only what was not delivered."""
+    log = Log(session="sess-k")
+    log.start()
+    task(log, "one", "a", "x")
+    log.user(interaction="two")
+    for turn in range(6):
+        log.simple_turn(str(turn), f"t{turn}", [(f"k{turn}", "bash")], interaction="two")
+    data = log.jsonl()
+    lines = data.splitlines(keepends=True)
+    root = tmp_path / "session-state"
+    (root / "sess-k").mkdir(parents=True)
+    path = root / "sess-k" / "events.jsonl"
+    cut = len(lines) - 12 + 2 * stop_after  # inside the second task
+    path.write_bytes(b"".join(lines[:cut]))
+    clock = Clock(os.path.getmtime(path))
+    store = tmp_path / "state"
+    first: list = []
+    tailer = Tailer(
+        [root],
+        Assembler(),
+        first.extend,
+        TailOptions(rescan_seconds=0, watch=False),
+        clock=clock,
+        checkpoints=CheckpointStore(store),
+    )
+    tailer.start()
+    tailer.poll_once()
+    tailer.save_checkpoints()
+    tailer.close()
+    path.write_bytes(data)
+    second: list = []
+    tailer = Tailer(
+        [root],
+        Assembler(),
+        second.extend,
+        TailOptions(rescan_seconds=0, watch=False, idle_timeout_seconds=0),
+        clock=clock,
+        checkpoints=CheckpointStore(store),
+    )
+    tailer.start()
+    tailer.poll_once()
+    tailer.close()
+    whole: list = []
+    reader = Tailer(
+        [root],
+        Assembler(),
+        whole.extend,
+        TailOptions(rescan_seconds=0, watch=False, idle_timeout_seconds=0),
+        clock=clock,
+    )
+    reader.start()
+    reader.poll_once()
+    reader.close()
+    first_ids = {s.span_id for s in first}
+    assert any(s.name.startswith("execute_tool") for s in first if s.trace_id == second[0].trace_id)
+    assert first_ids.isdisjoint(s.span_id for s in second)
+    assert sorted(first + second, key=lambda s: s.span_id) == sorted(whole, key=lambda s: s.span_id)
+
+
+def test_hints_and_polls_from_two_threads_do_not_race(tmp_path) -> None:
+    """Watchdog's thread records hints while the tailer polls: nothing is lost."""
+    root = tmp_path / "session-state"
+    root.mkdir()
+    out: list = []
+    tailer = Tailer(
+        [root], Assembler(), out.extend, TailOptions(rescan_seconds=3600), clock=Clock(0)
+    )
+    tailer.start()
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            tailer.poll_once()
+            tailer.wake.wait(0.01)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        sessions(root, 30)
+        for _ in range(100):
+            if sum(s.name == "invoke_agent copilot" for s in list(out)) == 30:
+                break
+            threading.Event().wait(0.05)
+    finally:
+        done.set()
+        poller.join()
+        tailer.close()
+    assert tailer.followed_count == 30
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 30
