@@ -153,15 +153,23 @@ def test_quiet_sessions_leave_memory_and_come_back_giving_the_same_spans(tmp_pat
     )
     tailer.start()
     tailer.poll_once()
-    assert assembler.resident == 5
+    assert assembler.resident == 0  # read whole at start: out of memory at once
+
+    def second_task(name: str) -> None:
+        for path, log in logs.items():
+            size = len(log.jsonl())
+            task(log, name, name + "u", name + "c")
+            with open(path, "ab") as handle:
+                handle.write(log.jsonl()[size:])
+
+    second_task("second")
+    clock.now += 1
+    tailer.poll_once()
+    assert assembler.resident == 5  # live: kept while active
     clock.now += 31
     tailer.poll_once()
-    assert assembler.resident == 0 and tailer.resident == 0
-    for path, log in logs.items():  # every session goes on with a second task
-        size = len(log.jsonl())
-        task(log, "second", "v", "d")
-        with open(path, "ab") as handle:
-            handle.write(log.jsonl()[size:])
+    assert assembler.resident == 0 and tailer.resident == 0  # quiet for the evict time
+    second_task("third")
     tailer.poll_once()
     tailer.close()
     assert assembler.resident == 5
@@ -175,7 +183,7 @@ def test_quiet_sessions_leave_memory_and_come_back_giving_the_same_spans(tmp_pat
     reader.close()
     assert sorted(out, key=lambda s: s.span_id) == sorted(whole, key=lambda s: s.span_id)
     roots = [s for s in out if s.name == "invoke_agent copilot"]
-    assert len(roots) == 10 and sum(bool(s.links) for s in roots) == 5  # linked to the first
+    assert len(roots) == 15 and sum(bool(s.links) for s in roots) == 10  # linked to the last
 
 
 def test_a_checkpointed_log_that_stays_quiet_costs_no_session(tmp_path) -> None:

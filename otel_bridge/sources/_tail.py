@@ -493,6 +493,7 @@ class Tailer:
             for event, _ in positions:
                 self.last_lag = max(now - event.timestamp_ns / 1e9, 0.0)
                 metrics.record("otel_bridge.event.lag", self.last_lag, {}, "")
+        catching_up = not follower.caught_up
         if follower.read_pos >= st.st_size:
             self._reached_end(follower)
         else:
@@ -500,6 +501,10 @@ class Tailer:
             self._behind.add(stream)
         if positions:
             self._assemble(follower, positions)
+            if catching_up and follower.caught_up and stream not in self._open:
+                # Read whole at start (or copied in): out of memory at once, not a minute
+                # later, so that catching up on 10,000 logs does not hold 10,000 sessions.
+                self._evict_one(follower)
         return len(positions)
 
     def _assemble(self, follower: Follower, positions: Iterable[tuple[Any, int]]) -> None:
@@ -641,10 +646,13 @@ class Tailer:
                 or now - follower.last_activity < self.options.evict_seconds
             ):
                 continue
-            snapshot = self._assembler.evict(stream)
-            if snapshot is not None:
-                follower.evicted = json.dumps(snapshot)
-            self._resident.discard(stream)
+            self._evict_one(follower)
+
+    def _evict_one(self, follower: Follower) -> None:
+        snapshot = self._assembler.evict(follower.stream)
+        if snapshot is not None:
+            follower.evicted = json.dumps(snapshot)
+        self._resident.discard(follower.stream)
 
 
 class _OverflowFlag(logging.Filter):
