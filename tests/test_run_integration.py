@@ -337,3 +337,84 @@ def test_health_and_readiness_probes_and_the_status_line(otlp_receiver, tmp_path
         code, _, stderr = stop_bridge(bridge)
     assert code == 0, stderr
     assert "status: following 1 logs" in stderr
+
+
+def test_a_checkpoint_that_cannot_be_saved_stops_nothing_and_is_reported(
+    otlp_receiver, tmp_path
+) -> None:
+    """The state volume full or read-only: spans still go out, /readyz and the metrics say
+    why, saving works again when it can, and a restart then repeats nothing."""
+    state = tmp_path / "session-state"
+    bridge_state = tmp_path / "bridge-state"
+    # A directory where the journal and its temporary file go: every write fails, whoever
+    # runs the test (root ignores file modes), as on a full disk or a read-only volume.
+    (bridge_state / "checkpoints.jsonl").mkdir(parents=True)
+    (bridge_state / "checkpoints.jsonl.tmp").mkdir()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp_receiver.http_endpoint
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "otel_bridge",
+                "run",
+                "--session-state",
+                str(state),
+                "--state-dir",
+                str(bridge_state),
+                "--prometheus-port",
+                str(port),
+                "--poll-interval",
+                "0.1",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    source = FIXTURES / "run1_cli_prompt_basic" / "events.jsonl"
+    expected = len(assemble_file(source))
+    (state / "s1").mkdir(parents=True)
+    (state / "s1" / "events.jsonl").write_bytes(source.read_bytes())
+    bridge = start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        otlp_receiver.wait_for_spans(expected, timeout=30)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                code, body = _get(f"{base}/readyz")
+            except OSError:
+                code, body = 0, ""
+            if code == 503 and "checkpoints cannot be saved" in body:
+                break
+            time.sleep(0.1)
+        assert code == 503 and "checkpoints cannot be saved" in body, body
+        assert "otel_bridge_checkpoint_failures_total" in _get(f"{base}/metrics")[1]
+        (bridge_state / "checkpoints.jsonl").rmdir()  # room again
+        (bridge_state / "checkpoints.jsonl.tmp").rmdir()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and _get(f"{base}/readyz")[0] != 200:
+            time.sleep(0.2)
+        assert _get(f"{base}/readyz")[0] == 200
+    finally:
+        code, _, stderr = stop_bridge(bridge)
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
+    assert sum("cannot write" in line for line in stderr.splitlines()) == 1  # said once
+    assert "checkpoints saved again" in stderr
+    received = len(otlp_receiver.spans())
+    assert received == expected
+    bridge = start()  # resumes from the checkpoint saved once there was room
+    try:
+        time.sleep(2)
+    finally:
+        code, _, stderr = stop_bridge(bridge)
+    assert code == 0, stderr
+    assert len(otlp_receiver.spans()) == received  # nothing exported again
