@@ -60,6 +60,9 @@ class OpenSpan:
     links: tuple[LinkRecord, ...] = ()
     status: StatusCode = StatusCode.UNSET
     status_message: str | None = None
+    #: the span id of the interaction's root it belongs to (its own, for the root): not
+    #: exported, it lets the sampler decide per interaction (`SpanRecord.root_span_id`)
+    root_span_id: int | None = None
 
     def fail(self, error_type: str, message: str | None = None) -> None:
         """Status ERROR with `error.type` (and the message, if any)."""
@@ -83,6 +86,7 @@ class OpenSpan:
             status_message=self.status_message,
             events=tuple(self.events),
             links=self.links,
+            root_span_id=self.root_span_id,
         )
 
 

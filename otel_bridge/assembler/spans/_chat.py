@@ -79,6 +79,7 @@ class ChatSpans:
             start_ns,
             kind=SpanKind.CLIENT,
             attributes=attributes,
+            root_span_id=interaction.root.span_id,
         )
         self._factory.emit(span.finish(end_ns))
 
@@ -114,6 +115,7 @@ class ChatSpans:
                 start,
                 kind=SpanKind.CLIENT,
                 attributes=attributes,
+                root_span_id=turn.span.root_span_id,
             )
             self._factory.emit(span.finish(message.timestamp_ns))
             start = message.timestamp_ns
@@ -146,6 +148,7 @@ class ChatSpans:
             max(start_ns, parent.start_ns),
             kind=SpanKind.CLIENT,
             attributes=attributes,
+            root_span_id=interaction.root.span_id,
         )
         error_type = (
             read_str(data, "errorCode")

@@ -50,6 +50,7 @@ class ToolSpans:
             f"{sc.OP_EXECUTE_TOOL} {name}",
             event.timestamp_ns,
             attributes=attributes,
+            root_span_id=interaction.root.span_id,
         )
         arguments = event.data.get("arguments")
         if arguments is not None:

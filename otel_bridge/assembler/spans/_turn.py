@@ -39,6 +39,7 @@ class TurnSpans:
                     sc.GEN_AI_REQUEST_MODEL: read_str(event.data, "model"),
                 }
             ),
+            root_span_id=interaction.root.span_id,
         )
         agent.turn = Turn(span, turn_id)
         return agent.turn
