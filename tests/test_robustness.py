@@ -112,7 +112,7 @@ def test_a_failing_close_drops_the_open_task_and_the_session_goes_on(monkeypatch
     def broken(*args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         raise RuntimeError("close failed")
 
-    monkeypatch.setattr(session.lifecycle, "end_of_input", broken)
+    monkeypatch.setattr(type(session.lifecycle), "end_of_input", broken)
     assert assembler.close_stream("s") == []
     assert not session.has_open_interaction  # dropped, not stuck open for ever
     assert recorder.values(sc.METRIC_EVENTS_FAILED, otel_bridge__step=sc.STEP_END_OF_INPUT) == [1]

@@ -26,6 +26,8 @@ MAX_UNKNOWN_TYPES = 50
 class SessionMeter:
     """Counts and histograms of one session (names from `semconv`, defined in `CATALOGUE`)."""
 
+    __slots__ = ("_facts", "_recorder", "_stats")
+
     def __init__(
         self, recorder: MetricsRecorder, facts: SessionFacts, stats: AssemblerStats
     ) -> None:

@@ -33,6 +33,9 @@ __all__ = ["SessionAssembler"]
 
 logger = logging.getLogger(__name__)
 
+#: The recorder of sessions given none: one for all, it keeps nothing.
+_NO_METRICS = NullRecorder()
+
 
 class SessionAssembler:
     """Turns the events of one session, in log order, into finished span records.
@@ -58,6 +61,22 @@ class SessionAssembler:
             call they are for (if the request says).
     """
 
+    __slots__ = (
+        "_failure_logged",
+        "_seen_events",
+        "_wait_ns",
+        "config",
+        "content",
+        "facts",
+        "lifecycle",
+        "meter",
+        "metrics",
+        "permissions",
+        "spans",
+        "stats",
+        "stream",
+    )
+
     def __init__(
         self,
         session_id: str,
@@ -69,7 +88,7 @@ class SessionAssembler:
         self.stream = stream or session_id
         self.config = config or AssemblerConfig()
         self.stats = stats if stats is not None else AssemblerStats()
-        self.metrics: MetricsRecorder = metrics or NullRecorder()
+        self.metrics: MetricsRecorder = metrics or _NO_METRICS
         self.facts = SessionFacts(session_id)
         self.meter = SessionMeter(self.metrics, self.facts, self.stats)
         self.content = ContentPolicy(self.config.capture_content, self.config.hash_salt)

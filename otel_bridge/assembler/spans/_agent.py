@@ -19,6 +19,8 @@ UNNAMED_AGENT = "subagent"
 class AgentSpans:
     """`invoke_agent` spans: the interaction's root (the main agent) and sub-agents."""
 
+    __slots__ = ("_content", "_factory", "_facts", "_parent")
+
     def __init__(
         self,
         factory: SpanFactory,

@@ -20,6 +20,8 @@ __all__ = ["ChatSpans"]
 class ChatSpans:
     """`chat <model>` spans (CLIENT): one per LLM call."""
 
+    __slots__ = ("_content", "_factory", "_facts")
+
     def __init__(self, factory: SpanFactory, content: ContentPolicy, facts: SessionFacts) -> None:
         self._factory = factory
         self._content = content

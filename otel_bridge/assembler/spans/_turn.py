@@ -16,6 +16,8 @@ __all__ = ["TurnSpans"]
 class TurnSpans:
     """`turn <n>` spans: an agent's turn, numbered from 1 within the interaction."""
 
+    __slots__ = ("_chats", "_content", "_factory")
+
     def __init__(self, factory: SpanFactory, content: ContentPolicy, chats: ChatSpans) -> None:
         self._factory = factory
         self._content = content
