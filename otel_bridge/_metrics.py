@@ -198,6 +198,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         ("copilot.version", "copilot.event.type"),
     ),
     MetricSpec(
+        "otel_bridge.events.failed",
+        Instrument.COUNTER,
+        "{event}",
+        "Events (and closing or checkpoint steps) whose handling raised; the session went on",
+        ("otel_bridge.step", "copilot.event.type"),
+    ),
+    MetricSpec(
         "otel_bridge.lines.skipped",
         Instrument.COUNTER,
         "{line}",

@@ -58,7 +58,12 @@ class LinkRecord:
 
 @dataclass(frozen=True, slots=True)
 class SpanRecord:
-    """One finished span. `end_ns >= start_ns` always holds."""
+    """One finished span. `end_ns >= start_ns` always holds.
+
+    `root_span_id` is the span id of the interaction's root (`invoke_agent copilot`) the span
+    belongs to, its own for the root; None when unknown (a record built elsewhere). It is not
+    exported: the sampler uses it to decide per interaction when interactions share a trace
+    (a caller's parent span)."""
 
     trace_id: int
     span_id: int
@@ -72,3 +77,4 @@ class SpanRecord:
     status_message: str | None = None
     events: tuple[SpanEventRecord, ...] = ()
     links: tuple[LinkRecord, ...] = ()
+    root_span_id: int | None = field(default=None, compare=False, repr=False)

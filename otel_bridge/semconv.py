@@ -189,6 +189,14 @@ METRIC_INVOKE_AGENT_DURATION: Final = "gen_ai.invoke_agent.duration"
 METRIC_INVOKE_AGENT_TOOL_CALLS: Final = "gen_ai.invoke_agent.tool_calls"
 METRIC_EXECUTE_TOOL_DURATION: Final = "gen_ai.execute_tool.duration"
 METRIC_EVENTS_UNKNOWN: Final = "otel_bridge.events.unknown"
+METRIC_EVENTS_FAILED: Final = "otel_bridge.events.failed"
+#: On otel_bridge.events.failed: what the assembler was doing when it failed (the STEP_* values).
+OTEL_BRIDGE_STEP: Final = "otel_bridge.step"
+STEP_FEED: Final = "feed"  # handling one event (then copilot.event.type says which type)
+STEP_END_OF_INPUT: Final = "end_of_input"  # closing what is open (end of a log, a quiet log)
+STEP_EXPIRE: Final = "expire"  # ending a task whose background wait is over
+STEP_SNAPSHOT: Final = "snapshot"  # saving the session's state for a checkpoint
+STEP_RESTORE: Final = "restore"  # taking a checkpoint's state back
 
 # --- tools: interrupted by a crash, refused by a permission, served by MCP ------------------
 #: error.type values the CLI writes on `tool.execution_complete` (`error.code`) that the bridge

@@ -43,5 +43,8 @@ class AssemblerStats:
     unplaced: Counter[str] = field(default_factory=Counter)
     unknown_types: Counter[str] = field(default_factory=Counter)
     duplicates: int = 0
+    #: steps that raised (a bug met by an unusual log) and were skipped, by step
+    #: (`otel_bridge.step`: feed, end_of_input, expire, snapshot, restore)
+    failures: Counter[str] = field(default_factory=Counter)
     interactions: int = 0
     spans: int = 0

@@ -27,6 +27,8 @@ class ContentPolicy:
         hash_salt: salt of the SHA-256 of each text; None: no hashes.
     """
 
+    __slots__ = ("capture", "hash_salt")
+
     def __init__(self, capture: bool, hash_salt: str | None) -> None:
         self.capture = capture
         self.hash_salt = hash_salt

@@ -33,6 +33,8 @@ MAX_IDS = 64
 class Lifecycle:
     """The open interaction of one session, and the rules that open and close it."""
 
+    __slots__ = ("_facts", "_meter", "_spans", "_stats", "interaction")
+
     def __init__(
         self, facts: SessionFacts, stats: AssemblerStats, spans: SpanBuilders, meter: SessionMeter
     ) -> None:

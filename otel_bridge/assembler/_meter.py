@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .. import semconv as sc
+from .._event_types import KNOWN_EVENT_TYPES
 from .._events import printable_type
 from .._metrics import MetricsRecorder
 from .._records import AttributeValue
@@ -24,6 +25,8 @@ MAX_UNKNOWN_TYPES = 50
 
 class SessionMeter:
     """Counts and histograms of one session (names from `semconv`, defined in `CATALOGUE`)."""
+
+    __slots__ = ("_facts", "_recorder", "_stats")
 
     def __init__(
         self, recorder: MetricsRecorder, facts: SessionFacts, stats: AssemblerStats
@@ -53,3 +56,15 @@ class SessionMeter:
                 sc.COPILOT_EVENT_TYPE: printable_type(event_type),
             },
         )
+
+    def failed(self, step: str, event_type: str | None = None) -> None:
+        """A step of the assembler raised and was skipped (`step`: one of semconv's STEP_*;
+        `event_type`: of the event being handled, for STEP_FEED). The label is a known type or
+        "other", so that a hostile log cannot blow up the metric's cardinality."""
+        self._stats.failures[step] += 1
+        attributes: dict[str, AttributeValue] = {sc.OTEL_BRIDGE_STEP: step}
+        if event_type is not None:
+            attributes[sc.COPILOT_EVENT_TYPE] = (
+                event_type if event_type in KNOWN_EVENT_TYPES else "other"
+            )
+        self.add(sc.METRIC_EVENTS_FAILED, attributes)

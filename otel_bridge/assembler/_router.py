@@ -34,7 +34,9 @@ class Assembler:
         """The assembler of `stream`, created on first use with `session_id` (default: stream)."""
         session = self._sessions.get(stream)
         if session is None:
-            session = SessionAssembler(session_id or stream, self.config, self.stats, self.metrics)
+            session = SessionAssembler(
+                session_id or stream, self.config, self.stats, self.metrics, stream=stream
+            )
             self._sessions[stream] = session
         return session
 

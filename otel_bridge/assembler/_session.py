@@ -3,10 +3,16 @@
 It owns one session's parts (facts, open state, span builders, lifecycle, content policy,
 metrics) and hands each event to the handler registered for its type in `handlers.HANDLERS`.
 Handlers are plain functions `(session, event) -> None` that use those parts.
+
+One event never ends a session: a handler that raises (a bug met by an unusual log) is logged
+once per session, counted (`otel_bridge.events.failed`), and the session goes on with the next
+event; so do closing and checkpoint steps (docs/architecture.md, "When handling an event
+fails").
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +31,11 @@ from .spans import SpanBuilders, SpanFactory
 
 __all__ = ["SessionAssembler"]
 
+logger = logging.getLogger(__name__)
+
+#: The recorder of sessions given none: one for all, it keeps nothing.
+_NO_METRICS = NullRecorder()
+
 
 class SessionAssembler:
     """Turns the events of one session, in log order, into finished span records.
@@ -37,6 +48,8 @@ class SessionAssembler:
         config: what the spans carry.
         stats: counters to add to.
         metrics: where metric observations go (none by default).
+        stream: what the session is read from, for log lines (a log's path); the session id
+            by default.
 
     Attributes (for handlers):
         facts: session id, mode, model, CLI version, the previous interaction.
@@ -48,16 +61,34 @@ class SessionAssembler:
             call they are for (if the request says).
     """
 
+    __slots__ = (
+        "_failure_logged",
+        "_seen_events",
+        "_wait_ns",
+        "config",
+        "content",
+        "facts",
+        "lifecycle",
+        "meter",
+        "metrics",
+        "permissions",
+        "spans",
+        "stats",
+        "stream",
+    )
+
     def __init__(
         self,
         session_id: str,
         config: AssemblerConfig | None = None,
         stats: AssemblerStats | None = None,
         metrics: MetricsRecorder | None = None,
+        stream: str | None = None,
     ) -> None:
+        self.stream = stream or session_id
         self.config = config or AssemblerConfig()
         self.stats = stats if stats is not None else AssemblerStats()
-        self.metrics: MetricsRecorder = metrics or NullRecorder()
+        self.metrics: MetricsRecorder = metrics or _NO_METRICS
         self.facts = SessionFacts(session_id)
         self.meter = SessionMeter(self.metrics, self.facts, self.stats)
         self.content = ContentPolicy(self.config.capture_content, self.config.hash_salt)
@@ -71,6 +102,7 @@ class SessionAssembler:
         self.permissions: dict[str, tuple[int, str | None]] = {}
         self._wait_ns = int(self.config.background_wait_seconds * 1e9)
         self._seen_events = SeenSet()
+        self._failure_logged = False
 
     @property
     def session_id(self) -> str:
@@ -99,10 +131,19 @@ class SessionAssembler:
         return self.lifecycle.interaction is not None
 
     def feed(self, event: Event) -> list[SpanRecord]:
-        """Take one event; return the spans it finished."""
+        """Take one event; return the spans it finished. Never raises: an event whose handling
+        fails is logged, counted and skipped (what it had done stays; see `_failed`)."""
         if self._seen_events.seen(event.key):
             self.stats.duplicates += 1  # redelivered (an SDK resume replays history)
             return []
+        try:
+            self._handle(event)
+        except Exception as exc:
+            self._failed(sc.STEP_FEED, exc, event)
+        return self.spans.factory.take()
+
+    def _handle(self, event: Event) -> None:
+        """Decide what `event` ends and hand it to its handler."""
         if self.lifecycle.waited_too_long(event.timestamp_ns, self._wait_ns):
             # The work the loop left running did not report in time: the task ended at its
             # last event; what comes now is late work (docs/architecture.md).
@@ -136,23 +177,29 @@ class SessionAssembler:
             and interaction.killed_ns is None  # a killed one ended at its last event
         ):
             interaction.last_ns = max(interaction.last_ns, event.timestamp_ns)
-        return self.spans.factory.take()
 
     def end_of_input(self) -> list[SpanRecord]:
         """No more events will come (end of a replayed file): close what is open.
 
         Open spans end at the last event's time and are marked `copilot.incomplete`, except an
         autopilot loop that had stopped and was only waiting for a continuation: that one ended.
+        Never raises: if closing fails, what is still open is dropped (see `_failed`).
         """
-        self.lifecycle.end_of_input()
+        try:
+            self.lifecycle.end_of_input()
+        except Exception as exc:
+            self._failed(sc.STEP_END_OF_INPUT, exc)
         return self.spans.factory.take()
 
     def expire(self, now_ns: int) -> list[SpanRecord]:
         """The clock of a caller following a quiet log says `now_ns`: end the open interaction
         if its loop has stopped and has waited longer than the background wait for the work it
         left running, as `feed` would on the next event. Returns the spans that finished."""
-        if self.lifecycle.waited_too_long(now_ns, self._wait_ns):
-            self.lifecycle.end_of_input()
+        try:
+            if self.lifecycle.waited_too_long(now_ns, self._wait_ns):
+                self.lifecycle.end_of_input()
+        except Exception as exc:
+            self._failed(sc.STEP_EXPIRE, exc)
         return self.spans.factory.take()
 
     @property
@@ -163,12 +210,47 @@ class SessionAssembler:
         return interaction is not None and interaction.awaiting_continuation
 
     def snapshot(self) -> dict[str, Any]:
-        """The session-level state a restart needs (see `_lifecycle.snapshot`)."""
-        return snapshot(self.facts)
+        """The session-level state a restart needs (see `_lifecycle.snapshot`); if that fails,
+        only the session id (a restart then starts the session's facts afresh)."""
+        try:
+            return snapshot(self.facts)
+        except Exception as exc:
+            self._failed(sc.STEP_SNAPSHOT, exc)
+            return {"session_id": self.facts.session_id}
 
     def restore(self, saved: Mapping[str, Any]) -> None:
-        """Take back a `snapshot()` (of a previous run). Unknown or bad fields are ignored."""
-        restore(self.facts, saved)
+        """Take back a `snapshot()` (of a previous run). Unknown or bad fields are ignored;
+        if restoring fails, the session goes on with what was restored before."""
+        try:
+            restore(self.facts, saved)
+        except Exception as exc:
+            self._failed(sc.STEP_RESTORE, exc)
+
+    def _failed(self, step: str, exc: Exception, event: Event | None = None) -> None:
+        """A step raised: count it, log it (a warning once per session, every traceback at
+        DEBUG), and go on. What the step had done stays: spans it finished go out, spans it
+        opened end with their interaction. A failed close cannot be trusted to be retried, so
+        an interaction still open after one is dropped (its unfinished spans are lost)."""
+        self.meter.failed(step, event.type if event is not None else None)
+        if event is not None:
+            what = (
+                f"event {printable_type(event.type)} (id {event.id or '-'}, "
+                f"at {utc_time(event.timestamp_ns)})"
+            )
+        else:
+            what = step.replace("_", " ")
+        if not self._failure_logged:  # the exception's text may quote the log: DEBUG only
+            self._failure_logged = True
+            logger.warning(
+                "%s: %s failed (%s); skipped, the session goes on; further failures of this "
+                "session are only counted (otel_bridge.events.failed), details at DEBUG",
+                self.stream,
+                what,
+                type(exc).__name__,
+            )
+        logger.debug("%s: %s failed", self.stream, what, exc_info=exc)
+        if step in (sc.STEP_END_OF_INPUT, sc.STEP_EXPIRE):
+            self.lifecycle.interaction = None
 
     def _keep_unknown(self, event: Event) -> None:
         """An event of an unknown type as a span event on the open interaction's root (named by
@@ -191,3 +273,20 @@ class SessionAssembler:
     def unplaced(self, event: Event) -> None:
         """Count an event that had nothing to act on (no open interaction, turn, tool...)."""
         self.stats.unplaced[event.type] += 1
+
+
+def utc_time(ns: int) -> str:
+    """An event time as ISO 8601 UTC with milliseconds, as the log writes it. By hand (days to
+    a civil date, H. Hinnant's algorithm): this module reads no clock and imports no datetime."""
+    days, ms = divmod(ns // 1_000_000, 86_400_000)
+    era, doe = divmod(days + 719_468, 146_097)
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (month <= 2)
+    seconds, ms = divmod(ms, 1000)
+    minutes, seconds = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{year:04d}-{month:02d}-{day:02d}T{hours:02d}:{minutes:02d}:{seconds:02d}.{ms:03d}Z"

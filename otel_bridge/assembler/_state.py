@@ -8,7 +8,8 @@ handlers.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from array import array
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 
 from .. import semconv as sc
@@ -36,10 +37,13 @@ __all__ = [
 
 #: Agent key of the main agent (a sub-agent's key is its spawning toolCallId).
 MAIN = ""
-#: How many recent event ids and span ids a session remembers, to drop redelivered events and to
-#: keep a reused tool call id from giving two different spans one id. Kept across segments (a
-#: resumed session may be redelivered); about 1 MB per session at most.
+#: How many recent event ids and span ids a session remembers (at least), to drop redelivered
+#: events and to keep a reused tool call id from giving two different spans one id. Kept across
+#: segments (a resumed session may be redelivered); 8 bytes an entry (`SeenSet`), at most about
+#: 130 KB per kind and session.
 MEMORY = 10_000
+#: How many entries a `SeenSet` adds to its young array before it joins a generation.
+RECENT = 1024
 
 #: A failure to put on a span: (error.type, status message or None).
 Error = tuple[str, str | None]
@@ -60,6 +64,9 @@ class OpenSpan:
     links: tuple[LinkRecord, ...] = ()
     status: StatusCode = StatusCode.UNSET
     status_message: str | None = None
+    #: the span id of the interaction's root it belongs to (its own, for the root): not
+    #: exported, it lets the sampler decide per interaction (`SpanRecord.root_span_id`)
+    root_span_id: int | None = None
 
     def fail(self, error_type: str, message: str | None = None) -> None:
         """Status ERROR with `error.type` (and the message, if any)."""
@@ -83,6 +90,7 @@ class OpenSpan:
             status_message=self.status_message,
             events=tuple(self.events),
             links=self.links,
+            root_span_id=self.root_span_id,
         )
 
 
@@ -202,19 +210,50 @@ class SessionFacts:
 
 
 class SeenSet:
-    """A set that keeps only its `limit` most recent entries."""
+    """A set that remembers at least its `limit` most recent entries, compactly.
 
-    __slots__ = ("_items", "_limit")
+    A daemon keeps one per followed log and per kind (event ids, span ids) for as long as it
+    follows the log, most of them quiet; a dict of strings took some 120 bytes an entry. Here an
+    entry is its `hash()` (a span id is its own hash; two different keys share one with odds of
+    about limit / 2^61), 8 bytes in sorted arrays searched by bisection: the newest in a "young"
+    array kept sorted as they come, at most `RECENT`; when full, it joins the newest of the
+    older generations (at most `limit // 2` entries each, oldest first), or starts one. The
+    oldest generation is forgotten once the younger ones hold `limit`. A lookup is at most four
+    bisections; no step re-sorts more than a generation.
+    """
+
+    __slots__ = ("_generations", "_limit", "_search", "_young")
 
     def __init__(self, limit: int = MEMORY) -> None:
-        self._items: dict[Hashable, None] = {}  # insertion-ordered: the oldest go first
         self._limit = limit
+        self._young = array("q")
+        self._generations: list[array[int]] = []  # oldest first; only the last one grows
+        self._search: tuple[array[int], ...] = (self._young,)  # newest first
 
-    def seen(self, key: Hashable) -> bool:
+    def seen(self, key: str | int) -> bool:
         """True if `key` is already in the set; else add it (forgetting the oldest if full)."""
-        if key in self._items:
-            return True
-        self._items[key] = None
-        if len(self._items) > self._limit:
-            del self._items[next(iter(self._items))]
+        digest = hash(key)
+        for packed in self._search:  # inlined: this runs for every event and span
+            at = bisect_left(packed, digest)
+            if at < len(packed) and packed[at] == digest:
+                return True
+        insort(self._young, digest)
+        if len(self._young) >= RECENT:
+            self._grow()
         return False
+
+    def _grow(self) -> None:
+        """The young array joins the newest generation (or starts one); the oldest generation
+        goes once the others hold `limit` entries."""
+        new = list(self._young)
+        generations = self._generations
+        if generations and len(generations[-1]) + len(new) <= max(self._limit // 2, RECENT):
+            new += generations.pop()
+        generations.append(array("q", sorted(new)))
+        while sum(map(len, generations[1:])) >= self._limit:
+            del generations[0]
+        self._young = array("q")
+        self._search = (self._young, *reversed(generations))
+
+    def __len__(self) -> int:
+        return len(self._young) + sum(map(len, self._generations))

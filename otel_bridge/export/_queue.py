@@ -59,9 +59,10 @@ class ExportWorker:
         exporter: where the spans go.
         capacity: spans the queue holds at most.
         max_batch: spans per export call.
-        block_when_full: wait for room (replay: back-pressure), at most `block_seconds`, instead
-            of dropping the oldest queued span (run: a live source cannot wait).
-        block_seconds: how long a full queue is waited on before its oldest span is dropped.
+        block_when_full: wait for room (replay: back-pressure), at most `block_seconds` per
+            `put`, instead of dropping the oldest queued span (run: a live source cannot wait).
+        block_seconds: how long one `put` waits, in all, for room in a full queue before
+            dropping the oldest queued spans for the rest of its spans.
         retry: back-off between attempts at a failed batch.
         on_result: called with (exporter class name, sequence numbers, ok) after each attempt,
             from the worker thread; and with ok=None for spans dropped on overflow.
@@ -127,19 +128,24 @@ class ExportWorker:
             return len(self._queue) + self._in_flight
 
     def put(self, items: Sequence[tuple[int, ReadableSpan]]) -> None:
-        """Queue spans (sequence numbers ascending). Blocks or drops when full, as configured."""
+        """Queue spans (sequence numbers ascending). Blocks or drops when full, as configured.
+
+        Blocking waits for room as often as the queue fills, but for at most `block_seconds`
+        in all per call, not per span: once that time is spent, each further span that finds
+        the queue full drops the oldest queued one (counted), so that a stuck exporter costs a
+        caller one wait, and the queue never holds more than `capacity`."""
         dropped: list[int] = []
         with self._cond:
+            deadline: float | None = None
             for item in items:
-                if len(self._queue) + self._in_flight >= self._capacity and self._block:
-                    self._cond.notify_all()  # the worker must see what this call added
-                    self._cond.wait_for(
-                        lambda: (
-                            self._stopping or len(self._queue) + self._in_flight < self._capacity
-                        ),
-                        self._block_seconds,
-                    )
-                if len(self._queue) + self._in_flight >= self._capacity:
+                if self._full() and self._block and not self._stopping:
+                    if deadline is None:  # the first wait of this call sets its limit
+                        deadline = time.monotonic() + self._block_seconds
+                    remaining = deadline - time.monotonic()
+                    if remaining > 0:
+                        self._cond.notify_all()  # the worker must see what this call added
+                        self._cond.wait_for(lambda: self._stopping or not self._full(), remaining)
+                if self._full():
                     if self._queue:
                         dropped.append(self._queue.popleft()[0])  # the oldest goes
                     else:  # everything is in flight: this one cannot wait
@@ -151,6 +157,10 @@ class ExportWorker:
             self._cond.notify_all()
         if dropped:
             self._on_result(self.name, dropped, None)
+
+    def _full(self) -> bool:
+        """No room for one more span. Call with the lock held."""
+        return len(self._queue) + self._in_flight >= self._capacity
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until everything queued was delivered (or dropped); False on timeout."""

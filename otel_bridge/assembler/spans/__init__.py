@@ -35,6 +35,8 @@ __all__ = [
 class SpanBuilders:
     """The builders of one session, sharing its factory."""
 
+    __slots__ = ("agent", "chat", "factory", "tool", "turn")
+
     def __init__(
         self,
         factory: SpanFactory,

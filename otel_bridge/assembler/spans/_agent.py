@@ -19,6 +19,8 @@ UNNAMED_AGENT = "subagent"
 class AgentSpans:
     """`invoke_agent` spans: the interaction's root (the main agent) and sub-agents."""
 
+    __slots__ = ("_content", "_factory", "_facts", "_parent")
+
     def __init__(
         self,
         factory: SpanFactory,
@@ -57,14 +59,16 @@ class AgentSpans:
                     {sc.COPILOT_LINK_TYPE: sc.LINK_PREVIOUS_INTERACTION},
                 ),
             )
+        span_id = self._factory.span_id(ID_INTERACTION, key, key)
         root = OpenSpan(
             trace_id,
-            self._factory.span_id(ID_INTERACTION, key, key),
+            span_id,
             parent[1] if parent is not None else None,
             f"{sc.OP_INVOKE_AGENT} {name}",
             event.timestamp_ns,
             attributes=attributes,
             links=links,
+            root_span_id=span_id,
         )
         return Interaction(
             trace_id,
@@ -78,7 +82,7 @@ class AgentSpans:
         """The last interaction again, for work after it was exported: its spans go under its
         root, which is not exported a second time."""
         trace_id, root_id = previous
-        root = OpenSpan(trace_id, root_id, None, "", start_ns)
+        root = OpenSpan(trace_id, root_id, None, "", start_ns, root_span_id=root_id)
         return Interaction(trace_id, root, Agent(MAIN, root), root_exported=True, last_ns=start_ns)
 
     def prompt(self, interaction: Interaction, text: str) -> None:
@@ -148,6 +152,7 @@ class AgentSpans:
             f"{sc.OP_INVOKE_AGENT} {name or UNNAMED_AGENT}",
             start_ns,
             attributes=attributes,
+            root_span_id=interaction.root.span_id,
         )
         if name:
             span.attributes[sc.GEN_AI_AGENT_NAME] = name

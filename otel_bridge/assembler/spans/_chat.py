@@ -20,6 +20,8 @@ __all__ = ["ChatSpans"]
 class ChatSpans:
     """`chat <model>` spans (CLIENT): one per LLM call."""
 
+    __slots__ = ("_content", "_factory", "_facts")
+
     def __init__(self, factory: SpanFactory, content: ContentPolicy, facts: SessionFacts) -> None:
         self._factory = factory
         self._content = content
@@ -79,6 +81,7 @@ class ChatSpans:
             start_ns,
             kind=SpanKind.CLIENT,
             attributes=attributes,
+            root_span_id=interaction.root.span_id,
         )
         self._factory.emit(span.finish(end_ns))
 
@@ -114,6 +117,7 @@ class ChatSpans:
                 start,
                 kind=SpanKind.CLIENT,
                 attributes=attributes,
+                root_span_id=turn.span.root_span_id,
             )
             self._factory.emit(span.finish(message.timestamp_ns))
             start = message.timestamp_ns
@@ -146,6 +150,7 @@ class ChatSpans:
             max(start_ns, parent.start_ns),
             kind=SpanKind.CLIENT,
             attributes=attributes,
+            root_span_id=interaction.root.span_id,
         )
         error_type = (
             read_str(data, "errorCode")

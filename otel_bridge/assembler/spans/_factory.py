@@ -28,6 +28,8 @@ ID_SUBAGENT = "subagent"
 class SpanFactory:
     """Ids, shared attributes and the output of one session's spans."""
 
+    __slots__ = ("_facts", "_meter", "_out", "_stats", "_used_ids")
+
     def __init__(self, facts: SessionFacts, stats: AssemblerStats, meter: SessionMeter) -> None:
         self._meter = meter
         self._facts = facts

@@ -19,6 +19,8 @@ MAX_EARLY_DECISIONS = 1_000
 class ToolSpans:
     """`execute_tool <tool>` spans of the open interaction's running tools."""
 
+    __slots__ = ("_content", "_factory")
+
     def __init__(self, factory: SpanFactory, content: ContentPolicy) -> None:
         self._factory = factory
         self._content = content
@@ -50,6 +52,7 @@ class ToolSpans:
             f"{sc.OP_EXECUTE_TOOL} {name}",
             event.timestamp_ns,
             attributes=attributes,
+            root_span_id=interaction.root.span_id,
         )
         arguments = event.data.get("arguments")
         if arguments is not None:

@@ -16,6 +16,8 @@ __all__ = ["TurnSpans"]
 class TurnSpans:
     """`turn <n>` spans: an agent's turn, numbered from 1 within the interaction."""
 
+    __slots__ = ("_chats", "_content", "_factory")
+
     def __init__(self, factory: SpanFactory, content: ContentPolicy, chats: ChatSpans) -> None:
         self._factory = factory
         self._content = content
@@ -39,6 +41,7 @@ class TurnSpans:
                     sc.GEN_AI_REQUEST_MODEL: read_str(event.data, "model"),
                 }
             ),
+            root_span_id=interaction.root.span_id,
         )
         agent.turn = Turn(span, turn_id)
         return agent.turn

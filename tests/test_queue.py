@@ -1,0 +1,122 @@
+"""The export queue's back-pressure (replay): a full queue is waited on at most once per `put`,
+not once per span, and the queue never holds more than its capacity."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from otel_bridge.export._queue import ExportWorker, RetryPolicy
+
+FAST = RetryPolicy(initial_seconds=0.01, max_seconds=0.05)
+
+
+def items(count: int) -> list[tuple[int, ReadableSpan]]:
+    return [(seq, ReadableSpan(name=f"span {seq}")) for seq in range(1, count + 1)]
+
+
+class Stuck(SpanExporter):
+    """An exporter whose calls do not return until released: a collector that hangs."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.release.wait(10)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.release.set()
+
+
+class Slow(SpanExporter):
+    """A working exporter, slower than its caller; notes the queue's depth at each call."""
+
+    def __init__(self) -> None:
+        self.worker: ExportWorker | None = None
+        self.names: list[str] = []
+        self.depths: list[int] = []
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        assert self.worker is not None
+        self.depths.append(self.worker.depth)
+        time.sleep(0.002)
+        self.names.extend(span.name for span in spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        return None
+
+
+def count_waits(worker: ExportWorker) -> list[bool]:
+    """What each wait for room of the calling thread ended with (False: it timed out)."""
+    caller = threading.get_ident()
+    waits: list[bool] = []
+    wait_for = worker._cond.wait_for
+
+    def counted(predicate, timeout=None):  # type: ignore[no-untyped-def]
+        result = wait_for(predicate, timeout)
+        if threading.get_ident() == caller:
+            waits.append(bool(result))
+        return result
+
+    worker._cond.wait_for = counted  # type: ignore[method-assign]
+    return waits
+
+
+def test_a_stuck_exporter_costs_one_wait_per_put_not_one_per_span() -> None:
+    results: list[tuple[Sequence[int], bool | None]] = []
+    exporter = Stuck()
+    worker = ExportWorker(
+        exporter,
+        capacity=2,
+        max_batch=1,
+        block_when_full=True,
+        block_seconds=0.2,
+        retry=FAST,
+        on_result=lambda _, seqs, ok: results.append((list(seqs), ok)),
+    )
+    waits = count_waits(worker)
+    worker.put(items(12))
+    # one wait, which timed out (the exporter never returns); then the oldest make room
+    assert waits == [False]
+    dropped = [seq for seqs, ok in results if ok is None for seq in seqs]
+    # the oldest went (span 1 is in flight, unless the worker had not taken it yet) and the
+    # queue held no more than its capacity
+    assert dropped in (list(range(2, 12)), list(range(1, 11)))
+    assert worker.depth == 2
+    exporter.release.set()
+    assert worker.wait_idle(5)
+    assert worker.watermark == 12
+    delivered = [seq for seqs, ok in results if ok for seq in seqs]
+    assert sorted(delivered + dropped) == list(range(1, 13))
+    worker.stop(1)
+
+
+def test_a_slow_exporter_gets_everything_in_order_and_the_queue_stays_bounded() -> None:
+    results: list[tuple[Sequence[int], bool | None]] = []
+    exporter = Slow()
+    worker = ExportWorker(
+        exporter,
+        capacity=2,
+        max_batch=1,
+        block_when_full=True,
+        block_seconds=60,
+        retry=FAST,
+        on_result=lambda _, seqs, ok: results.append((list(seqs), ok)),
+    )
+    exporter.worker = worker
+    waits = count_waits(worker)
+    sent = items(12)
+    worker.put(sent[:7])
+    worker.put(sent[7:])
+    assert worker.wait_idle(10)
+    assert exporter.names == [span.name for _, span in sent]  # all, once, in order
+    assert max(exporter.depths) <= 2  # back-pressure: never more than the capacity
+    assert waits and all(waits)  # it waited for room, and room came every time
+    assert not [seqs for seqs, ok in results if ok is None]  # nothing dropped
+    worker.stop(1)
