@@ -35,6 +35,7 @@ def pipeline_config(
     collector_check: str,
     block_when_full: bool = False,
     queue_spans: int = DEFAULT_QUEUE_SPANS,
+    export_linger_seconds: float = 0.0,
 ) -> PipelineConfig:
     """The options replay and run share, from their flags; the rest is the command's.
 
@@ -52,6 +53,7 @@ def pipeline_config(
         metrics=metrics,
         collector_check=collector_check,
         queue_spans=queue_spans,
+        export_linger_seconds=export_linger_seconds,
     )
 
 

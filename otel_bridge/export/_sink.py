@@ -74,6 +74,8 @@ class SpanSink:
         scrubber: redacts secrets in every span on its way out (one with the default patterns
             when none is given: scrubbing is always on).
         sampler: decides per trace what is exported (all, by default).
+        linger_seconds: how long a worker waits for more spans before exporting a batch that
+            is not full (0: at once).
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class SpanSink:
         block_seconds: float = 60.0,
         scrubber: Scrubber | None = None,
         sampler: TraceSampler | None = None,
+        linger_seconds: float = 0.0,
     ) -> None:
         if max_batch < 1 or queue_spans < 1:
             raise ValueError("max_batch and queue_spans must be positive")
@@ -113,6 +116,7 @@ class SpanSink:
                 block_when_full=block_when_full,
                 block_seconds=block_seconds,
                 label=label,
+                linger_seconds=linger_seconds,
                 retry=retry or RetryPolicy(),
                 on_result=partial(self._result, label),
             )
