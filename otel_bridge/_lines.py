@@ -37,7 +37,13 @@ from ._event_types import KNOWN_EVENT_TYPES
 from ._events import Event, event_from_json
 from ._exceptions import EventDecodeError
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "JsonLinesDecoder", "ReadStats"]
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "MAX_UNKNOWN_TYPES",
+    "OTHER_UNKNOWN_TYPES",
+    "JsonLinesDecoder",
+    "ReadStats",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +66,23 @@ _DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 _LONG_NUMBER = b"0" * 19
 
 
+#: Distinct unknown event types `ReadStats` counts by name; events of further types are counted
+#: under `OTHER_UNKNOWN_TYPES`. The CLI writes `model.*` types with a hash in their names during
+#: compactions: without a cap a daemon would keep one entry per compaction, forever.
+MAX_UNKNOWN_TYPES = 100
+OTHER_UNKNOWN_TYPES = "other"
+
+
 @dataclass
 class ReadStats:
-    """What reading saw; the bridge's own health numbers come from these."""
+    """What reading saw; the bridge's own health numbers come from these.
+
+    Attributes:
+        unknown_types: events of types the bridge does not know, by type: at most
+            MAX_UNKNOWN_TYPES types by name, the events of any further type under "other"
+            (`count_unknown`); the total is exact.
+        unknown_types_capped: some type was counted under "other" for want of room.
+    """
 
     lines: int = 0
     events: int = 0
@@ -71,6 +91,15 @@ class ReadStats:
     oversized: int = 0
     invalid_utf8: int = 0
     unknown_types: Counter[str] = field(default_factory=Counter)
+    unknown_types_capped: bool = False
+
+    def count_unknown(self, event_type: str, count: int = 1) -> None:
+        """Count `count` events of an unknown type: by its name while there is room."""
+        known = self.unknown_types
+        if event_type not in known and len(known) >= MAX_UNKNOWN_TYPES:
+            event_type = OTHER_UNKNOWN_TYPES
+            self.unknown_types_capped = True
+        known[event_type] += count
 
     def merge(self, other: ReadStats) -> None:
         """Add another file's counts to these."""
@@ -80,7 +109,9 @@ class ReadStats:
         self.torn += other.torn
         self.oversized += other.oversized
         self.invalid_utf8 += other.invalid_utf8
-        self.unknown_types.update(other.unknown_types)
+        for event_type, count in other.unknown_types.items():
+            self.count_unknown(event_type, count)
+        self.unknown_types_capped |= other.unknown_types_capped
 
     def skips(self) -> dict[str, int]:
         """Lines lost, by reason (a torn line lost its truncated first event)."""
@@ -240,7 +271,7 @@ class JsonLinesDecoder:
         self.stats.events += 1
         self.events_read += 1
         if event.type not in KNOWN_EVENT_TYPES:
-            self.stats.unknown_types[event.type] += 1
+            self.stats.count_unknown(event.type)
         return event
 
     def _slow_event(self, line: bytes, offset: int) -> Event | None:

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_bridge import JsonLinesDecoder, parse_timestamp_ns
+from otel_bridge import JsonLinesDecoder, ReadStats, parse_timestamp_ns
+from otel_bridge._lines import MAX_UNKNOWN_TYPES, OTHER_UNKNOWN_TYPES
+from otel_bridge.cli._common import summarize_reading
 from tests.builder import Log
 
 
@@ -100,6 +102,37 @@ def test_unknown_types_pass_through_and_are_counted() -> None:
     events = decoder.feed(line("future.thing") + b"\n" + line() + b"\n")
     assert [e.type for e in events] == ["future.thing", "user.message"]
     assert decoder.stats.unknown_types == {"future.thing": 1}
+
+
+def test_unknown_types_kept_by_name_are_capped_and_the_total_stays_exact() -> None:
+    # as compactions write them: model.* types with a hash in their names, without end
+    decoder = JsonLinesDecoder("f")
+    types = [f"model.c{i:024x}" for i in range(MAX_UNKNOWN_TYPES + 30)]
+    decoder.feed(b"".join(line(t) + b"\n" for t in [*types, types[0], types[-1]]))
+    unknown = decoder.stats.unknown_types
+    assert len(unknown) == MAX_UNKNOWN_TYPES + 1
+    assert unknown[OTHER_UNKNOWN_TYPES] == 31  # the 30 past the cap, one of them twice
+    assert unknown[types[0]] == 2  # a named type keeps counting
+    assert sum(unknown.values()) == len(types) + 2 == decoder.stats.events
+    assert decoder.stats.unknown_types_capped
+    assert summarize_reading(decoder.stats).endswith(
+        f"{len(types) + 2} events of more than {MAX_UNKNOWN_TYPES} unknown types"
+    )
+
+
+def test_merged_unknown_types_stay_capped() -> None:
+    total = ReadStats()
+    for part in range(3):
+        stats = ReadStats()
+        for i in range(60):
+            stats.count_unknown(f"model.p{part}x{i}")
+        total.merge(stats)
+    assert len(total.unknown_types) == MAX_UNKNOWN_TYPES + 1
+    assert sum(total.unknown_types.values()) == 180 and total.unknown_types_capped
+    few = ReadStats()
+    few.count_unknown("future.thing", 3)
+    assert not few.unknown_types_capped
+    assert summarize_reading(few) == "0 events, 3 events of 1 unknown type"
 
 
 def test_invalid_utf8_does_not_lose_the_event() -> None:
