@@ -103,12 +103,24 @@ EDGE_ATTRIBUTES = {
     "": "an empty key",
 }
 
+#: values the bridge never puts on a span, but an attribute could hold
+ODD_ATTRIBUTES = {
+    "mapping": {"a": 1, "": "x", 2: [1, None], "nested": {}},
+    "empty mapping": {},
+    "bytes": b"\x00\xff",
+    "no bytes": b"",
+    "none": None,
+    "int enum": SpanKind.CLIENT,
+    "mixed": [1, "a", 2.5, True, None, [b"x"]],
+}
+
 
 @pytest.mark.parametrize(
     "overrides",
     [
         {},
         {"attributes": EDGE_ATTRIBUTES},
+        {"attributes": ODD_ATTRIBUTES},
         {"name": ""},
         {"start_time": None, "end_time": 0},
         {"kind": SpanKind.CLIENT},

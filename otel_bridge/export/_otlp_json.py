@@ -293,46 +293,56 @@ def _attributes(attributes: Attributes) -> str:
             out.append(prefix + '{"intValue":"' + int.__repr__(value) + '"}}')
         elif kind is bool:
             out.append(prefix + ('{"boolValue":true}}' if value else '{"boolValue":false}}'))
+        elif kind is float:
+            out.append(prefix + '{"doubleValue":' + _double(value) + "}}")
         else:
             try:
-                encoded = _value(value)
+                encoded = _any(value)
             except Exception as error:  # as the SDK: the attribute is left out, logged
                 logger.exception("Failed to encode key %s: %s", key, error)
                 continue
-            out.append(prefix + json.dumps(encoded, separators=(",", ":")) + "}")
+            out.append(prefix + encoded + "}")
     return "[" + ",".join(out) + "]" if out else ""
 
 
-def _value(value: Any) -> dict[str, Any]:
-    """An AnyValue, as the SDK's encoder makes it of any attribute value."""
+def _any(value: Any) -> str:
+    """The JSON of an AnyValue, as the SDK's encoder makes it of any attribute value."""
     if value is None:
-        return {}
+        return "{}"
     if isinstance(value, bool):
-        return {"boolValue": value}
+        return '{"boolValue":true}' if value else '{"boolValue":false}'
     if isinstance(value, str):
-        return {"stringValue": value}
+        return '{"stringValue":' + _quote(value) + "}"
     if isinstance(value, int):
-        return {"intValue": str(value)}
+        return '{"intValue":' + _quote(str(value)) + "}"
     if isinstance(value, float):
-        return {"doubleValue": _double(value)}
+        return '{"doubleValue":' + _double(value) + "}"
     if isinstance(value, bytes):
-        return {"bytesValue": base64.b64encode(value).decode("utf-8") if value else ""}
+        encoded = base64.b64encode(value).decode("utf-8") if value else ""
+        return '{"bytesValue":' + _quote(encoded) + "}"
     if isinstance(value, Sequence):
-        values = [_value(item) for item in value]
-        return {"arrayValue": {"values": values} if values else {}}
+        values = [_any(item) for item in value]
+        if not values:
+            return '{"arrayValue":{}}'
+        return '{"arrayValue":{"values":[' + ",".join(values) + "]}}"
     if isinstance(value, Mapping):
-        pairs = [
-            {"key": str(k), "value": _value(v)} if str(k) else {"value": _value(v)}
-            for k, v in value.items()
-        ]
-        return {"kvlistValue": {"values": pairs} if pairs else {}}
+        pairs = []
+        for k, v in value.items():
+            name = str(k)
+            pairs.append(
+                ('{"key":' + _quote(name) + ',"value":' if name else '{"value":') + _any(v) + "}"
+            )
+        if not pairs:
+            return '{"kvlistValue":{}}'
+        return '{"kvlistValue":{"values":[' + ",".join(pairs) + "]}}"
     raise TypeError(f"Invalid type {type(value)} of value {value}")
 
 
-def _double(value: float) -> float | str:
-    """As the SDK: the JSON mapping's names for what JSON numbers cannot be."""
+def _double(value: Any) -> str:
+    """As the SDK (and json.dumps of its value): the JSON mapping's names for what JSON numbers
+    cannot be, else `repr`."""
     if math.isnan(value):
-        return "NaN"
+        return '"NaN"'
     if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return value
+        return '"Infinity"' if value > 0 else '"-Infinity"'
+    return float.__repr__(value)
