@@ -257,7 +257,7 @@ class JsonLinesDecoder:
         )
 
     def _decode_line(self, line: bytes, offset: int) -> Event | None:
-        if not line.strip():
+        if not line or line.isspace():  # blank (as line.strip() is empty, without a copy)
             return None
         self.stats.lines += 1
         self.lines_read += 1
