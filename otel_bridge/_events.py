@@ -40,6 +40,14 @@ _TIMESTAMP = re.compile(
 )
 
 
+# The one shape the CLI writes, checked in C before the fields are cut out by position.
+_CLI_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z", re.ASCII)
+# "2026-11-30T04:20" -> ns at the start of that minute, UTC: the minutes of a log repeat on
+# event after event.
+_MINUTES: dict[str, int] = {}
+_MINUTES_LIMIT = 4096
+
+
 def parse_timestamp_ns(text: str) -> int:
     """Convert an ISO-8601 timestamp to integer nanoseconds since the Unix epoch.
 
@@ -48,6 +56,8 @@ def parse_timestamp_ns(text: str) -> int:
     Raises:
         ValueError: the text is not an ISO-8601 date-time.
     """
+    if len(text) == 24 and _CLI_TIMESTAMP.fullmatch(text) is not None:
+        return _parse_cli_timestamp(text)
     match = _TIMESTAMP.match(text.strip())
     if match is None:
         raise ValueError(f"not an ISO-8601 timestamp: {text[:64]!r}")
@@ -61,6 +71,26 @@ def parse_timestamp_ns(text: str) -> int:
         offset = int(match.group(10)) * 3600 + int(match.group(11)) * 60
         seconds -= offset if match.group(9) == "+" else -offset
     return seconds * 1_000_000_000 + nanos
+
+
+def _parse_cli_timestamp(text: str) -> int:
+    """`parse_timestamp_ns` of "2026-11-30T04:20:51.463Z", the shape every CLI event has (the
+    caller checked it): a few times faster than the general path, with the same result and the
+    same range checks."""
+    minute = _MINUTES.get(text[:16])
+    if minute is None:
+        year, month, day = int(text[:4]), int(text[5:7]), int(text[8:10])
+        hour, minutes = int(text[11:13]), int(text[14:16])
+        if not (1 <= month <= 12 and 1 <= day <= 31 and hour <= 23 and minutes <= 59):
+            raise ValueError(f"timestamp out of range: {text[:64]!r}")
+        minute = calendar.timegm((year, month, day, hour, minutes, 0, 0, 0, 0)) * 1_000_000_000
+        if len(_MINUTES) >= _MINUTES_LIMIT:
+            _MINUTES.clear()
+        _MINUTES[text[:16]] = minute
+    millis = int(text[17:19] + text[20:23])  # seconds and milliseconds: "51" + "463"
+    if millis >= 61_000:  # a leap second is the most a minute has
+        raise ValueError(f"timestamp out of range: {text[:64]!r}")
+    return minute + millis * 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +140,10 @@ def event_from_json(obj: Any) -> Event:
     if not isinstance(timestamp, str):
         raise EventDecodeError(f"{printable_type(event_type)} event has no string 'timestamp'")
     try:
-        timestamp_ns = parse_timestamp_ns(timestamp)
+        if len(timestamp) == 24 and _CLI_TIMESTAMP.fullmatch(timestamp) is not None:
+            timestamp_ns = _parse_cli_timestamp(timestamp)  # as parse_timestamp_ns, one call less
+        else:
+            timestamp_ns = parse_timestamp_ns(timestamp)
     except ValueError as exc:
         raise EventDecodeError(
             f"{printable_type(event_type)} event: timestamp is not ISO-8601"
@@ -119,12 +152,12 @@ def event_from_json(obj: Any) -> Event:
     event_id = obj.get("id")
     agent_id = obj.get("agentId")
     parent_id = obj.get("parentId")
-    return Event(
-        type=event_type,
-        id=event_id if isinstance(event_id, str) else "",
-        timestamp_ns=timestamp_ns,
-        data=data if isinstance(data, dict) else _EMPTY,
-        agent_id=agent_id if isinstance(agent_id, str) and agent_id else None,
-        parent_id=parent_id if isinstance(parent_id, str) else None,
-        ephemeral=obj.get("ephemeral") is True,
+    return Event(  # by position: the fields' order, type to ephemeral
+        event_type,
+        event_id if isinstance(event_id, str) else "",
+        timestamp_ns,
+        data if isinstance(data, dict) else _EMPTY,
+        agent_id if isinstance(agent_id, str) and agent_id else None,
+        parent_id if isinstance(parent_id, str) else None,
+        obj.get("ephemeral") is True,
     )

@@ -15,6 +15,12 @@ Why a decoder of our own rather than `for line in file`:
   (a binary, some other JSON), and its reader says so in one line (`without_events`); if an event
   does come, one line says how many bad lines came before it. After that, the first few bad lines
   are logged with their place and the rest only counted.
+
+Each line is parsed once, by orjson (a C parser, some 2.5 times faster than `json` here) when it
+can: orjson rejects what `json` accepts and the CLI may write (NaN, lone surrogate escapes, bytes
+that are not UTF-8, numbers that overflow a double), and those lines take the `json` path as
+before. It also turns integers beyond 64 bits into floats, silently; a line with a run of 19 or
+more digits therefore goes to `json` too, so that such numbers stay exact.
 """
 
 from __future__ import annotations
@@ -23,12 +29,21 @@ import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
 
 from ._event_types import KNOWN_EVENT_TYPES
 from ._events import Event, event_from_json
 from ._exceptions import EventDecodeError
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "JsonLinesDecoder", "ReadStats"]
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "MAX_UNKNOWN_TYPES",
+    "OTHER_UNKNOWN_TYPES",
+    "JsonLinesDecoder",
+    "ReadStats",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -45,10 +60,29 @@ _MAX_TORN_CANDIDATES = 64
 
 _decoder = json.JSONDecoder()
 
+#: Maps every digit to b"0" and every other byte to b" ": a line's digit runs, found in C.
+_DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+#: A run this long may be an integer orjson cannot hold exactly (beyond 64 bits).
+_LONG_NUMBER = b"0" * 19
+
+
+#: Distinct unknown event types `ReadStats` counts by name; events of further types are counted
+#: under `OTHER_UNKNOWN_TYPES`. The CLI writes `model.*` types with a hash in their names during
+#: compactions: without a cap a daemon would keep one entry per compaction, forever.
+MAX_UNKNOWN_TYPES = 100
+OTHER_UNKNOWN_TYPES = "other"
+
 
 @dataclass
 class ReadStats:
-    """What reading saw; the bridge's own health numbers come from these."""
+    """What reading saw; the bridge's own health numbers come from these.
+
+    Attributes:
+        unknown_types: events of types the bridge does not know, by type: at most
+            MAX_UNKNOWN_TYPES types by name, the events of any further type under "other"
+            (`count_unknown`); the total is exact.
+        unknown_types_capped: some type was counted under "other" for want of room.
+    """
 
     lines: int = 0
     events: int = 0
@@ -57,6 +91,15 @@ class ReadStats:
     oversized: int = 0
     invalid_utf8: int = 0
     unknown_types: Counter[str] = field(default_factory=Counter)
+    unknown_types_capped: bool = False
+
+    def count_unknown(self, event_type: str, count: int = 1) -> None:
+        """Count `count` events of an unknown type: by its name while there is room."""
+        known = self.unknown_types
+        if event_type not in known and len(known) >= MAX_UNKNOWN_TYPES:
+            event_type = OTHER_UNKNOWN_TYPES
+            self.unknown_types_capped = True
+        known[event_type] += count
 
     def merge(self, other: ReadStats) -> None:
         """Add another file's counts to these."""
@@ -66,7 +109,9 @@ class ReadStats:
         self.torn += other.torn
         self.oversized += other.oversized
         self.invalid_utf8 += other.invalid_utf8
-        self.unknown_types.update(other.unknown_types)
+        for event_type, count in other.unknown_types.items():
+            self.count_unknown(event_type, count)
+        self.unknown_types_capped |= other.unknown_types_capped
 
     def skips(self) -> dict[str, int]:
         """Lines lost, by reason (a torn line lost its truncated first event)."""
@@ -212,10 +257,26 @@ class JsonLinesDecoder:
         )
 
     def _decode_line(self, line: bytes, offset: int) -> Event | None:
-        if not line.strip():
+        if not line or line.isspace():  # blank (as line.strip() is empty, without a copy)
             return None
         self.stats.lines += 1
         self.lines_read += 1
+        event = _fast_event(line)
+        if event is None:
+            event = self._slow_event(line, offset)
+            if event is None:
+                return None
+        if self._holding:
+            self._first_event()
+        self.stats.events += 1
+        self.events_read += 1
+        if event.type not in KNOWN_EVENT_TYPES:
+            self.stats.count_unknown(event.type)
+        return event
+
+    def _slow_event(self, line: bytes, offset: int) -> Event | None:
+        """The tolerant path: the stdlib decoder, invalid UTF-8 replaced, a torn line repaired;
+        None when the line is skipped (counted and reported)."""
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
@@ -223,7 +284,7 @@ class JsonLinesDecoder:
             self.stats.invalid_utf8 += 1
             text = line.decode("utf-8", errors="replace")
         try:
-            event = event_from_json(json.loads(text))
+            return event_from_json(json.loads(text))
         except (ValueError, RecursionError, EventDecodeError) as exc:
             # RecursionError: JSON nested deeper than the decoder goes (hostile or corrupt).
             torn = self._recover_torn(text)
@@ -235,7 +296,6 @@ class JsonLinesDecoder:
                     offset=offset,
                 )
                 return None
-            event = torn
             self.stats.torn += 1
             self._first_event()
             self._problem(
@@ -243,13 +303,7 @@ class JsonLinesDecoder:
                 "torn",
                 offset=offset,
             )
-        if self._holding:
-            self._first_event()
-        self.stats.events += 1
-        self.events_read += 1
-        if event.type not in KNOWN_EVENT_TYPES:
-            self.stats.unknown_types[event.type] += 1
-        return event
+            return torn
 
     def _first_event(self) -> None:
         """An event was read: the file is a Copilot log; say once what was held back."""
@@ -301,6 +355,18 @@ class JsonLinesDecoder:
         logger.warning("%s (byte %d): %s", where, offset, message)
         if self._problems_logged == _LOGGED_PROBLEMS_PER_FILE:
             logger.warning("%s: further bad lines in this file are counted, not logged", self.label)
+
+
+def _fast_event(line: bytes) -> Event | None:
+    """The event on a well-formed line, parsed by orjson; None when the line needs the tolerant
+    path (anything orjson rejects, a possible integer beyond 64 bits, not an event)."""
+    if _LONG_NUMBER in line.translate(_DIGITS):
+        return None
+    try:
+        obj: Any = orjson.loads(line)
+        return event_from_json(obj)
+    except (orjson.JSONDecodeError, EventDecodeError):
+        return None
 
 
 def _short(exc: Exception) -> str:

@@ -90,24 +90,24 @@ ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}
         ),
         ({"OTEL_TRACES_EXPORTER": "none"}, False, []),
         # --traces-file is one more destination, never instead of the others
-        ({}, True, ["_OwnedStreamExporter"]),
-        (ENDPOINT, True, ["OTLPSpanExporter", "_OwnedStreamExporter"]),
+        ({}, True, ["OtlpJsonFileExporter"]),
+        (ENDPOINT, True, ["OTLPSpanExporter", "OtlpJsonFileExporter"]),
         (
             {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:1/v1/traces"},
             True,
-            ["OTLPSpanExporter", "_OwnedStreamExporter"],
+            ["OTLPSpanExporter", "OtlpJsonFileExporter"],
         ),
         (
             {**ENDPOINT, "OTEL_TRACES_EXPORTER": "otlp"},
             True,
-            ["OTLPSpanExporter", "_OwnedStreamExporter"],
+            ["OTLPSpanExporter", "OtlpJsonFileExporter"],
         ),
         (
             {"OTEL_TRACES_EXPORTER": "console"},
             True,
-            ["ConsoleSpanExporter", "_OwnedStreamExporter"],
+            ["ConsoleSpanExporter", "OtlpJsonFileExporter"],
         ),
-        ({"OTEL_TRACES_EXPORTER": "none"}, True, ["_OwnedStreamExporter"]),
+        ({"OTEL_TRACES_EXPORTER": "none"}, True, ["OtlpJsonFileExporter"]),
         ({**ENDPOINT, "OTEL_SDK_DISABLED": "true"}, True, []),  # the specification's kill switch
         ({**ENDPOINT, "OTEL_SDK_DISABLED": "false"}, False, ["OTLPSpanExporter"]),
     ],
@@ -116,7 +116,7 @@ def test_exporter_choice(env, traces_file, kinds, tmp_path) -> None:
     out = tmp_path / "t.jsonl"
     exporters = build_span_exporters(env, traces_file=out if traces_file else None)
     assert [type(e).__name__ for e in exporters] == kinds
-    assert out.exists() == ("_OwnedStreamExporter" in kinds)
+    assert out.exists() == ("OtlpJsonFileExporter" in kinds)
     for exporter in exporters:
         exporter.shutdown()
 

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_bridge import JsonLinesDecoder, parse_timestamp_ns
+from otel_bridge import JsonLinesDecoder, ReadStats, parse_timestamp_ns
+from otel_bridge._lines import MAX_UNKNOWN_TYPES, OTHER_UNKNOWN_TYPES
+from otel_bridge.cli._common import summarize_reading
 from tests.builder import Log
 
 
@@ -102,6 +104,37 @@ def test_unknown_types_pass_through_and_are_counted() -> None:
     assert decoder.stats.unknown_types == {"future.thing": 1}
 
 
+def test_unknown_types_kept_by_name_are_capped_and_the_total_stays_exact() -> None:
+    # as compactions write them: model.* types with a hash in their names, without end
+    decoder = JsonLinesDecoder("f")
+    types = [f"model.c{i:024x}" for i in range(MAX_UNKNOWN_TYPES + 30)]
+    decoder.feed(b"".join(line(t) + b"\n" for t in [*types, types[0], types[-1]]))
+    unknown = decoder.stats.unknown_types
+    assert len(unknown) == MAX_UNKNOWN_TYPES + 1
+    assert unknown[OTHER_UNKNOWN_TYPES] == 31  # the 30 past the cap, one of them twice
+    assert unknown[types[0]] == 2  # a named type keeps counting
+    assert sum(unknown.values()) == len(types) + 2 == decoder.stats.events
+    assert decoder.stats.unknown_types_capped
+    assert summarize_reading(decoder.stats).endswith(
+        f"{len(types) + 2} events of more than {MAX_UNKNOWN_TYPES} unknown types"
+    )
+
+
+def test_merged_unknown_types_stay_capped() -> None:
+    total = ReadStats()
+    for part in range(3):
+        stats = ReadStats()
+        for i in range(60):
+            stats.count_unknown(f"model.p{part}x{i}")
+        total.merge(stats)
+    assert len(total.unknown_types) == MAX_UNKNOWN_TYPES + 1
+    assert sum(total.unknown_types.values()) == 180 and total.unknown_types_capped
+    few = ReadStats()
+    few.count_unknown("future.thing", 3)
+    assert not few.unknown_types_capped
+    assert summarize_reading(few) == "0 events, 3 events of 1 unknown type"
+
+
 def test_invalid_utf8_does_not_lose_the_event() -> None:
     decoder = JsonLinesDecoder("f")
     raw = line(content="ok").replace(b"ok", b"o\xff\xfek")
@@ -141,6 +174,84 @@ def test_arbitrary_bytes_never_raise_and_offsets_stay_consistent(data: bytes) ->
     assert decoder.offset + decoder.pending_bytes <= len(data)
     assert decoder.offset == (data.rfind(b"\n") + 1)
     decoder.finish()
+
+
+# --- the fast parser (orjson) gives what the stdlib decoder gives, or leaves the line to it ---
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"123456789012345678901234567890", 123456789012345678901234567890),  # beyond 64 bits
+        (b"-9223372036854775809", -9223372036854775809),  # just below int64
+        (b"18446744073709551616", 18446744073709551616),  # just above uint64
+        (b"9223372036854775807", 9223372036854775807),
+        (b"1.5", 1.5),
+        (b'"\\ud800 lone"', "\ud800 lone"),  # a lone surrogate escape
+        (b'"a\\u0000b"', "a\x00b"),
+        (b"1e400", float("inf")),
+    ],
+)
+def test_values_the_fast_parser_would_change_or_reject_decode_as_the_stdlib_does(
+    raw: bytes, expected: object
+) -> None:
+    data = b'{"type":"user.message","timestamp":"2026-11-30T04:20:51.463Z","data":{"v":%s}}' % raw
+    decoder = JsonLinesDecoder("f")
+    [event] = decoder.feed(data + b"\n")
+    value = event.data["v"]
+    assert value == expected and type(value) is type(expected)
+    assert decoder.stats.malformed == 0 and decoder.stats.invalid_utf8 == 0
+
+
+def test_nan_is_decoded_as_the_stdlib_does() -> None:
+    data = b'{"type":"user.message","timestamp":"2026-11-30T04:20:51.463Z","data":{"v":NaN}}'
+    [event] = JsonLinesDecoder("f").feed(data + b"\n")
+    assert event.data["v"] != event.data["v"]  # NaN
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(json_values, st.booleans())
+def test_any_event_data_decodes_to_what_json_loads_gives(value: object, ascii_only: bool) -> None:
+    envelope = {
+        "type": "user.message",
+        "timestamp": "2026-11-30T04:20:51.463Z",
+        "data": {"v": value},
+    }
+    data = json.dumps(envelope, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    [event] = JsonLinesDecoder("f").feed(data + b"\n")
+    expected = json.loads(data.decode("utf-8", "replace"))["data"]["v"]
+    assert repr(event.data["v"]) == repr(expected)
+
+
+def test_cli_timestamps_agree_with_the_general_parser() -> None:
+    rng = random.Random(5)
+    for _ in range(2000):
+        text = (
+            f"{rng.randrange(1, 10000):04d}-{rng.randrange(0, 14):02d}-{rng.randrange(0, 33):02d}"
+            f"T{rng.randrange(0, 26):02d}:{rng.randrange(0, 62):02d}:{rng.randrange(0, 63):02d}"
+            f".{rng.randrange(0, 1000):03d}Z"
+        )
+        try:
+            fast: int | str = parse_timestamp_ns(text)
+        except ValueError:
+            fast = "invalid"
+        try:
+            general: int | str = parse_timestamp_ns(text + " ")  # not the CLI's exact shape
+        except ValueError:
+            general = "invalid"
+        assert fast == general, text
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ safe exposure."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -64,6 +65,14 @@ def test_ordinary_text_is_left_alone(innocent: str) -> None:
     assert Scrubber().text(innocent) == innocent
 
 
+def test_a_random_token_is_redacted_with_no_secret_word_near_it() -> None:
+    # no pattern's trigger ("token", "key", a known prefix...) is in the text: only the
+    # entropy check can find it, and it must still run
+    token = "Zx9Qm2Lp8Vt4Rk7Wn3Bf6Hs1Jc5Dg0Ya2Ue8Oi4Xq"
+    assert Scrubber().text(f"see {token} here") == "see [REDACTED:high_entropy] here"
+    assert Scrubber(ScrubberConfig(entropy=False)).text(f"see {token}") == f"see {token}"
+
+
 def test_extra_patterns_lists_and_paths() -> None:
     scrubber = Scrubber(
         ScrubberConfig(
@@ -102,6 +111,31 @@ def test_a_record_is_scrubbed_everywhere_it_carries_text() -> None:
     out = Scrubber().record(record)
     assert secret not in repr(out)
     assert out.attributes["n"] == 3 and out.attributes["b"][1] == "ok"
+
+
+def test_a_record_without_secrets_comes_through_whole() -> None:
+    """Scrubbing builds the record anew field by field: none may be lost on the way."""
+    from otel_bridge import LinkRecord, SpanEventRecord
+
+    record = SpanRecord(
+        trace_id=11,
+        span_id=12,
+        parent_span_id=13,
+        name="execute_tool bash",
+        kind=SpanKind.CLIENT,
+        start_ns=14,
+        end_ns=15,
+        attributes={"s": "a plain value", "i": 7, "f": 0.5, "b": True, "l": ["x", "yy"]},
+        status=StatusCode.ERROR,
+        status_message="exit code 1",
+        events=(SpanEventRecord("compaction", 16, {"n": 1}),),
+        links=(LinkRecord(17, 18, {"copilot.link": "previous"}),),
+    )
+    defaults = SpanRecord(1, 2, None, "n", SpanKind.INTERNAL, 0, 0)
+    assert all(  # the record above sets every field away from its default
+        getattr(record, f.name) != getattr(defaults, f.name) for f in dataclasses.fields(SpanRecord)
+    )
+    assert Scrubber().record(record) == record
 
 
 def content_log() -> Log:

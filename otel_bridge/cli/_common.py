@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 
 from .._exceptions import ConfigError
-from .._lines import ReadStats
+from .._lines import MAX_UNKNOWN_TYPES, ReadStats
 from .._pipeline import PipelineConfig
 from ..assembler import AssemblerConfig
 from ..export import MetricsOptions, SpanSink
@@ -92,10 +92,14 @@ def summarize_reading(stats: ReadStats) -> str:
     if stats.invalid_utf8:
         parts.append(f"{stats.invalid_utf8} lines with invalid UTF-8")
     if stats.unknown_types:
-        parts.append(
-            f"{sum(stats.unknown_types.values())} events of "
-            f"{len(stats.unknown_types)} unknown types"
+        # past the cap the types are not all named: how many there were is not known
+        distinct = len(stats.unknown_types)
+        types = (
+            f"more than {MAX_UNKNOWN_TYPES} unknown types"
+            if stats.unknown_types_capped
+            else f"{distinct} unknown type{'s' if distinct != 1 else ''}"
         )
+        parts.append(f"{sum(stats.unknown_types.values())} events of {types}")
     return ", ".join(parts)
 
 

@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from .._exceptions import ConfigError
 from ._common import (
@@ -30,6 +29,7 @@ from ._common import (
     sdk_disabled,
 )
 from ._metrics import metric_exporter_names
+from ._otlp_json import OtlpJsonFileExporter
 
 __all__ = [
     "build_span_exporters",
@@ -178,25 +178,5 @@ def _otlp_exporter(endpoint: OtlpEndpoint, environ: Mapping[str, str]) -> SpanEx
 
 
 def _file_exporter(path: Path, mode: str) -> SpanExporter:
-    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
-
-    stream = open_output(path, mode, "traces")
-    return _OwnedStreamExporter(FileSpanExporter(stream=stream), stream)
-
-
-class _OwnedStreamExporter(SpanExporter):
-    """A FileSpanExporter on a stream we opened (to choose truncate or append), closed with it."""
-
-    def __init__(self, inner: SpanExporter, stream: IO[str]) -> None:
-        self._inner = inner
-        self._stream = stream
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        return self._inner.export(spans)
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self._inner.force_flush(timeout_millis)
-
-    def shutdown(self) -> None:
-        self._inner.shutdown()
-        self._stream.close()
+    """OTLP JSON Lines to a file we open (to choose truncate or append), closed at shutdown."""
+    return OtlpJsonFileExporter(open_output(path, mode, "traces"))

@@ -1,0 +1,348 @@
+"""`--traces-file`: spans as OTLP JSON Lines, one ExportTraceServiceRequest per line.
+
+The format is the OpenTelemetry file exporter's (opentelemetry-exporter-otlp-json-file), byte for
+byte: the same keys in the same order, the same defaults left out, ids in hex, 64-bit integers as
+strings, what `json.dumps(..., separators=(",", ":"))` writes. That exporter builds two objects
+per attribute (a generated message class, then its dict), then serializes the dicts; it was a
+quarter of a replay's time. This one writes the JSON text of each span directly, with the
+pieces `json.dumps` itself uses (its string escaper, `repr` of numbers), and the resource, the
+scope and each attribute key's prefix once. tests/test_otlp_json.py checks every fixture's
+spans, and values of every kind, against the SDK's own exporter, so a change of format there
+shows as a failing test here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import IO, Any
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status
+from opentelemetry.util.types import Attributes
+
+__all__ = ["OtlpJsonFileExporter", "encode_request"]
+
+logger = logging.getLogger(__name__)
+
+_KINDS = {
+    SpanKind.INTERNAL: 1,
+    SpanKind.SERVER: 2,
+    SpanKind.CLIENT: 3,
+    SpanKind.PRODUCER: 4,
+    SpanKind.CONSUMER: 5,
+}
+_HAS_IS_REMOTE = 0x100  # SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
+_IS_REMOTE = 0x200  # SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
+_LOCAL_FLAGS = str(_HAS_IS_REMOTE)
+_REMOTE_FLAGS = str(_HAS_IS_REMOTE | _IS_REMOTE)
+_REMEMBERED = 16  # encoded resources (and scopes) kept: the bridge has one of each
+_KEYS_REMEMBERED = 4096  # attribute keys whose encoded prefix is kept
+
+#: The string escaper `json.dumps` uses (ensure_ascii, in C when available).
+_quote: Callable[[Any], str] = json.encoder.encode_basestring_ascii
+
+
+class OtlpJsonFileExporter(SpanExporter):
+    """Writes each batch as one line of OTLP JSON to a stream it owns (opened by the caller, to
+    choose truncate or append), flushed at once, and closed at shutdown.
+
+    As the SDK's file exporter: a batch that cannot be written is logged and reported failed; an
+    export after shutdown is refused with a warning.
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self._shutdown = False
+        self._encoder = _Encoder()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._shutdown:
+            logger.warning("Exporter already shutdown, ignoring call")
+            return SpanExportResult.FAILURE
+        try:
+            line = self._encoder.request(spans)
+            with self._lock:
+                if self._stream.closed:
+                    logger.warning("Stream is closed, ignoring spans export call")
+                    return SpanExportResult.FAILURE
+                if line is not None:
+                    self._stream.write(line + "\n")
+                self._stream.flush()
+        except Exception as error:
+            logger.exception(
+                "Failed to write spans batch to stream: %s: %s", type(error).__name__, error
+            )
+            return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        if self._shutdown:
+            logger.warning("Exporter already shutdown, ignoring call")
+            return
+        self._shutdown = True
+        with self._lock:
+            self._stream.close()
+
+
+def encode_request(spans: Sequence[ReadableSpan]) -> str | None:
+    """The JSON text of the ExportTraceServiceRequest of `spans`, one line without its newline;
+    None for no spans (nothing is written then)."""
+    return _Encoder().request(spans)
+
+
+class _Encoder:
+    """Spans to JSON text, remembering the encoded resources and scopes (one of each, in
+    practice).
+
+    Not thread-safe: one per exporter, used under its worker.
+    """
+
+    def __init__(self) -> None:
+        self._resources: dict[Resource, str] = {}
+        self._scopes: dict[InstrumentationScope | None, str] = {}
+
+    def request(self, spans: Sequence[ReadableSpan]) -> str | None:
+        # grouped by resource, then scope, in the order first seen, as the SDK's encoder does
+        # (by equality; the identity checks only spare hashing a Resource at every span)
+        groups: dict[Resource, dict[InstrumentationScope | None, list[str]]] = {}
+        last_resource: Resource | None = None
+        last_scope: InstrumentationScope | None = None
+        scopes: dict[InstrumentationScope | None, list[str]] = {}
+        encoded: list[str] = []
+        for span in spans:
+            resource, scope = span.resource, span.instrumentation_scope or None
+            if resource is not last_resource or scope is not last_scope or not encoded:
+                scopes = groups.setdefault(resource, {})
+                encoded = scopes.setdefault(scope, [])
+                last_resource, last_scope = resource, scope
+            encoded.append(_span(span))
+        if not groups:
+            return None
+        resource_spans = []
+        for resource, scopes in groups.items():
+            scope_spans = []
+            for scope, encoded in scopes.items():
+                fields = ['"scope":' + self._scope(scope), '"spans":[' + ",".join(encoded) + "]"]
+                if scope is not None and scope.schema_url:
+                    fields.append('"schemaUrl":' + _quote(scope.schema_url))
+                scope_spans.append("{" + ",".join(fields) + "}")
+            fields = ['"resource":' + self._resource(resource)]
+            fields.append('"scopeSpans":[' + ",".join(scope_spans) + "]")
+            if resource.schema_url:
+                fields.append('"schemaUrl":' + _quote(resource.schema_url))
+            resource_spans.append("{" + ",".join(fields) + "}")
+        return '{"resourceSpans":[' + ",".join(resource_spans) + "]}"
+
+    def _resource(self, resource: Resource) -> str:
+        encoded = self._resources.get(resource)
+        if encoded is None:
+            if len(self._resources) >= _REMEMBERED:
+                self._resources.clear()
+            attributes = _attributes(resource.attributes)
+            encoded = '{"attributes":' + attributes + "}" if attributes else "{}"
+            self._resources[resource] = encoded
+        return encoded
+
+    def _scope(self, scope: InstrumentationScope | None) -> str:
+        encoded = self._scopes.get(scope)
+        if encoded is None:
+            if len(self._scopes) >= _REMEMBERED:
+                self._scopes.clear()
+            fields = []
+            if scope is not None:
+                if scope.name:
+                    fields.append('"name":' + _quote(scope.name))
+                if scope.version:
+                    fields.append('"version":' + _quote(scope.version))
+                attributes = _attributes(scope.attributes)
+                if attributes:
+                    fields.append('"attributes":' + attributes)
+            encoded = "{" + ",".join(fields) + "}"
+            self._scopes[scope] = encoded
+        return encoded
+
+
+def _span(span: ReadableSpan) -> str:
+    context = span.get_span_context()
+    parent = span.parent
+    fields = [
+        '"traceId":"' + _trace_id(context.trace_id if context else 0) + '"',
+        '"spanId":"' + _span_id(context.span_id if context else 0) + '"',
+    ]
+    trace_state = context.trace_state if context else None
+    if trace_state is not None:
+        state = ",".join([f"{key}={value}" for key, value in trace_state.items()])
+        if state:
+            fields.append('"traceState":' + _quote(state))
+    if parent:
+        fields.append('"parentSpanId":"' + _span_id(parent.span_id) + '"')
+    fields.append('"flags":' + _flags(parent))
+    if span.name:
+        fields.append('"name":' + _quote(span.name))
+    kind = _KINDS[span.kind]
+    if kind:
+        fields.append('"kind":' + str(kind))
+    if span.start_time:
+        fields.append('"startTimeUnixNano":"' + str(span.start_time) + '"')
+    if span.end_time:
+        fields.append('"endTimeUnixNano":"' + str(span.end_time) + '"')
+    attributes = _attributes(span.attributes)
+    if attributes:
+        fields.append('"attributes":' + attributes)
+    if span.dropped_attributes:
+        fields.append('"droppedAttributesCount":' + int.__repr__(span.dropped_attributes))
+    if span.events:
+        fields.append('"events":[' + ",".join([_event(event) for event in span.events]) + "]")
+    if span.dropped_events:
+        fields.append('"droppedEventsCount":' + int.__repr__(span.dropped_events))
+    if span.links:
+        fields.append('"links":[' + ",".join([_link(link) for link in span.links]) + "]")
+    if span.dropped_links:
+        fields.append('"droppedLinksCount":' + int.__repr__(span.dropped_links))
+    status = span.status
+    if status is not None:
+        fields.append('"status":' + _status(status))
+    return "{" + ",".join(fields) + "}"
+
+
+def _event(event: Any) -> str:
+    fields = []
+    if event.timestamp:
+        fields.append('"timeUnixNano":"' + str(event.timestamp) + '"')
+    if event.name:
+        fields.append('"name":' + _quote(event.name))
+    attributes = _attributes(event.attributes)
+    if attributes:
+        fields.append('"attributes":' + attributes)
+    if event.dropped_attributes:
+        fields.append('"droppedAttributesCount":' + int.__repr__(event.dropped_attributes))
+    return "{" + ",".join(fields) + "}"
+
+
+def _link(link: Any) -> str:
+    fields = [
+        '"traceId":"' + _trace_id(link.context.trace_id) + '"',
+        '"spanId":"' + _span_id(link.context.span_id) + '"',
+    ]
+    attributes = _attributes(link.attributes)
+    if attributes:
+        fields.append('"attributes":' + attributes)
+    if link.dropped_attributes:
+        fields.append('"droppedAttributesCount":' + int.__repr__(link.dropped_attributes))
+    fields.append('"flags":' + _flags(link.context))
+    return "{" + ",".join(fields) + "}"
+
+
+def _status(status: Status) -> str:
+    fields = []
+    if status.description:
+        fields.append('"message":' + _quote(status.description))
+    code = status.status_code.value
+    if code:
+        fields.append('"code":' + int.__repr__(int(code)))
+    return "{" + ",".join(fields) + "}"
+
+
+def _flags(context: SpanContext | None) -> str:
+    if context and context.is_remote:
+        return _REMOTE_FLAGS
+    return _LOCAL_FLAGS
+
+
+def _trace_id(trace_id: int) -> str:
+    return trace_id.to_bytes(length=16, byteorder="big", signed=False).hex()
+
+
+def _span_id(span_id: int) -> str:
+    return span_id.to_bytes(length=8, byteorder="big", signed=False).hex()
+
+
+#: attribute key -> '{"key":"<key>","value":' (or '{"value":' for an empty key)
+_key_prefixes: dict[str, str] = {}
+
+
+def _attributes(attributes: Attributes) -> str:
+    """The JSON array of KeyValues, "" for none."""
+    if not attributes:
+        return ""
+    out = []
+    prefixes = _key_prefixes
+    for key, value in attributes.items():
+        prefix = prefixes.get(key)
+        if prefix is None:
+            if len(prefixes) >= _KEYS_REMEMBERED:
+                prefixes.clear()
+            prefix = prefixes[key] = '{"key":' + _quote(key) + ',"value":' if key else '{"value":'
+        # the common cases inline: a string, an int, a bool
+        kind = type(value)
+        if kind is str:
+            out.append(prefix + '{"stringValue":' + _quote(value) + "}}")
+        elif kind is int:
+            out.append(prefix + '{"intValue":"' + int.__repr__(value) + '"}}')
+        elif kind is bool:
+            out.append(prefix + ('{"boolValue":true}}' if value else '{"boolValue":false}}'))
+        elif kind is float:
+            out.append(prefix + '{"doubleValue":' + _double(value) + "}}")
+        else:
+            try:
+                encoded = _any(value)
+            except Exception as error:  # as the SDK: the attribute is left out, logged
+                logger.exception("Failed to encode key %s: %s", key, error)
+                continue
+            out.append(prefix + encoded + "}")
+    return "[" + ",".join(out) + "]" if out else ""
+
+
+def _any(value: Any) -> str:
+    """The JSON of an AnyValue, as the SDK's encoder makes it of any attribute value."""
+    if value is None:
+        return "{}"
+    if isinstance(value, bool):
+        return '{"boolValue":true}' if value else '{"boolValue":false}'
+    if isinstance(value, str):
+        return '{"stringValue":' + _quote(value) + "}"
+    if isinstance(value, int):
+        return '{"intValue":' + _quote(str(value)) + "}"
+    if isinstance(value, float):
+        return '{"doubleValue":' + _double(value) + "}"
+    if isinstance(value, bytes):
+        encoded = base64.b64encode(value).decode("utf-8") if value else ""
+        return '{"bytesValue":' + _quote(encoded) + "}"
+    if isinstance(value, Sequence):
+        values = [_any(item) for item in value]
+        if not values:
+            return '{"arrayValue":{}}'
+        return '{"arrayValue":{"values":[' + ",".join(values) + "]}}"
+    if isinstance(value, Mapping):
+        pairs = []
+        for k, v in value.items():
+            name = str(k)
+            pairs.append(
+                ('{"key":' + _quote(name) + ',"value":' if name else '{"value":') + _any(v) + "}"
+            )
+        if not pairs:
+            return '{"kvlistValue":{}}'
+        return '{"kvlistValue":{"values":[' + ",".join(pairs) + "]}}"
+    raise TypeError(f"Invalid type {type(value)} of value {value}")
+
+
+def _double(value: Any) -> str:
+    """As the SDK (and json.dumps of its value): the JSON mapping's names for what JSON numbers
+    cannot be, else `repr`."""
+    if math.isnan(value):
+        return '"NaN"'
+    if math.isinf(value):
+        return '"Infinity"' if value > 0 else '"-Infinity"'
+    return float.__repr__(value)
