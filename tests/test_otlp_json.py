@@ -188,7 +188,7 @@ def test_a_value_the_format_cannot_hold_is_left_out_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     attributes = {"ok": 1, "bad": object(), "nested bad": [object()]}
-    with caplog.at_level(logging.ERROR):
+    with caplog.at_level(logging.ERROR, logger="otel_bridge"):
         ours, theirs = through_both([[span(attributes=attributes)]])
     assert ours == theirs
     assert '"ok"' in ours and "bad" not in ours

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 import threading
 from pathlib import Path
 
@@ -13,7 +14,9 @@ import pytest
 from otel_bridge import Assembler
 from otel_bridge._checkpoint import CheckpointStore
 from otel_bridge.sources import Tailer, TailOptions
+from otel_bridge.sources import _inotify as inotify_module
 from otel_bridge.sources import _tail as tail_module
+from otel_bridge.sources import _watch as watch_module
 from tests.builder import Log
 
 
@@ -209,18 +212,33 @@ def test_a_checkpointed_log_that_stays_quiet_costs_no_session(tmp_path) -> None:
     assert assembler.resident == 0  # resumed at their ends: nothing read, nothing built
 
 
+def grow(logs: dict[str, Log]) -> None:
+    """One more task in the first log."""
+    path, log = next(iter(logs.items()))
+    size = len(log.jsonl())
+    task(log, "more", "w", "e")
+    with open(path, "ab") as handle:
+        handle.write(log.jsonl()[size:])
+
+
+@pytest.mark.parametrize("backend", ["inotify", "watchdog"])
 def test_a_watch_that_cannot_be_set_up_falls_back_to_polling_counted(
-    tmp_path, monkeypatch, caplog
+    tmp_path, monkeypatch, caplog, backend
 ) -> None:
     """The kernel's inotify limits cannot be lowered for one test without changing the
-    machine, so the OSError a full max_user_watches gives is raised where watchdog would."""
+    machine, so the OSError a full max_user_watches gives (ENOSPC) is raised where the
+    watcher would get it."""
     root = tmp_path / "session-state"
     logs = sessions(root, 2)
 
     def refuse(self, *args, **kwargs):
-        raise OSError(28, "inotify watch limit reached")
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(tail_module.Observer, "schedule", refuse)
+    if backend == "inotify":
+        monkeypatch.setattr(inotify_module.Inotify, "watch", refuse)
+    else:
+        monkeypatch.setattr(inotify_module, "available", lambda: False)
+        monkeypatch.setattr(watch_module.Observer, "schedule", refuse)
     metrics = Counting()
     out: list = []
     clock = Clock(max(os.path.getmtime(p) for p in logs))
@@ -235,19 +253,37 @@ def test_a_watch_that_cannot_be_set_up_falls_back_to_polling_counted(
         tailer.start()
         for _ in range(3):
             tailer.poll_once()
-    path, log = next(iter(logs.items()))
-    size = len(log.jsonl())
-    task(log, "more", "w", "e")
-    with open(path, "ab") as handle:
-        handle.write(log.jsonl()[size:])
+    assert tailer._watcher.backend == backend
+    grow(logs)
     tailer.poll_once()  # polling: found without any notification
     tailer.close()
     assert sum(s.name == "invoke_agent copilot" for s in out) == 3
-    assert metrics.total("otel_bridge.watch.problems", **{"otel_bridge.reason": "unavailable"}) == 1
-    assert sum("polling it every" in r.getMessage() for r in caplog.records) == 1
+    assert tailer.watch_problems["unavailable"] >= 1
+    assert (
+        metrics.total("otel_bridge.watch.problems", **{"otel_bridge.reason": "unavailable"})
+        == tailer.watch_problems["unavailable"]
+    )
+    assert sum("cannot watch" in r.getMessage() for r in caplog.records) == 1  # said once
 
 
-def test_a_queue_overflow_makes_every_log_looked_at_and_is_counted(tmp_path) -> None:
+def test_the_kernels_overflow_event_is_recognised() -> None:
+    """IN_Q_OVERFLOW as the kernel writes it: watch descriptor -1, no name."""
+    paths: list[str] = []
+    overflows: list[bool] = []
+    watcher = inotify_module.Inotify(paths.append, lambda: overflows.append(True))
+    try:
+        watcher._dispatch(struct.pack("iIII", -1, inotify_module.IN_Q_OVERFLOW, 0, 0))
+    finally:
+        watcher.close()
+    assert overflows == [True] and paths == []
+
+
+@pytest.mark.parametrize("backend", ["inotify", "watchdog"])
+def test_a_queue_overflow_makes_every_log_looked_at_and_is_counted(
+    tmp_path, monkeypatch, backend
+) -> None:
+    if backend == "watchdog":
+        monkeypatch.setattr(inotify_module, "available", lambda: False)
     root = tmp_path / "session-state"
     logs = sessions(root, 3)
     metrics = Counting()
@@ -262,21 +298,22 @@ def test_a_queue_overflow_makes_every_log_looked_at_and_is_counted(tmp_path) -> 
     )
     tailer.start()
     tailer.poll_once()
-    # Grown while notifications were lost: nothing tells the tailer but the overflow report
-    # (watchdog's only report of IN_Q_OVERFLOW is this warning on its logger).
-    tailer.close()  # no notifications from here on
-    tailer._overflow.attach()
-    path, log = next(iter(logs.items()))
-    size = len(log.jsonl())
-    task(log, "more", "w", "e")
-    with open(path, "ab") as handle:
-        handle.write(log.jsonl()[size:])
+    # Grown while notifications were lost: nothing tells the tailer but the overflow report.
+    watcher = tailer._watcher
+    watcher.enabled = False
+    watcher.close()
+    watcher.enabled = True  # not degraded: no sweep at every rescan
+    grow(logs)
     assert tailer.poll_once() == 0
-    logging.getLogger("watchdog.observers.inotify_c").warning(
-        "Inotify queue overflowed; filesystem events were lost"
-    )
+    if backend == "watchdog":  # its only report of IN_Q_OVERFLOW is this warning
+        watcher._filter.attach()
+        logging.getLogger("watchdog.observers.inotify_c").warning(
+            "Inotify queue overflowed; filesystem events were lost"
+        )
+        watcher._filter.detach()
+    else:
+        watcher._overflow()  # what the reader calls on IN_Q_OVERFLOW (recognised above)
     assert tailer.poll_once() > 0
-    tailer._overflow.detach()
     assert sum(s.name == "invoke_agent copilot" for s in out) == 4
     assert metrics.total("otel_bridge.watch.problems", **{"otel_bridge.reason": "overflow"}) == 1
 

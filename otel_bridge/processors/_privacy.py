@@ -286,6 +286,7 @@ class Scrubber:
             )
             if record.links
             else (),
+            root_span_id=record.root_span_id,
         )
 
     def records(self, records: Iterable[SpanRecord]) -> list[SpanRecord]:

@@ -240,6 +240,12 @@ class Hints(FileSystemEventHandler):
                     self._paths.add(os.fsdecode(path))
         self._wake.set()
 
+    def add(self, path: str) -> None:
+        """One changed path (from the inotify reader's thread)."""
+        with self._lock:
+            self._paths.add(path)
+        self._wake.set()
+
     def take(self) -> set[str]:
         with self._lock:
             paths, self._paths = self._paths, set()

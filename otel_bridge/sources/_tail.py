@@ -27,18 +27,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import (
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirMovedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-)
-from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
-
 from .._checkpoint import CheckpointStore, FileCheckpoint
 from .._exceptions import CheckpointError
 from .._lines import ReadStats
@@ -47,6 +35,7 @@ from ..assembler import Assembler
 from ._discovery import EVENTS_FILE, LogFile, session_log
 from ._follow import Follower, Hints, TailOptions, end_of_last_line, start_summary
 from ._health import SkipCounter
+from ._watch import Watcher
 
 __all__ = ["TailOptions", "Tailer"]
 
@@ -58,18 +47,6 @@ _READ_LIMIT = 8 << 20  # bytes read from one file per poll, so one huge log cann
 #: With notifications, every log is stat'ed anyway at every this many rescans (a minute at the
 #: default 5 s): a safety net for what the kernel did not report, cheap at 10,000 logs.
 _RESCANS_PER_SWEEP = 12
-#: What the bridge asks watchdog for: growth, creation, removal and renames. Not opens,
-#: closes or reads: the bridge's own reading would otherwise come back as notifications (and at
-#: 10,000 sessions overflow the kernel's queue while nothing happens).
-_WATCHED_EVENTS = [
-    FileModifiedEvent,
-    FileCreatedEvent,
-    DirCreatedEvent,
-    FileMovedEvent,
-    DirMovedEvent,
-    FileDeletedEvent,
-    DirDeletedEvent,
-]
 #: Emit: takes finished records; may return the (sequence number, span id) of each span it
 #: queued (`SpanSink.export` does), so that checkpoints can name what was delivered.
 Emit = Callable[[list[SpanRecord]], "list[tuple[int, int]] | None"]
@@ -112,9 +89,14 @@ class Tailer:
         self._followers: dict[str, Follower] = {}
         self.wake = threading.Event()
         self._hints = Hints(self.wake)
-        self._observers: dict[Path, BaseObserver] = {}
-        self._unwatchable: set[Path] = set()
-        self._overflow = _OverflowFlag(self.wake)
+        self._watcher = Watcher(
+            self.roots,
+            self._hints,
+            self.wake,
+            self._count_watch_problem,
+            rescan_seconds=self.options.rescan_seconds,
+            enabled=self.options.watch,
+        )
         self._skips = SkipCounter(self.stats, assembler.metrics)
         self._last_rescan = float("-inf")
         self._last_sweep = float("-inf")
@@ -137,7 +119,6 @@ class Tailer:
         self._dirty: set[str] = set()  # its checkpoint may move
         self.events_read = 0
         self.last_lag: float | None = None  # seconds, of the last event read live
-        self.watch_problems: Counter[str] = Counter()
 
     @property
     def followed(self) -> list[str]:
@@ -166,7 +147,7 @@ class Tailer:
             self._resume = self._store.load()
         now = self._clock()
         starts: Counter[str] = Counter()
-        self._watch()  # before listing: a log created meanwhile is seen one way or the other
+        self._watcher.watch_roots()  # before listing: a new log is seen one way or the other
         for root in self.roots:
             if not root.is_dir():
                 logger.warning("%s does not exist yet; watching for it to appear", root)
@@ -198,16 +179,16 @@ class Tailer:
         timers = mono - self._last_rescan >= self.options.rescan_seconds
         if timers:
             self._last_rescan = mono
-            self._watch()
+            self._watcher.watch_roots()
             self._rescan(now)
-        if self._overflow.take():
-            self._count_watch_problem(
+        if self._watcher.overflowed():
+            self._watcher.problem(
                 "overflow", "the kernel dropped file notifications; looking at every log"
             )
             self._last_sweep = float("-inf")
         sweep_every = (
             self.options.rescan_seconds
-            if len(self._observers) < len(self.roots)
+            if self._watcher.degraded
             else self.options.rescan_seconds * _RESCANS_PER_SWEEP
         )
         if mono - self._last_sweep >= sweep_every:
@@ -249,12 +230,7 @@ class Tailer:
         """Stop watching. Open interactions are not exported: a restart rebuilds them from
         the log, and exporting them now as incomplete would give the same span twice with
         different content."""
-        for observer in self._observers.values():
-            observer.stop()
-        for observer in self._observers.values():
-            observer.join(timeout=5)
-        self._observers.clear()
-        self._overflow.detach()
+        self._watcher.close()
 
     def save_checkpoints(self, watermark: int | None = None, *, force: bool = True) -> int:
         """Record where each log may resume: the latest safe place whose spans were all
@@ -321,8 +297,14 @@ class Tailer:
             if log is not None:
                 found.append(log)
             elif not directory.name.startswith("."):
-                self._waiting_dirs[str(directory)] = _mtime(directory) or 0.0
+                self._await(directory)
         return sorted(found, key=lambda f: str(f.path))
+
+    def _await(self, directory: Path) -> None:
+        """A session directory with no log yet: watched, and looked at again when its mtime
+        moves (a log created before the watch was there is found by that)."""
+        self._waiting_dirs[str(directory)] = _mtime(directory) or 0.0
+        self._watcher.watch_directory(directory)
 
     def _rescan(self, now: float) -> None:
         """The periodic look without hints: a root whose mtime moved is listed again, a
@@ -339,6 +321,7 @@ class Tailer:
             current = _mtime(Path(directory))
             if current is None:
                 del self._waiting_dirs[directory]
+                self._watcher.forget_directory(Path(directory))
             elif current != mtime:
                 self._waiting_dirs[directory] = current
                 self._consider(directory, now)
@@ -357,45 +340,17 @@ class Tailer:
             self._waiting_dirs.pop(str(directory), None)
             self._follow(log, at_start=False, now=now)
         elif directory.is_dir() and not directory.name.startswith("."):
-            self._waiting_dirs[str(directory)] = _mtime(directory) or 0.0
+            self._await(directory)
 
-    def _watch(self) -> None:
-        if not self.options.watch:
-            return
-        for root in self.roots:
-            if root in self._observers or root in self._unwatchable or not root.is_dir():
-                continue
-            observer = Observer()
-            try:
-                observer.schedule(
-                    self._hints, str(root), recursive=True, event_filter=_WATCHED_EVENTS
-                )
-                observer.start()
-            except OSError as exc:  # e.g. inotify watch or instance limit reached
-                self._count_watch_problem(
-                    "unavailable",
-                    f"cannot watch {root} ({exc.strerror or exc}); polling it every "
-                    f"{self.options.rescan_seconds:g}s instead (raise the "
-                    f"fs.inotify.max_user_watches / max_user_instances sysctls and restart "
-                    f"to watch it)",
-                )
-                observer.stop()
-                # Not tried again: a recursive watch that fails part-way has walked the
-                # whole tree first, too costly to repeat every rescan.
-                self._unwatchable.add(root)
-                continue
-            self._overflow.attach()
-            self._observers[root] = observer
-
-    def _count_watch_problem(self, reason: str, message: str) -> None:
-        if not self.watch_problems[reason]:
-            logger.warning("%s", message)
-        else:
-            logger.debug("%s", message)
-        self.watch_problems[reason] += 1
+    def _count_watch_problem(self, reason: str) -> None:
         self._assembler.metrics.add(
             "otel_bridge.watch.problems", 1, {"otel_bridge.reason": reason}, ""
         )
+
+    @property
+    def watch_problems(self) -> Counter[str]:
+        """Notification problems by reason ("unavailable", "overflow")."""
+        return self._watcher.problems
 
     def _follow(self, log: LogFile, *, at_start: bool, now: float) -> str:
         """Follow a log; returns where from: "beginning", "end", "checkpoint" ("" if gone)."""
@@ -435,6 +390,7 @@ class Tailer:
         else:
             self._dirty.add(follower.stream)  # its first checkpoint: where it starts
         self._followers[follower.stream] = follower
+        self._watcher.watch_directory(log.path.parent)
         if self.started:
             self._catching.add(follower.stream)
             self._behind.add(follower.stream)
@@ -579,6 +535,7 @@ class Tailer:
     def _forget(self, stream: str) -> None:
         """A log that is gone: no follower, no session, no checkpoint."""
         del self._followers[stream]
+        self._watcher.forget_directory(Path(stream).parent)
         for kept in (self._behind, self._catching, self._open, self._resident, self._dirty):
             kept.discard(stream)
         if self._store is not None:
@@ -653,43 +610,6 @@ class Tailer:
         if snapshot is not None:
             follower.evicted = json.dumps(snapshot)
         self._resident.discard(follower.stream)
-
-
-class _OverflowFlag(logging.Filter):
-    """Notices watchdog's "Inotify queue overflowed" warning (its only report of it) and
-    raises a flag the tailer turns into a sweep of every log and a count. The warning itself
-    is replaced by the tailer's own line."""
-
-    _LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify")
-
-    def __init__(self, wake: threading.Event) -> None:
-        super().__init__()
-        self._wake = wake
-        self._raised = False
-        self._attached = False
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if "overflow" in str(record.msg):
-            self._raised = True
-            self._wake.set()
-            return False
-        return True
-
-    def take(self) -> bool:
-        raised, self._raised = self._raised, False
-        return raised
-
-    def attach(self) -> None:
-        if not self._attached:
-            for name in self._LOGGERS:
-                logging.getLogger(name).addFilter(self)
-            self._attached = True
-
-    def detach(self) -> None:
-        if self._attached:
-            for name in self._LOGGERS:
-                logging.getLogger(name).removeFilter(self)
-            self._attached = False
 
 
 def _subdirectories(root: Path) -> list[Path]:
