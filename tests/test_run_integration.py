@@ -320,11 +320,14 @@ def test_health_and_readiness_probes_and_the_status_line(otlp_receiver, tmp_path
                 time.sleep(0.1)
         assert _get(f"{base}/healthz") == (200, "ok\n")
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and _get(f"{base}/readyz")[0] == 200:
-            time.sleep(0.2)
-        code, body = _get(f"{base}/readyz")
-        assert code == 503
-        assert "failing" in json.loads(body)["reason"]
+        seen = []  # not ready while starting and catching up, then ready, then the outage
+        while time.monotonic() < deadline:
+            code, body = _get(f"{base}/readyz")
+            seen.append((code, json.loads(body)["reason"]))
+            if code == 503 and "failing" in body:
+                break
+            time.sleep(0.1)
+        assert code == 503 and "failing" in json.loads(body)["reason"], seen
         otlp_receiver.mode = "ok"
         otlp_receiver.wait_for_spans(6, timeout=30)
         deadline = time.monotonic() + 10
