@@ -213,18 +213,20 @@ class Tailer:
         poll_interval: float = 0.5,
         after_poll: Callable[[], None] | None = None,
     ) -> None:
-        """Poll until `should_stop()`; a watchdog hint cuts the wait short.
+        """Poll until `should_stop()`; a notification cuts the wait short.
 
         `should_stop` is checked at least every `poll_interval`: a signal handler can make it
         true without taking a lock (taking one there can deadlock with the interrupted code).
         """
         self.start()
         while not should_stop():
+            # Cleared before the poll, not after the wait: a hint that comes while polling
+            # wakes the next wait at once instead of waiting out `poll_interval`.
+            self.wake.clear()
             self.poll_once()
             if after_poll is not None:
                 after_poll()
             self.wake.wait(poll_interval)
-            self.wake.clear()
 
     def close(self) -> None:
         """Stop watching. Open interactions are not exported: a restart rebuilds them from
