@@ -239,10 +239,12 @@ class _StatusLine:
         lag = self._tailer.last_lag
         stats = self._sink.stats
         logger.info(
-            "status: following %d logs (%d catching up), %.1f events/s, last lag %s, "
-            "%d spans queued, %d exported, %d dropped, %d spans in failed attempts%s",
+            "status: following %d logs (%d catching up, %d in memory), %.1f events/s, "
+            "last lag %s, %d spans queued, %d exported, %d dropped, %d spans in failed "
+            "attempts%s",
             self._tailer.followed_count,
             self._tailer.catching_up,
+            self._tailer.resident,
             rate,
             f"{lag:.1f}s" if lag is not None else "-",
             self._sink.queued,
