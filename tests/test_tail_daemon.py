@@ -410,3 +410,37 @@ def test_hints_and_polls_from_two_threads_do_not_race(tmp_path) -> None:
         tailer.close()
     assert tailer.followed_count == 30
     assert sum(s.name == "invoke_agent copilot" for s in out) == 30
+
+
+def test_a_log_whose_reading_raises_stops_nothing_else(tmp_path, caplog) -> None:
+    """Past the session's own guard (decoding, scrubbing, queueing): the other logs are read,
+    the failure is said once and counted, and the log goes on."""
+    root = tmp_path / "session-state"
+    logs = sessions(root, 3)
+    bad = sorted(logs)[1]
+    out: list = []
+
+    def emit(records):
+        if any(bad.split("/")[-2] in str(r.attributes.values()) for r in records):
+            raise RuntimeError("an exporter bug")
+        out.extend(records)
+
+    metrics = Counting()
+    clock = Clock(max(os.path.getmtime(p) for p in logs))
+    tailer = Tailer(
+        [root],
+        Assembler(metrics=metrics),
+        emit,
+        TailOptions(rescan_seconds=0, watch=False),
+        clock=clock,
+    )
+    with caplog.at_level(logging.WARNING):
+        tailer.start()
+        tailer.poll_once()
+        grow({bad: logs[bad]})
+        tailer.poll_once()
+    tailer.close()
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 2  # the two good logs
+    assert bad in tailer.followed
+    assert metrics.total("otel_bridge.events.failed", **{"otel_bridge.step": "read"}) == 2
+    assert sum("reading it raised RuntimeError" in r.getMessage() for r in caplog.records) == 1

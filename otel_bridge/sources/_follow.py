@@ -91,6 +91,7 @@ class Follower:
         "log",
         "not_a_log_said",
         "pending",
+        "raised",
         "read_pos",
         "safe_offset",
         "safe_seq",
@@ -145,6 +146,7 @@ class Follower:
         self.fingerprint: tuple[str, int] | None = None
         self.error: str | None = None  # why it could not be read last time (logged once)
         self.not_a_log_said = False  # "does not look like a Copilot session log" (logged once)
+        self.raised = False  # reading it raised (logged once)
         # Has read to the end once: later events are live. Until then (a log caught up at
         # start, or one copied in whole) events are late by design and their lag not counted.
         self.caught_up = False

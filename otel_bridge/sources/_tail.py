@@ -199,7 +199,7 @@ class Tailer:
         for stream in sorted(to_read):  # sorted: the same order in every run
             follower = self._followers.get(stream)
             if follower is not None:
-                events += self._read(follower, now)
+                events += self._read_guarded(follower, now)
         if timers:  # timeouts of minutes, looked at every rescan, not every poll
             self._close_quiet(now)
             self._evict(now)
@@ -399,6 +399,27 @@ class Tailer:
         return start
 
     # --- reading ---------------------------------------------------------------------------
+
+    def _read_guarded(self, follower: Follower, now: float) -> int:
+        """`_read`, with whatever it raises (a bug met by an unusual log, past the session's
+        own guard: decoding, scrubbing, queueing) logged once per log, counted, and the other
+        logs read on: one log never stops the daemon. The log goes on from where reading got."""
+        try:
+            return self._read(follower, now)
+        except Exception as exc:
+            if not follower.raised:
+                follower.raised = True
+                logger.warning(
+                    "%s: reading it raised %s; it goes on from where reading got (details at "
+                    "DEBUG)",
+                    follower.log.path,
+                    type(exc).__name__,
+                )
+            logger.debug("reading %s raised", follower.log.path, exc_info=True)
+            self._assembler.metrics.add(
+                "otel_bridge.events.failed", 1, {"otel_bridge.step": "read"}, ""
+            )
+            return 0
 
     def _read(self, follower: Follower, now: float) -> int:
         path = follower.log.path
