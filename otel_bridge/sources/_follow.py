@@ -19,6 +19,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from .._checkpoint import FINGERPRINT_BYTES, FileCheckpoint, fingerprint
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from ._discovery import LogFile
+from ._shard import Shard
 
 __all__ = ["Follower", "Hints", "TailOptions", "end_of_last_line", "start_summary"]
 
@@ -38,6 +39,8 @@ class TailOptions:
         rescan_seconds: how often every directory and file is looked at even without a hint.
         max_line_bytes: lines longer than this are skipped and counted.
         watch: use file-system notifications (inotify) as hints; without, poll only.
+        shard: follow only the sessions of this shard (`_shard.in_shard` of the session
+            directory's name); None: every session.
     """
 
     backfill: bool = False
@@ -46,6 +49,7 @@ class TailOptions:
     rescan_seconds: float = 5.0
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     watch: bool = True
+    shard: Shard | None = None
 
     def __post_init__(self) -> None:
         for name in ("catch_up_seconds", "idle_timeout_seconds", "rescan_seconds"):
