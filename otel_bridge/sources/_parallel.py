@@ -1,0 +1,285 @@
+"""`replay --jobs N`: sessions read and assembled in N worker processes, written by the parent.
+
+Why processes: decoding JSON and assembling spans is pure Python, so threads would share one
+core. Why this split: a worker reads one session log at a time, start to end, with an assembler
+of its own, and sends back everything that reading produced, as values: the batches of span
+records, the metric observations (recorded, not made: see `RecordingRecorder`), the read
+counts, the assembler's counts and the log records. The parent takes the results in session
+order, whichever worker finished first, and replays each into the one pipeline as a single
+process would have made it: the session's log lines, its observations, then its batches to the
+sink. So the parent stays the only writer of every output (traces file, console, OTLP,
+metrics), sampling sees the same traces in the same order, and the output equals that of
+`--jobs 1`: span ids are derived, not random, and no state crosses sessions in a replay (each
+log is its own stream, ended at its end).
+
+What it costs: the records are pickled in the worker and unpickled in the parent (about a tenth
+of the work moved; bench/bench_jobs.py measures the whole), and the parent still scrubs and
+encodes every span, so that part does not get faster with more workers.
+
+Ctrl-C: the workers never see SIGINT (they are started with it blocked, and ignore it once
+running), so none prints a traceback; the parent gets KeyboardInterrupt as it does with one
+process, ends the workers and goes on with its own shutdown (spans queued are delivered).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from .._lines import DEFAULT_MAX_LINE_BYTES
+from .._metrics import MetricsRecorder, NullRecorder
+from .._records import AttributeValue, SpanRecord
+from ..assembler import Assembler, AssemblerConfig, AssemblerStats
+from ._discovery import LogFile
+from ._replay import ReplaySummary, replay_logs
+
+__all__ = ["RecordingRecorder", "SessionResult", "replay_logs_parallel", "usable_cores"]
+
+#: Results each worker may have waiting ahead of the parent: enough to keep the workers busy
+#: behind a long session, few enough that memory stays bounded when the parent is slower.
+_AHEAD_PER_WORKER = 4
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system says, e.g. in a
+    container limited with cpusets), else every core."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):  # no sched_getaffinity: macOS, Windows
+        return os.cpu_count() or 1
+
+
+Observation = tuple[str, str, float, dict[str, AttributeValue], str]
+
+
+class RecordingRecorder:
+    """A `MetricsRecorder` that keeps each call, to be made again elsewhere (`replay_into`):
+    the SDK's instruments live in the parent, and observations made there in the same order
+    give the same points (float sums included)."""
+
+    def __init__(self) -> None:
+        self.calls: list[Observation] = []
+
+    def add(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
+        self.calls.append(("add", name, value, dict(attributes), session_id))
+
+    def record(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
+        self.calls.append(("record", name, value, dict(attributes), session_id))
+
+
+def replay_into(calls: Sequence[Observation], target: MetricsRecorder) -> None:
+    """Make the recorded observations on `target`, in order."""
+    for method, name, value, attributes, session_id in calls:
+        if method == "add":
+            target.add(name, value, attributes, session_id)
+        else:
+            target.record(name, value, attributes, session_id)
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    log: LogFile
+    config: AssemblerConfig
+    max_line_bytes: int
+    observe: bool  # record metric observations (the parent has somewhere to send them)
+
+
+@dataclass
+class SessionResult:
+    """Everything reading one session log produced, as values the parent can replay."""
+
+    batches: list[list[SpanRecord]]
+    observations: list[Observation]
+    summary: ReplaySummary
+    stats: AssemblerStats
+    log_records: list[logging.LogRecord] = field(default_factory=list)
+
+
+class _Capture(logging.Handler):
+    """Keeps a worker's log records, made picklable, for the parent to log."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # As logging.handlers.QueueHandler.prepare: the message is made here, where its
+        # arguments are, and a traceback kept as text.
+        record.msg = record.getMessage()
+        record.args = None
+        if record.exc_info:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        self.records.append(record)
+
+
+_CAPTURE = _Capture()
+
+
+def _start_worker(level: int) -> None:
+    """In each worker: Ctrl-C is the parent's to handle (a worker would print a traceback),
+    and log records are kept for the parent instead of written."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.addHandler(_CAPTURE)
+    root.setLevel(level)
+
+
+def _replay_one(task: _Task) -> SessionResult:
+    """In a worker: read one log as `replay_logs` does, keeping what it produced."""
+    _CAPTURE.records = []
+    recorder = RecordingRecorder()
+    assembler = Assembler(task.config, metrics=recorder if task.observe else None)
+    batches: list[list[SpanRecord]] = []
+    summary = replay_logs(
+        [task.log],
+        assembler,
+        lambda records: batches.append(records) if records else None,
+        max_line_bytes=task.max_line_bytes,
+    )
+    return SessionResult(batches, recorder.calls, summary, assembler.stats, _CAPTURE.records)
+
+
+def replay_logs_parallel(
+    logs: Sequence[LogFile],
+    assembler: Assembler,
+    emit: Callable[[list[SpanRecord]], None],
+    *,
+    jobs: int,
+    on_progress: Callable[[int], None] | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> ReplaySummary:
+    """`replay_logs` with the logs read in `jobs` worker processes; the same spans, metrics,
+    log lines and summary, in the same order. One job (or one log) is `replay_logs` itself.
+
+    `assembler` gives the configuration, receives the metric observations (on its recorder)
+    and the counts (`assembler.stats`); `emit` and `on_progress` are called in the calling
+    process only, `on_progress` once per log.
+    """
+    jobs = min(jobs, len(logs))
+    if jobs <= 1:
+        return replay_logs(
+            logs, assembler, emit, on_progress=on_progress, max_line_bytes=max_line_bytes
+        )
+    observe = not isinstance(assembler.metrics, NullRecorder)
+    tasks = [_Task(log, assembler.config, max_line_bytes, observe) for log in logs]
+    summary = ReplaySummary()
+    level = logging.getLogger("otel_bridge").getEffectiveLevel()
+    pool = ProcessPoolExecutor(jobs, _context(), initializer=_start_worker, initargs=(level,))
+    try:
+        for result in _in_order(pool, tasks, jobs):
+            for record in result.log_records:
+                logging.getLogger(record.name).handle(record)
+            replay_into(result.observations, assembler.metrics)
+            _add_stats(assembler.stats, result.stats)
+            for batch in result.batches:
+                emit(batch)
+            summary.merge(result.summary)
+            if on_progress is not None:
+                on_progress(result.summary.bytes)
+    except BaseException:  # Ctrl-C, an error here or in a worker: the workers stop now
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
+    return summary
+
+
+def _in_order(
+    pool: ProcessPoolExecutor, tasks: Sequence[_Task], jobs: int
+) -> Iterator[SessionResult]:
+    """The tasks' results in task order, computed by `jobs` workers a bounded way ahead."""
+    waiting: deque[Future[SessionResult]] = deque()
+    queue = iter(tasks)
+    for task in queue:
+        waiting.append(_submit(pool, task))
+        if len(waiting) >= jobs * _AHEAD_PER_WORKER:
+            break
+    while waiting:
+        result = waiting.popleft().result()
+        following = next(queue, None)
+        if following is not None:
+            waiting.append(_submit(pool, following))
+        yield result
+
+
+def _submit(pool: ProcessPoolExecutor, task: _Task) -> Future[SessionResult]:
+    """`pool.submit`, with Ctrl-C held back until it returns (see `_sigint_held`)."""
+    with _sigint_held():
+        return pool.submit(_replay_one, task)
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold Ctrl-C back while a submit may be starting a process, then act on it.
+
+    A submit can start the forkserver and a worker; interrupted halfway, it would leave a
+    worker the executor does not know of (so `_stop` cannot end it), which then dies with a
+    traceback once this process is gone. So meanwhile SIGINT only sets a flag (whichever
+    thread the system hands it to), and is blocked in this thread, so that the processes
+    started here inherit it blocked: a worker cannot be interrupted while it imports, before
+    its initializer ignores SIGINT. Only in the main thread (where signal handlers are set).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    masked = hasattr(signal, "pthread_sigmask")  # not on Windows
+    if masked:
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        if masked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending Ctrl-C lands now
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        if callable(previous):
+            previous(signal.SIGINT, None)  # the default one raises KeyboardInterrupt
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (SIGTERM: they print nothing),
+    before this process goes on with its own shutdown, rather than let each finish its log.
+    The executor has no public way to before Python 3.14, and forgets its processes on
+    shutdown: they are taken first."""
+    processes = list((pool._processes or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """forkserver where there is one (Linux, macOS): a fresh process forked per worker, with
+    the modules already imported, and none of the parent's threads (exporters, metrics)
+    half-copied as `fork` would. Elsewhere (Windows), spawn."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _add_stats(into: AssemblerStats, other: AssemblerStats) -> None:
+    into.unplaced.update(other.unplaced)
+    into.unknown_types.update(other.unknown_types)
+    into.duplicates += other.duplicates
+    into.interactions += other.interactions
+    into.spans += other.spans
