@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from otel_bridge.cli import main
-from otel_bridge.sources._parallel import RecordingRecorder, replay_into, usable_cores
+from otel_bridge.sources._parallel import (
+    WORKERS_FROM_BYTES,
+    RecordingRecorder,
+    default_jobs,
+    replay_into,
+    usable_cores,
+)
 from tests.corpus import metric_points, session_state, spans_in_order
 from tests.processes import terminate
 
@@ -110,11 +116,12 @@ def test_recorded_observations_are_made_again_in_order() -> None:
     assert [call[0] for call in target.calls] == ["add", "record", "add"]
 
 
-def test_default_jobs_is_the_usable_cores() -> None:
+def test_default_jobs_is_the_usable_cores_for_logs_worth_it() -> None:
     from otel_bridge.cli._parser import build_parser
 
-    args = build_parser().parse_args(["replay", "x"])
-    assert args.jobs == usable_cores() >= 1
+    assert build_parser().parse_args(["replay", "x"]).jobs is None  # chosen by the logs' size
+    assert default_jobs(WORKERS_FROM_BYTES) == usable_cores() >= 1
+    assert default_jobs(WORKERS_FROM_BYTES - 1) == 1
     with pytest.raises(SystemExit):
         build_parser().parse_args(["replay", "x", "--jobs", "0"])
 

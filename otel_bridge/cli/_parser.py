@@ -16,7 +16,7 @@ from .._version import __version__
 from ..export._console import CONSOLE_FORMATS
 from ..export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
 from ..export._sink import DEFAULT_QUEUE_SPANS
-from ..sources._parallel import usable_cores
+from ..sources._parallel import WORKERS_FROM_BYTES, usable_cores
 from ..sources._shard import Shard, parse_shard
 from ._common import CONTENT_ENV
 from ._types import (
@@ -226,11 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--jobs",
         type=positive_int,
-        default=cores,
         metavar="N",
         help="read and assemble the logs in N worker processes (1: in this process, no "
         "workers); the spans, their order, the metrics and the summary are the same "
-        f"whatever N (default: the usable CPU cores, {cores} here)",
+        f"whatever N (default: the usable CPU cores, {cores} here, for logs of "
+        f"{WORKERS_FROM_BYTES >> 20} MiB or more in all; 1 below, where starting "
+        "workers costs more than they save)",
     )
     replay.add_argument(
         "--shard",

@@ -12,7 +12,7 @@ from .._progress import ProgressBar
 from ..export import MetricsOptions
 from ..export._common import sdk_disabled
 from ..sources import LogFile, find_logs
-from ..sources._parallel import replay_logs_parallel
+from ..sources._parallel import default_jobs, replay_logs_parallel
 from ..sources._shard import Shard
 from ._common import destinations, pipeline_config, sampled, summarize_reading
 
@@ -67,7 +67,7 @@ def replay(args: argparse.Namespace) -> int:
             logs,
             assembler,
             sink.export,
-            jobs=args.jobs,
+            jobs=args.jobs or default_jobs(total),
             on_progress=bar.advance,
             max_line_bytes=args.max_line_bytes,
         )

@@ -41,11 +41,24 @@ from ..assembler import Assembler, AssemblerConfig, AssemblerStats
 from ._discovery import LogFile
 from ._replay import ReplaySummary, replay_logs
 
-__all__ = ["RecordingRecorder", "SessionResult", "replay_logs_parallel", "usable_cores"]
+__all__ = [
+    "WORKERS_FROM_BYTES",
+    "RecordingRecorder",
+    "SessionResult",
+    "default_jobs",
+    "replay_logs_parallel",
+    "usable_cores",
+]
 
 #: Results each worker may have waiting ahead of the parent: enough to keep the workers busy
 #: behind a long session, few enough that memory stays bounded when the parent is slower.
 _AHEAD_PER_WORKER = 4
+
+#: Below this many bytes of logs, the default is to read them in the one process: starting the
+#: workers (the forkserver's interpreter and imports) costs some 0.2 s, more than they save
+#: on less (bench/bench_jobs.py: about 25 MiB/s in one process, at best some 40% more with
+#: workers, since the parent still scrubs and encodes every span).
+WORKERS_FROM_BYTES = 16 << 20
 
 
 def usable_cores() -> int:
@@ -55,6 +68,12 @@ def usable_cores() -> int:
         return max(len(os.sched_getaffinity(0)), 1)
     except (AttributeError, OSError):  # no sched_getaffinity: macOS, Windows
         return os.cpu_count() or 1
+
+
+def default_jobs(total_bytes: int) -> int:
+    """The jobs when none are asked for: the usable cores, unless the logs are too few bytes
+    for workers to pay for their start (`WORKERS_FROM_BYTES`)."""
+    return usable_cores() if total_bytes >= WORKERS_FROM_BYTES else 1
 
 
 Observation = tuple[str, str, float, dict[str, AttributeValue], str]
@@ -269,10 +288,14 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 def _context() -> multiprocessing.context.BaseContext:
     """forkserver where there is one (Linux, macOS): a fresh process forked per worker, with
     the modules already imported, and none of the parent's threads (exporters, metrics)
-    half-copied as `fork` would. Elsewhere (Windows), spawn."""
+    half-copied as `fork` would. Elsewhere (Windows), spawn.
+
+    The server imports this module and, as by default, the main script (`otel-bridge`; not
+    `python -m otel_bridge`'s, which workers skip), once for all workers: a worker imports the
+    main script itself unless the server has."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([__name__])
+        context.set_forkserver_preload(["__main__", __name__])
         return context
     return multiprocessing.get_context("spawn")
 
