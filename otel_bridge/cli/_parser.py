@@ -239,8 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="I/N",
         help="replay only the sessions of shard I of N (I from 0 to N-1): those whose "
         "directory name (the session id) hashes to I. N replays given 0/N to N-1/N cover "
-        "every session once; a log named on the command line outside the shard is skipped "
-        "and said (default: every session)",
+        "every session once (give each its own --traces-file); a log named on the command "
+        "line outside the shard is skipped and said (default: every session)",
     )
 
     run = commands.add_parser(
