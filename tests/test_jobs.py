@@ -87,6 +87,7 @@ def test_a_bad_file_gives_the_same_exit_status_and_lines_with_jobs_2(
     caplog.clear()
     assert replay(corpus, tmp_path / "two", 2) == 1
     assert messages(caplog) == logged_by_one
+    assert {r.processName for r in caplog.records} - {"MainProcess"}  # logged by workers
     assert any("not a Copilot session log" in text for _, _, text in logged_by_one)
     assert any("0-empty" in text and "empty" in text for _, _, text in logged_by_one)
     assert spans_in_order(tmp_path / "two" / "traces.jsonl") == spans_in_order(
