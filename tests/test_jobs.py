@@ -159,33 +159,62 @@ def _workers(parent: int) -> list[int]:
     return [pid for pid, ppid in grandchildren if ppid in children]
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-def test_ctrl_c_stops_the_workers_without_a_traceback(tmp_path: Path) -> None:
+def _replay_with_workers(tmp_path: Path, stderr: int) -> subprocess.Popen[str]:
+    """`replay --jobs 2` of many logs in a process group of its own, once its workers run."""
     corpus = session_state(tmp_path / "session-state")
     sessions = list(corpus.iterdir())
-    for copy in range(19):  # enough logs that the workers are still at it when Ctrl-C comes
+    for copy in range(19):  # enough logs that the workers are still at it when signalled
         for session in sessions:
             shutil.copytree(session, corpus / f"{copy}-{session.name}")
     command = [sys.executable, "-m", "otel_bridge", "replay", str(corpus), "--no-progress"]
     command += ["--jobs", "2", "--traces-file", str(tmp_path / "traces.jsonl")]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "none"}
-    process = subprocess.Popen(
-        command, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
+    process = subprocess.Popen(command, env=env, stderr=stderr, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not _workers(process.pid) and process.poll() is None:
+        if time.monotonic() > deadline:
+            terminate(process, group=True)
+            pytest.fail("no worker started")
+        time.sleep(0.01)
+    return process
+
+
+def _wait_for_empty_group(pgid: int, seconds: float = 30.0) -> list[int]:
+    """The processes left in the group after up to `seconds` (the forkserver goes once the
+    last worker has)."""
+    deadline = time.monotonic() + seconds
+    left = _group(pgid)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = _group(pgid)
+    return left
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+
+
+@needs_proc
+def test_ctrl_c_stops_the_workers_without_a_traceback(tmp_path: Path) -> None:
+    process = _replay_with_workers(tmp_path, subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
-        while not _workers(process.pid) and process.poll() is None:
-            assert time.monotonic() < deadline, "no worker started"
-            time.sleep(0.01)
         os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
         _, stderr = process.communicate(timeout=60)
-        left = _group(process.pid)
-        while left and time.monotonic() < deadline:  # the forkserver goes when it sees EOF
-            time.sleep(0.05)
-            left = _group(process.pid)
+        left = _wait_for_empty_group(process.pid)
     finally:
         terminate(process, group=True)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert "KeyboardInterrupt" not in stderr
     assert left == []  # no worker (nor forkserver) left behind
+
+
+@needs_proc
+def test_the_workers_end_when_the_parent_is_killed(tmp_path: Path) -> None:
+    process = _replay_with_workers(tmp_path, subprocess.DEVNULL)
+    try:
+        os.kill(process.pid, signal.SIGKILL)  # the parent alone: it can stop nothing
+        process.wait(timeout=60)
+        left = _wait_for_empty_group(process.pid)
+    finally:
+        terminate(process, group=True)
+    assert left == []

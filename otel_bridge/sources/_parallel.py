@@ -18,7 +18,9 @@ encodes every span, so that part does not get faster with more workers.
 
 Ctrl-C: the workers never see SIGINT (they are started with it blocked, and ignore it once
 running), so none prints a traceback; the parent gets KeyboardInterrupt as it does with one
-process, ends the workers and goes on with its own shutdown (spans queued are delivered).
+process, ends the workers and goes on with its own shutdown (spans queued are delivered). A
+parent killed outright (SIGKILL, or SIGTERM, which `replay` does not catch) ends nothing: each
+worker watches it and exits with it.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import select
 import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -147,15 +151,49 @@ class _Capture(logging.Handler):
 _CAPTURE = _Capture()
 
 
-def _start_worker(level: int) -> None:
+def _start_worker(level: int, parent: int) -> None:
     """In each worker: Ctrl-C is the parent's to handle (a worker would print a traceback),
-    and log records are kept for the parent instead of written."""
+    log records are kept for the parent instead of written, and the worker ends with the
+    parent (`_end_with`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
     root.addHandler(_CAPTURE)
     root.setLevel(level)
+    threading.Thread(target=_end_with, args=(parent,), name="parent", daemon=True).start()
+
+
+def _end_with(parent: int) -> None:
+    """Exit this worker, silently, once the process `parent` has ended.
+
+    A parent killed (SIGTERM from `timeout` or a Job's deadline, SIGKILL) cannot stop its
+    workers, and nothing else would: a worker waits for tasks on a queue whose writing end it
+    holds itself, so it would never see the end of it, and would keep the forkserver alive.
+    """
+    pidfd_open = getattr(os, "pidfd_open", None)  # Linux: readable once the process ends
+    try:
+        handle = pidfd_open(parent) if pidfd_open is not None else None
+    except ProcessLookupError:
+        os._exit(1)
+    except OSError:  # a kernel without pidfds
+        handle = None
+    if handle is not None:
+        select.select([handle], [], [])
+    else:
+        while _alive(parent):
+            time.sleep(1.0)
+    os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, but not ours to signal
+        return True
+    return True
 
 
 def _replay_one(task: _Task) -> SessionResult:
@@ -198,7 +236,9 @@ def replay_logs_parallel(
     tasks = [_Task(log, assembler.config, max_line_bytes, observe) for log in logs]
     summary = ReplaySummary()
     level = logging.getLogger("otel_bridge").getEffectiveLevel()
-    pool = ProcessPoolExecutor(jobs, _context(), initializer=_start_worker, initargs=(level,))
+    pool = ProcessPoolExecutor(
+        jobs, _context(), initializer=_start_worker, initargs=(level, os.getpid())
+    )
     try:
         for result in _in_order(pool, tasks, jobs):
             for record in result.log_records:
