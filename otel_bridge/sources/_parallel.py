@@ -33,10 +33,10 @@ import select
 import signal
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from .._lines import DEFAULT_MAX_LINE_BYTES
 from .._metrics import MetricsRecorder, NullRecorder
@@ -50,6 +50,7 @@ __all__ = [
     "RecordingRecorder",
     "SessionResult",
     "default_jobs",
+    "replay_into",
     "replay_logs_parallel",
     "usable_cores",
 ]
@@ -316,7 +317,7 @@ def _sigint_held() -> Iterator[None]:
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the workers now (SIGTERM: they print nothing),
     before this process goes on with its own shutdown, rather than let each finish its log.
-    The executor has no public way to before Python 3.14, and forgets its processes on
+    The executor has no public way to do so before Python 3.14, and forgets its processes on
     shutdown: they are taken first."""
     processes = list((pool._processes or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
@@ -341,8 +342,11 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def _add_stats(into: AssemblerStats, other: AssemblerStats) -> None:
-    into.unplaced.update(other.unplaced)
-    into.unknown_types.update(other.unknown_types)
-    into.duplicates += other.duplicates
-    into.interactions += other.interactions
-    into.spans += other.spans
+    """Add a worker's assembler counts to the parent's, field by field (counters and
+    numbers), so that a count added to `AssemblerStats` is summed too."""
+    for item in fields(into):
+        mine, theirs = getattr(into, item.name), getattr(other, item.name)
+        if isinstance(mine, Counter):
+            mine.update(theirs)
+        else:
+            setattr(into, item.name, mine + theirs)
