@@ -100,7 +100,8 @@ def pickling_cost(corpus: Path) -> None:
     dumps = loads = 0.0
     size = 0
     for log in logs:
-        result = parallel._replay_one(parallel._Task(log, AssemblerConfig(), 1 << 24, True))
+        task = parallel._Task((log,), AssemblerConfig(), 1 << 24, True)
+        result = parallel._replay_one(log, task)
         start = time.perf_counter()
         data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         dumps += time.perf_counter() - start

@@ -218,3 +218,18 @@ def test_the_workers_end_when_the_parent_is_killed(tmp_path: Path) -> None:
     finally:
         terminate(process, group=True)
     assert left == []
+
+
+def test_tasks_are_runs_of_consecutive_logs_cut_by_size(tmp_path: Path) -> None:
+    from otel_bridge.sources import LogFile
+    from otel_bridge.sources._parallel import _groups
+
+    logs = []
+    for number, size in enumerate([600_000, 600_000, 10, 2_000_000, 5, 5]):
+        path = tmp_path / f"{number}" / "events.jsonl"
+        path.parent.mkdir()
+        path.write_bytes(b"x" * size)
+        logs.append(LogFile(path, str(number)))
+    groups = list(_groups(logs))
+    assert [log for group in groups for log in group] == logs  # all, once, in order
+    assert [len(group) for group in groups] == [2, 2, 2]  # cut once a run reaches 1 MiB

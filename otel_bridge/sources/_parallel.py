@@ -2,7 +2,9 @@
 
 Why processes: decoding JSON and assembling spans is pure Python, so threads would share one
 core. Why this split: a worker reads one session log at a time, start to end, with an assembler
-of its own, and sends back everything that reading produced, as values: the batches of span
+of its own (a task is a run of consecutive logs of about 1 MiB, so that small logs do not each
+pay a round trip between processes), and sends back everything that reading produced, as
+values: the batches of span
 records, the metric observations (recorded, not made: see `RecordingRecorder`), the read
 counts, the assembler's counts and the log records. The parent takes the results in session
 order, whichever worker finished first, and replays each into the one pipeline as a single
@@ -59,6 +61,10 @@ __all__ = [
 #: behind a long session, few enough that memory stays bounded when the parent is slower.
 _AHEAD_PER_WORKER = 4
 
+#: A task is a run of consecutive logs of about this many bytes, or this many logs.
+_TASK_BYTES = 1 << 20
+_TASK_LOGS = 64
+
 #: Below this many bytes of logs, the default is to read them in the one process: starting the
 #: workers (the forkserver's interpreter and imports) costs some 0.2 s, more than they save
 #: on less (bench/bench_jobs.py: about 25 MiB/s in one process, at best some 40% more with
@@ -114,7 +120,7 @@ def replay_into(calls: Sequence[Observation], target: MetricsRecorder) -> None:
 
 @dataclass(frozen=True, slots=True)
 class _Task:
-    log: LogFile
+    logs: tuple[LogFile, ...]  # consecutive logs, read one after the other
     config: AssemblerConfig
     max_line_bytes: int
     observe: bool  # record metric observations (the parent has somewhere to send them)
@@ -197,14 +203,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _replay_one(task: _Task) -> SessionResult:
-    """In a worker: read one log as `replay_logs` does, keeping what it produced."""
+def _replay_task(task: _Task) -> list[SessionResult]:
+    """In a worker: read the task's logs, each as `replay_logs` does, keeping what each
+    produced."""
+    return [_replay_one(log, task) for log in task.logs]
+
+
+def _replay_one(log: LogFile, task: _Task) -> SessionResult:
     _CAPTURE.records = []
     recorder = RecordingRecorder()
     assembler = Assembler(task.config, metrics=recorder if task.observe else None)
     batches: list[list[SpanRecord]] = []
     summary = replay_logs(
-        [task.log],
+        [log],
         assembler,
         lambda records: batches.append(records) if records else None,
         max_line_bytes=task.max_line_bytes,
@@ -234,7 +245,7 @@ def replay_logs_parallel(
             logs, assembler, emit, on_progress=on_progress, max_line_bytes=max_line_bytes
         )
     observe = not isinstance(assembler.metrics, NullRecorder)
-    tasks = [_Task(log, assembler.config, max_line_bytes, observe) for log in logs]
+    tasks = [_Task(group, assembler.config, max_line_bytes, observe) for group in _groups(logs)]
     summary = ReplaySummary()
     level = logging.getLogger("otel_bridge").getEffectiveLevel()
     pool = ProcessPoolExecutor(
@@ -258,28 +269,50 @@ def replay_logs_parallel(
     return summary
 
 
+def _groups(logs: Sequence[LogFile]) -> Iterator[tuple[LogFile, ...]]:
+    """The logs in order, cut into runs of about `_TASK_BYTES` (at most `_TASK_LOGS` logs): a
+    task costs its round trip between processes, which many small logs would pay each."""
+    group: list[LogFile] = []
+    size = 0
+    for log in logs:
+        group.append(log)
+        size += _size(log)
+        if size >= _TASK_BYTES or len(group) >= _TASK_LOGS:
+            yield tuple(group)
+            group, size = [], 0
+    if group:
+        yield tuple(group)
+
+
+def _size(log: LogFile) -> int:
+    try:
+        return log.path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _in_order(
     pool: ProcessPoolExecutor, tasks: Sequence[_Task], jobs: int
 ) -> Iterator[SessionResult]:
     """The tasks' results in task order, computed by `jobs` workers a bounded way ahead."""
-    waiting: deque[Future[SessionResult]] = deque()
+    waiting: deque[Future[list[SessionResult]]] = deque()
     queue = iter(tasks)
     for task in queue:
         waiting.append(_submit(pool, task))
         if len(waiting) >= jobs * _AHEAD_PER_WORKER:
             break
     while waiting:
-        result = waiting.popleft().result()
+        results = waiting.popleft().result()
         following = next(queue, None)
         if following is not None:
             waiting.append(_submit(pool, following))
-        yield result
+        yield from results
 
 
-def _submit(pool: ProcessPoolExecutor, task: _Task) -> Future[SessionResult]:
+def _submit(pool: ProcessPoolExecutor, task: _Task) -> Future[list[SessionResult]]:
     """`pool.submit`, with Ctrl-C held back until it returns (see `_sigint_held`)."""
     with _sigint_held():
-        return pool.submit(_replay_one, task)
+        return pool.submit(_replay_task, task)
 
 
 @contextlib.contextmanager
