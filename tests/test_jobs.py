@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import shutil
 import signal
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from otel_bridge.cli import main
+from otel_bridge.sources import _parallel as parallel
 from otel_bridge.sources._parallel import (
     WORKERS_FROM_BYTES,
     RecordingRecorder,
@@ -50,9 +52,20 @@ def messages(caplog: pytest.LogCaptureFixture) -> list[tuple[str, int, str]]:
     return [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
 
 
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
 def test_jobs_2_writes_the_spans_and_metrics_of_jobs_1(
-    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    method: str,
+    corpus: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {method} here")
+    chosen = parallel._context  # forkserver: with its preload
+    context = multiprocessing.get_context(method) if method != "forkserver" else None
+    monkeypatch.setattr(parallel, "_context", lambda: context or chosen())
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 2)  # forkserver for chosen
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
     caplog.set_level(logging.INFO)
     assert replay(corpus, tmp_path / "one", 1) == 0
@@ -143,20 +156,25 @@ def _group(pgid: int) -> list[int]:
 
 
 def _workers(parent: int) -> list[int]:
-    """The parent's grandchildren in its process group: the pool's workers (children of the
-    forkserver, a child of the parent)."""
-    children = set()
-    grandchildren = []
+    """The pool's workers: children of the parent that run its command line (forked from
+    it), or children of its forkserver (a child of the parent) when it cannot fork."""
+    members = {}
     for pid in _group(parent):
         try:
-            ppid = int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError):
+            stat = (Path("/proc") / str(pid) / "stat").read_text()
+            command = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+        except OSError:
             continue
-        if ppid == parent:
-            children.add(pid)
-        elif pid != parent:
-            grandchildren.append((pid, ppid))
-    return [pid for pid, ppid in grandchildren if ppid in children]
+        members[pid] = (int(stat.rsplit(")", 1)[1].split()[1]), command)
+    if parent not in members:
+        return []
+    own = members[parent][1]
+    return [
+        pid
+        for pid, (ppid, command) in members.items()
+        if pid != parent
+        and ((ppid == parent and command == own) or (ppid != parent and ppid in members))
+    ]
 
 
 def _replay_with_workers(tmp_path: Path, stderr: int) -> subprocess.Popen[str]:

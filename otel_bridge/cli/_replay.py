@@ -12,7 +12,7 @@ from .._progress import ProgressBar
 from ..export import MetricsOptions
 from ..export._common import sdk_disabled
 from ..sources import LogFile, find_logs
-from ..sources._parallel import default_jobs, replay_logs_parallel
+from ..sources._parallel import Workers, default_jobs, replay_logs_parallel
 from ..sources._shard import Shard
 from ._common import destinations, pipeline_config, sampled, summarize_reading
 
@@ -27,6 +27,18 @@ def replay(args: argparse.Namespace) -> int:
     logs = find_logs(args.paths)
     if args.shard is not None:
         logs = _in_shard(logs, args.shard, args.paths)
+    total = sum(_size(log.path) for log in logs)
+    jobs = min(args.jobs or default_jobs(total), len(logs))
+    if jobs <= 1:
+        return _replay(args, logs, total, None)
+    # Before the pipeline starts its threads, so that the workers can be forked.
+    with Workers(jobs) as workers:
+        return _replay(args, logs, total, workers)
+
+
+def _replay(
+    args: argparse.Namespace, logs: list[LogFile], total: int, workers: Workers | None
+) -> int:
     config = pipeline_config(
         args,
         os.environ,
@@ -56,7 +68,6 @@ def replay(args: argparse.Namespace) -> int:
         )
         return 1
     sink, assembler = pipeline.sink, pipeline.assembler
-    total = sum(_size(log.path) for log in logs)
     bar = ProgressBar(
         total,
         f"replaying {len(logs)} log{'s' if len(logs) != 1 else ''}",
@@ -67,7 +78,8 @@ def replay(args: argparse.Namespace) -> int:
             logs,
             assembler,
             sink.export,
-            jobs=args.jobs or default_jobs(total),
+            jobs=workers.jobs if workers is not None else 1,
+            workers=workers,
             on_progress=bar.advance,
             max_line_bytes=args.max_line_bytes,
         )

@@ -4,19 +4,19 @@ Why processes: decoding JSON and assembling spans is pure Python, so threads wou
 core. Why this split: a worker reads one session log at a time, start to end, with an assembler
 of its own (a task is a run of consecutive logs of about 1 MiB, so that small logs do not each
 pay a round trip between processes), and sends back everything that reading produced, as
-values: the batches of span
-records, the metric observations (recorded, not made: see `RecordingRecorder`), the read
-counts, the assembler's counts and the log records. The parent takes the results in session
-order, whichever worker finished first, and replays each into the one pipeline as a single
-process would have made it: the session's log lines, its observations, then its batches to the
-sink. So the parent stays the only writer of every output (traces file, console, OTLP,
-metrics), sampling sees the same traces in the same order, and the output equals that of
-`--jobs 1`: span ids are derived, not random, and no state crosses sessions in a replay (each
-log is its own stream, ended at its end).
+values: the batches of span records, the metric observations (recorded, not made: see
+`RecordingRecorder`), the read counts, the assembler's counts and the log records. The parent
+takes the results in session order, whichever worker finished first, and replays each into the
+one pipeline as a single process would have made it: the session's log lines, its
+observations, then its batches to the sink. So the parent stays the only writer of every output
+(traces file, console, OTLP, metrics), sampling sees the same traces in the same order, and the
+output equals that of `--jobs 1`: span ids are derived, not random, and no state crosses
+sessions in a replay (each log is its own stream, ended at its end).
 
-What it costs: the records are pickled in the worker and unpickled in the parent (about a tenth
-of the work moved; bench/bench_jobs.py measures the whole), and the parent still scrubs and
-encodes every span, so that part does not get faster with more workers.
+What it costs: the records are pickled in the worker and unpickled in the parent (the
+unpickling is some 13% of the work it moves), and the parent still scrubs, converts and encodes
+every span, which no number of workers makes faster: on 1240 small logs with --traces-file, the
+parent's CPU time goes from 2.0 s to 1.3 s, with 1.0 s in the workers (bench/bench_jobs.py).
 
 Ctrl-C: the workers never see SIGINT (they are started with it blocked, and ignore it once
 running), so none prints a traceback; the parent gets KeyboardInterrupt as it does with one
@@ -33,6 +33,7 @@ import multiprocessing
 import os
 import select
 import signal
+import sys
 import threading
 import time
 from collections import Counter, deque
@@ -51,6 +52,7 @@ __all__ = [
     "WORKERS_FROM_BYTES",
     "RecordingRecorder",
     "SessionResult",
+    "Workers",
     "default_jobs",
     "replay_into",
     "replay_logs_parallel",
@@ -65,10 +67,11 @@ _AHEAD_PER_WORKER = 4
 _TASK_BYTES = 1 << 20
 _TASK_LOGS = 64
 
-#: Below this many bytes of logs, the default is to read them in the one process: starting the
-#: workers (the forkserver's interpreter and imports) costs some 0.2 s, more than they save
-#: on less (bench/bench_jobs.py: about 25 MiB/s in one process, at best some 40% more with
-#: workers, since the parent still scrubs and encodes every span).
+#: Below this many bytes of logs, the default is to read them in the one process: the workers
+#: cost their start (some 0.05 s forked on Linux, 0.2 s with a forkserver's interpreter and
+#: imports) and some CPU time (pickling), more than they save on less (bench/bench_jobs.py:
+#: some 30 MiB/s in one process, at best about 50% more with workers, since the parent still
+#: scrubs and encodes every span), and less still on a machine whose cores are busy.
 WORKERS_FROM_BYTES = 16 << 20
 
 
@@ -223,12 +226,53 @@ def _replay_one(log: LogFile, task: _Task) -> SessionResult:
     return SessionResult(batches, recorder.calls, summary, assembler.stats, _CAPTURE.records)
 
 
+class Workers:
+    """The worker processes of a parallel replay, started when made.
+
+    Made before the process starts any thread (the exporters' and the metric readers' come
+    with the pipeline), they are forked from it on Linux: no interpreter to start, nothing to
+    import again (see `_context`). A context manager: on an exception the workers are ended at
+    once, else they are let go when idle.
+    """
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        context = _context()
+        level = logging.getLogger("otel_bridge").getEffectiveLevel()
+        self.pool = ProcessPoolExecutor(
+            jobs, context, initializer=_start_worker, initargs=(level, os.getpid())
+        )
+        if context.get_start_method() == "fork":
+            # The first submit forks every worker (a later one, none), now, while this
+            # process has no other thread a fork could copy halfway through a lock.
+            with _sigint_held():
+                self.pool.submit(int)
+
+    def stop(self) -> None:
+        """End the workers now (see `_stop`)."""
+        _stop(self.pool)
+
+    def close(self) -> None:
+        """Let the workers go once they are done."""
+        self.pool.shutdown(wait=True)
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.stop()
+
+
 def replay_logs_parallel(
     logs: Sequence[LogFile],
     assembler: Assembler,
     emit: Callable[[list[SpanRecord]], None],
     *,
     jobs: int,
+    workers: Workers | None = None,
     on_progress: Callable[[int], None] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> ReplaySummary:
@@ -237,7 +281,8 @@ def replay_logs_parallel(
 
     `assembler` gives the configuration, receives the metric observations (on its recorder)
     and the counts (`assembler.stats`); `emit` and `on_progress` are called in the calling
-    process only, `on_progress` once per log.
+    process only, `on_progress` once per log. `workers`: ones started beforehand (their
+    owner closes them); else they are started here, and closed here.
     """
     jobs = min(jobs, len(logs))
     if jobs <= 1:
@@ -247,12 +292,10 @@ def replay_logs_parallel(
     observe = not isinstance(assembler.metrics, NullRecorder)
     tasks = [_Task(group, assembler.config, max_line_bytes, observe) for group in _groups(logs)]
     summary = ReplaySummary()
-    level = logging.getLogger("otel_bridge").getEffectiveLevel()
-    pool = ProcessPoolExecutor(
-        jobs, _context(), initializer=_start_worker, initargs=(level, os.getpid())
-    )
+    own = workers is None
+    pool = Workers(jobs) if workers is None else workers
     try:
-        for result in _in_order(pool, tasks, jobs):
+        for result in _in_order(pool.pool, tasks, pool.jobs):
             for record in result.log_records:
                 logging.getLogger(record.name).handle(record)
             replay_into(result.observations, assembler.metrics)
@@ -263,9 +306,10 @@ def replay_logs_parallel(
             if on_progress is not None:
                 on_progress(result.summary.bytes)
     except BaseException:  # Ctrl-C, an error here or in a worker: the workers stop now
-        _stop(pool)
+        pool.stop()
         raise
-    pool.shutdown(wait=True)
+    if own:
+        pool.close()
     return summary
 
 
@@ -319,7 +363,7 @@ def _submit(pool: ProcessPoolExecutor, task: _Task) -> Future[list[SessionResult
 def _sigint_held() -> Iterator[None]:
     """Hold Ctrl-C back while a submit may be starting a process, then act on it.
 
-    A submit can start the forkserver and a worker; interrupted halfway, it would leave a
+    A submit can start a worker (and the forkserver); interrupted halfway, it would leave a
     worker the executor does not know of (so `_stop` cannot end it), which then dies with a
     traceback once this process is gone. So meanwhile SIGINT only sets a flag (whichever
     thread the system hands it to), and is blocked in this thread, so that the processes
@@ -360,14 +404,19 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 
 def _context() -> multiprocessing.context.BaseContext:
-    """forkserver where there is one (Linux, macOS): a fresh process forked per worker, with
-    the modules already imported, and none of the parent's threads (exporters, metrics)
-    half-copied as `fork` would. Elsewhere (Windows), spawn.
+    """fork on Linux while this process has no other thread: the workers start at once, with
+    everything already imported. Otherwise (threads running, which a fork would copy in the
+    middle of whatever they hold; or macOS, where fork is unsafe) forkserver where there is
+    one: a fresh process forked per worker, none of the parent's threads half-copied. Else
+    (Windows), spawn.
 
-    The server imports this module and, as by default, the main script (`otel-bridge`; not
-    `python -m otel_bridge`'s, which workers skip), once for all workers: a worker imports the
-    main script itself unless the server has."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
+    The forkserver imports this module and, as by default, the main script (`otel-bridge`;
+    not `python -m otel_bridge`'s, which workers skip), once for all workers: a worker imports
+    the main script itself unless the server has."""
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform == "linux" and "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["__main__", __name__])
         return context
