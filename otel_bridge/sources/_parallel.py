@@ -245,8 +245,12 @@ class Workers:
         if context.get_start_method() == "fork":
             # The first submit forks every worker (a later one, none), now, while this
             # process has no other thread a fork could copy halfway through a lock.
-            with _sigint_held():
-                self.pool.submit(int)
+            try:
+                with _sigint_held():
+                    self.pool.submit(int)
+            except BaseException:  # a Ctrl-C held back meanwhile: no owner to stop them
+                self.stop()
+                raise
 
     def stop(self) -> None:
         """End the workers now (see `_stop`)."""
