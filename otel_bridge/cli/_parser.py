@@ -16,6 +16,8 @@ from .._version import __version__
 from ..export._console import CONSOLE_FORMATS
 from ..export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
 from ..export._sink import DEFAULT_QUEUE_SPANS
+from ..sources._parallel import WORKERS_FROM_BYTES, usable_cores
+from ..sources._shard import Shard, parse_shard
 from ._common import CONTENT_ENV
 from ._types import (
     metrics_interval,
@@ -27,7 +29,7 @@ from ._types import (
     ratio,
 )
 
-__all__ = ["build_parser"]
+__all__ = ["build_parser", "shard"]
 
 _DESCRIPTION = """\
 Turn GitHub Copilot CLI sessions into OpenTelemetry traces: one trace per user message, a span
@@ -220,6 +222,26 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not draw the progress bar (it is drawn only on a terminal)",
     )
+    cores = usable_cores()
+    replay.add_argument(
+        "--jobs",
+        type=positive_int,
+        metavar="N",
+        help="read and assemble the logs in N worker processes (1: in this process, no "
+        "workers); the spans, their order, the metrics and the summary are the same "
+        f"whatever N (default: the usable CPU cores, {cores} here, for logs of "
+        f"{WORKERS_FROM_BYTES >> 20} MiB or more in all; 1 below, where starting "
+        "workers costs more than they save)",
+    )
+    replay.add_argument(
+        "--shard",
+        type=shard,
+        metavar="I/N",
+        help="replay only the sessions of shard I of N (I from 0 to N-1): those whose "
+        "directory name (the session id) hashes to I. N replays given 0/N to N-1/N cover "
+        "every session once (give each its own --traces-file); a log named on the command "
+        "line outside the shard is skipped and said (default: every session)",
+    )
 
     run = commands.add_parser(
         "run",
@@ -247,6 +269,15 @@ def build_parser() -> argparse.ArgumentParser:
         "that a restart neither loses nor repeats spans (default: "
         "$OTEL_BRIDGE_STATE_DIR, else $XDG_STATE_HOME/otel-bridge, else "
         "~/.local/state/otel-bridge)",
+    )
+    run.add_argument(
+        "--shard",
+        type=shard,
+        metavar="I/N",
+        help="follow only the sessions of shard I of N (I from 0 to N-1): those whose "
+        "directory name (the session id) hashes to I, so that N replicas given 0/N to "
+        "N-1/N share one session-state directory without overlap or gap. Each replica "
+        "needs its own --state-dir (default: every session)",
     )
     run.add_argument(
         "--no-checkpoints",
@@ -385,3 +416,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--traces-file", type=Path, metavar="FILE", help="as for run")
     return parser
+
+
+def shard(text: str) -> Shard:
+    """--shard I/N, or what was expected: "argument --shard: '3/3' is not a shard: ..."."""
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shard: {exc}") from exc

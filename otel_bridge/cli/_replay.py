@@ -11,7 +11,9 @@ from .._pipeline import CollectorUnreachable, Pipeline
 from .._progress import ProgressBar
 from ..export import MetricsOptions
 from ..export._common import sdk_disabled
-from ..sources import find_logs, replay_logs
+from ..sources import LogFile, find_logs
+from ..sources._parallel import Workers, default_jobs, replay_logs_parallel
+from ..sources._shard import Shard
 from ._common import destinations, pipeline_config, sampled, summarize_reading
 
 __all__ = ["replay"]
@@ -23,6 +25,20 @@ def replay(args: argparse.Namespace) -> int:
     """Exit status 0 when every log was read and exported, 1 when a log could not be read or
     was not a session log or an exporter failed (or its collector refused at the start)."""
     logs = find_logs(args.paths)
+    if args.shard is not None:
+        logs = _in_shard(logs, args.shard, args.paths)
+    total = sum(_size(log.path) for log in logs)
+    jobs = min(args.jobs or default_jobs(total), len(logs))
+    if jobs <= 1:
+        return _replay(args, logs, total, None)
+    # Before the pipeline starts its threads, so that the workers can be forked.
+    with Workers(jobs) as workers:
+        return _replay(args, logs, total, workers)
+
+
+def _replay(
+    args: argparse.Namespace, logs: list[LogFile], total: int, workers: Workers | None
+) -> int:
     config = pipeline_config(
         args,
         os.environ,
@@ -52,17 +68,18 @@ def replay(args: argparse.Namespace) -> int:
         )
         return 1
     sink, assembler = pipeline.sink, pipeline.assembler
-    total = sum(_size(log.path) for log in logs)
     bar = ProgressBar(
         total,
         f"replaying {len(logs)} log{'s' if len(logs) != 1 else ''}",
         enabled=False if args.no_progress else None,
     )
     try:
-        summary = replay_logs(
+        summary = replay_logs_parallel(
             logs,
             assembler,
             sink.export,
+            jobs=workers.jobs if workers is not None else 1,
+            workers=workers,
             on_progress=bar.advance,
             max_line_bytes=args.max_line_bytes,
         )
@@ -105,6 +122,23 @@ def replay(args: argparse.Namespace) -> int:
         logger.error("%d spans could not be exported", undelivered + sink.stats.dropped)
         return 1
     return 0
+
+
+def _in_shard(logs: list[LogFile], shard: Shard, named: list[Path]) -> list[LogFile]:
+    """The logs of `shard`'s sessions. One the user named (its file or its session directory)
+    is skipped like the others, so that replicas given the same paths never replay a session
+    twice, but said, since it was asked for by name."""
+    by_name = {path.resolve() for path in named}
+    kept = []
+    for log in logs:
+        if shard.owns(log.session_hint):
+            kept.append(log)
+        elif log.path.resolve() in by_name or log.path.parent.resolve() in by_name:
+            logger.info(
+                "%s: skipped, session %s is not in shard %s", log.path, log.session_hint, shard
+            )
+    logger.info("shard %s: %d of %d sessions", shard, len(kept), len(logs))
+    return kept
 
 
 def _size(path: Path) -> int:

@@ -20,6 +20,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from .._checkpoint import FINGERPRINT_BYTES, FileCheckpoint, fingerprint
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from ._discovery import LogFile
+from ._shard import Shard
 
 _MAX_ID = 1 << 64  # above any span id: bisects on (sequence number, span id) pairs
 
@@ -48,6 +49,8 @@ class TailOptions:
             more often than this: a crash repeats at most the spans delivered in this time.
         evict_seconds: a log quiet this long with no interaction open leaves memory (its
             session's state is kept, small, and taken back when the log grows again).
+        shard: follow only the sessions of this shard (`_shard.in_shard` of the session
+            directory's name); None: every session.
     """
 
     backfill: bool = False
@@ -58,6 +61,7 @@ class TailOptions:
     watch: bool = True
     checkpoint_seconds: float = 0.2
     evict_seconds: float = 60.0
+    shard: Shard | None = None
 
     def __post_init__(self) -> None:
         for name in (

@@ -35,6 +35,16 @@ class ReplaySummary:
     # No line at all: a session that has just started. Not a failure, but said.
     empty: list[str] = field(default_factory=list)
 
+    def merge(self, other: ReplaySummary) -> None:
+        """Add what another replay (of other logs, e.g. in a worker process) read."""
+        self.files += other.files
+        self.bytes += other.bytes
+        self.spans += other.spans
+        self.read.merge(other.read)
+        self.failed.extend(other.failed)
+        self.not_logs.extend(other.not_logs)
+        self.empty.extend(other.empty)
+
 
 def replay_logs(
     logs: Sequence[LogFile],

@@ -1,0 +1,438 @@
+"""`replay --jobs N`: sessions read and assembled in N worker processes, written by the parent.
+
+Why processes: decoding JSON and assembling spans is pure Python, so threads would share one
+core. Why this split: a worker reads one session log at a time, start to end, with an assembler
+of its own (a task is a run of consecutive logs of about 1 MiB, so that small logs do not each
+pay a round trip between processes), and sends back everything that reading produced, as
+values: the batches of span records, the metric observations (recorded, not made: see
+`RecordingRecorder`), the read counts, the assembler's counts and the log records. The parent
+takes the results in session order, whichever worker finished first, and replays each into the
+one pipeline as a single process would have made it: the session's log lines, its
+observations, then its batches to the sink. So the parent stays the only writer of every output
+(traces file, console, OTLP, metrics), sampling sees the same traces in the same order, and the
+output equals that of `--jobs 1`: span ids are derived, not random, and no state crosses
+sessions in a replay (each log is its own stream, ended at its end).
+
+What it costs: the records are pickled in the worker and unpickled in the parent (the
+unpickling is some 13% of the work it moves), and the parent still scrubs, converts and encodes
+every span, which no number of workers makes faster: on 1240 small logs with --traces-file, the
+parent's CPU time goes from 2.0 s to 1.3 s, with 1.0 s in the workers (bench/bench_jobs.py).
+
+Ctrl-C: the workers never see SIGINT (they are started with it blocked, and ignore it once
+running), so none prints a traceback; the parent gets KeyboardInterrupt as it does with one
+process, ends the workers and goes on with its own shutdown (spans queued are delivered). A
+parent killed outright (SIGKILL, or SIGTERM, which `replay` does not catch) ends nothing: each
+worker watches it and exits with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import select
+import signal
+import sys
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field, fields
+
+from .._lines import DEFAULT_MAX_LINE_BYTES
+from .._metrics import MetricsRecorder, NullRecorder
+from .._records import AttributeValue, SpanRecord
+from ..assembler import Assembler, AssemblerConfig, AssemblerStats
+from ._discovery import LogFile
+from ._replay import ReplaySummary, replay_logs
+
+__all__ = [
+    "WORKERS_FROM_BYTES",
+    "RecordingRecorder",
+    "SessionResult",
+    "Workers",
+    "default_jobs",
+    "replay_into",
+    "replay_logs_parallel",
+    "usable_cores",
+]
+
+#: Results each worker may have waiting ahead of the parent: enough to keep the workers busy
+#: behind a long session, few enough that memory stays bounded when the parent is slower.
+_AHEAD_PER_WORKER = 4
+
+#: A task is a run of consecutive logs of about this many bytes, or this many logs.
+_TASK_BYTES = 1 << 20
+_TASK_LOGS = 64
+
+#: Below this many bytes of logs, the default is to read them in the one process: the workers
+#: cost their start (some 0.05 s forked on Linux, 0.2 s with a forkserver's interpreter and
+#: imports) and some CPU time (pickling), more than they save on less (bench/bench_jobs.py:
+#: some 30 MiB/s in one process, at best about 50% more with workers, since the parent still
+#: scrubs and encodes every span), and less still on a machine whose cores are busy.
+WORKERS_FROM_BYTES = 16 << 20
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system says, e.g. in a
+    container limited with cpusets), else every core."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):  # no sched_getaffinity: macOS, Windows
+        return os.cpu_count() or 1
+
+
+def default_jobs(total_bytes: int) -> int:
+    """The jobs when none are asked for: the usable cores, unless the logs are too few bytes
+    for workers to pay for their start (`WORKERS_FROM_BYTES`)."""
+    return usable_cores() if total_bytes >= WORKERS_FROM_BYTES else 1
+
+
+Observation = tuple[str, str, float, dict[str, AttributeValue], str]
+
+
+class RecordingRecorder:
+    """A `MetricsRecorder` that keeps each call, to be made again elsewhere (`replay_into`):
+    the SDK's instruments live in the parent, and observations made there in the same order
+    give the same points (float sums included)."""
+
+    def __init__(self) -> None:
+        self.calls: list[Observation] = []
+
+    def add(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
+        self.calls.append(("add", name, value, dict(attributes), session_id))
+
+    def record(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
+        self.calls.append(("record", name, value, dict(attributes), session_id))
+
+
+def replay_into(calls: Sequence[Observation], target: MetricsRecorder) -> None:
+    """Make the recorded observations on `target`, in order."""
+    for method, name, value, attributes, session_id in calls:
+        if method == "add":
+            target.add(name, value, attributes, session_id)
+        else:
+            target.record(name, value, attributes, session_id)
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    logs: tuple[LogFile, ...]  # consecutive logs, read one after the other
+    config: AssemblerConfig
+    max_line_bytes: int
+    observe: bool  # record metric observations (the parent has somewhere to send them)
+
+
+@dataclass
+class SessionResult:
+    """Everything reading one session log produced, as values the parent can replay."""
+
+    batches: list[list[SpanRecord]]
+    observations: list[Observation]
+    summary: ReplaySummary
+    stats: AssemblerStats
+    log_records: list[logging.LogRecord] = field(default_factory=list)
+
+
+class _Capture(logging.Handler):
+    """Keeps a worker's log records, made picklable, for the parent to log."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # As logging.handlers.QueueHandler.prepare: the message is made here, where its
+        # arguments are, and a traceback kept as text.
+        record.msg = record.getMessage()
+        record.args = None
+        if record.exc_info:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        self.records.append(record)
+
+
+_CAPTURE = _Capture()
+
+
+def _start_worker(level: int, parent: int) -> None:
+    """In each worker: Ctrl-C is the parent's to handle (a worker would print a traceback),
+    log records are kept for the parent instead of written, and the worker ends with the
+    parent (`_end_with`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.addHandler(_CAPTURE)
+    root.setLevel(level)
+    threading.Thread(target=_end_with, args=(parent,), name="parent", daemon=True).start()
+
+
+def _end_with(parent: int) -> None:
+    """Exit this worker, silently, once the process `parent` has ended.
+
+    A parent killed (SIGTERM from `timeout` or a Job's deadline, SIGKILL) cannot stop its
+    workers, and nothing else would: a worker waits for tasks on a queue whose writing end it
+    holds itself, so it would never see the end of it, and would keep the forkserver alive.
+    """
+    pidfd_open = getattr(os, "pidfd_open", None)  # Linux: readable once the process ends
+    try:
+        handle = pidfd_open(parent) if pidfd_open is not None else None
+    except ProcessLookupError:
+        os._exit(1)
+    except OSError:  # a kernel without pidfds
+        handle = None
+    if handle is not None:
+        select.select([handle], [], [])
+    else:
+        while _alive(parent):
+            time.sleep(1.0)
+    os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, but not ours to signal
+        return True
+    return True
+
+
+def _replay_task(task: _Task) -> list[SessionResult]:
+    """In a worker: read the task's logs, each as `replay_logs` does, keeping what each
+    produced."""
+    return [_replay_one(log, task) for log in task.logs]
+
+
+def _replay_one(log: LogFile, task: _Task) -> SessionResult:
+    _CAPTURE.records = []
+    recorder = RecordingRecorder()
+    assembler = Assembler(task.config, metrics=recorder if task.observe else None)
+    batches: list[list[SpanRecord]] = []
+    summary = replay_logs(
+        [log],
+        assembler,
+        lambda records: batches.append(records) if records else None,
+        max_line_bytes=task.max_line_bytes,
+    )
+    return SessionResult(batches, recorder.calls, summary, assembler.stats, _CAPTURE.records)
+
+
+class Workers:
+    """The worker processes of a parallel replay, started when made.
+
+    Made before the process starts any thread (the exporters' and the metric readers' come
+    with the pipeline), they are forked from it on Linux: no interpreter to start, nothing to
+    import again (see `_context`). A context manager: on an exception the workers are ended at
+    once, else they are let go when idle.
+    """
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        context = _context()
+        level = logging.getLogger("otel_bridge").getEffectiveLevel()
+        self.pool = ProcessPoolExecutor(
+            jobs, context, initializer=_start_worker, initargs=(level, os.getpid())
+        )
+        if context.get_start_method() == "fork":
+            # The first submit forks every worker (a later one, none), now, while this
+            # process has no other thread a fork could copy halfway through a lock.
+            try:
+                with _sigint_held():
+                    self.pool.submit(int)
+            except BaseException:  # a Ctrl-C held back meanwhile: no owner to stop them
+                self.stop()
+                raise
+
+    def stop(self) -> None:
+        """End the workers now (see `_stop`)."""
+        _stop(self.pool)
+
+    def close(self) -> None:
+        """Let the workers go once they are done."""
+        self.pool.shutdown(wait=True)
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.stop()
+
+
+def replay_logs_parallel(
+    logs: Sequence[LogFile],
+    assembler: Assembler,
+    emit: Callable[[list[SpanRecord]], None],
+    *,
+    jobs: int,
+    workers: Workers | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> ReplaySummary:
+    """`replay_logs` with the logs read in `jobs` worker processes; the same spans, metrics,
+    log lines and summary, in the same order. One job (or one log) is `replay_logs` itself.
+
+    `assembler` gives the configuration, receives the metric observations (on its recorder)
+    and the counts (`assembler.stats`); `emit` and `on_progress` are called in the calling
+    process only, `on_progress` once per log. `workers`: ones started beforehand (their
+    owner closes them); else they are started here, and closed here.
+    """
+    jobs = min(jobs, len(logs))
+    if jobs <= 1:
+        return replay_logs(
+            logs, assembler, emit, on_progress=on_progress, max_line_bytes=max_line_bytes
+        )
+    observe = not isinstance(assembler.metrics, NullRecorder)
+    tasks = [_Task(group, assembler.config, max_line_bytes, observe) for group in _groups(logs)]
+    summary = ReplaySummary()
+    own = workers is None
+    pool = Workers(jobs) if workers is None else workers
+    try:
+        for result in _in_order(pool.pool, tasks, pool.jobs):
+            for record in result.log_records:
+                logging.getLogger(record.name).handle(record)
+            replay_into(result.observations, assembler.metrics)
+            _add_stats(assembler.stats, result.stats)
+            for batch in result.batches:
+                emit(batch)
+            summary.merge(result.summary)
+            if on_progress is not None:
+                on_progress(result.summary.bytes)
+    except BaseException:  # Ctrl-C, an error here or in a worker: the workers stop now
+        pool.stop()
+        raise
+    if own:
+        pool.close()
+    return summary
+
+
+def _groups(logs: Sequence[LogFile]) -> Iterator[tuple[LogFile, ...]]:
+    """The logs in order, cut into runs of about `_TASK_BYTES` (at most `_TASK_LOGS` logs): a
+    task costs its round trip between processes, which many small logs would pay each."""
+    group: list[LogFile] = []
+    size = 0
+    for log in logs:
+        group.append(log)
+        size += _size(log)
+        if size >= _TASK_BYTES or len(group) >= _TASK_LOGS:
+            yield tuple(group)
+            group, size = [], 0
+    if group:
+        yield tuple(group)
+
+
+def _size(log: LogFile) -> int:
+    try:
+        return log.path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _in_order(
+    pool: ProcessPoolExecutor, tasks: Sequence[_Task], jobs: int
+) -> Iterator[SessionResult]:
+    """The tasks' results in task order, computed by `jobs` workers a bounded way ahead."""
+    waiting: deque[Future[list[SessionResult]]] = deque()
+    queue = iter(tasks)
+    for task in queue:
+        waiting.append(_submit(pool, task))
+        if len(waiting) >= jobs * _AHEAD_PER_WORKER:
+            break
+    while waiting:
+        results = waiting.popleft().result()
+        following = next(queue, None)
+        if following is not None:
+            waiting.append(_submit(pool, following))
+        yield from results
+
+
+def _submit(pool: ProcessPoolExecutor, task: _Task) -> Future[list[SessionResult]]:
+    """`pool.submit`, with Ctrl-C held back until it returns (see `_sigint_held`)."""
+    with _sigint_held():
+        return pool.submit(_replay_task, task)
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold Ctrl-C back while a submit may be starting a process, then act on it.
+
+    A submit can start a worker (and the forkserver); interrupted halfway, it would leave a
+    worker the executor does not know of (so `_stop` cannot end it), which then dies with a
+    traceback once this process is gone. So meanwhile SIGINT only sets a flag (whichever
+    thread the system hands it to), and is blocked in this thread, so that the processes
+    started here inherit it blocked: a worker cannot be interrupted while it imports, before
+    its initializer ignores SIGINT. Only in the main thread (where signal handlers are set).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    masked = hasattr(signal, "pthread_sigmask")  # not on Windows
+    if masked:
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        if masked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending Ctrl-C lands now
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        if callable(previous):
+            previous(signal.SIGINT, None)  # the default one raises KeyboardInterrupt
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (SIGTERM: they print nothing),
+    before this process goes on with its own shutdown, rather than let each finish its log.
+    The executor has no public way to do so before Python 3.14, and forgets its processes on
+    shutdown: they are taken first."""
+    processes = list((pool._processes or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """fork on Linux while this process has no other thread: the workers start at once, with
+    everything already imported. Otherwise (threads running, which a fork would copy in the
+    middle of whatever they hold; or macOS, where fork is unsafe) forkserver where there is
+    one: a fresh process forked per worker, none of the parent's threads half-copied. Else
+    (Windows), spawn.
+
+    The forkserver imports this module and, as by default, the main script (`otel-bridge`;
+    not `python -m otel_bridge`'s, which workers skip), once for all workers: a worker imports
+    the main script itself unless the server has."""
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform == "linux" and "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["__main__", __name__])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _add_stats(into: AssemblerStats, other: AssemblerStats) -> None:
+    """Add a worker's assembler counts to the parent's, field by field (counters and
+    numbers), so that a count added to `AssemblerStats` is summed too."""
+    for item in fields(into):
+        mine, theirs = getattr(into, item.name), getattr(other, item.name)
+        if isinstance(mine, Counter):
+            mine.update(theirs)
+        else:
+            setattr(into, item.name, mine + theirs)
