@@ -17,6 +17,7 @@ from otel_bridge.sources import Tailer, TailOptions
 from otel_bridge.sources import _inotify as inotify_module
 from otel_bridge.sources import _tail as tail_module
 from otel_bridge.sources import _watch as watch_module
+from otel_bridge.sources._shard import Shard
 from tests.builder import Log
 
 
@@ -54,13 +55,13 @@ def task(log: Log, interaction: str, usage: str, call: str) -> None:
     log.simple_turn("1", usage + "b", interaction=interaction)
 
 
-def sessions(root: Path, count: int) -> dict[str, Log]:
+def sessions(root: Path, count: int, prefix: str = "sess") -> dict[str, Log]:
     logs = {}
     for n in range(count):
-        log = Log(session=f"sess-{n:04d}")
+        log = Log(session=f"{prefix}-{n:04d}")
         log.start()
         task(log, f"i{n}", f"u{n}", f"c{n}")
-        directory = root / f"sess-{n:04d}"
+        directory = root / f"{prefix}-{n:04d}"
         directory.mkdir(parents=True)
         (directory / "events.jsonl").write_bytes(log.jsonl())
         logs[str(directory / "events.jsonl")] = log
@@ -444,3 +445,44 @@ def test_a_log_whose_reading_raises_stops_nothing_else(tmp_path, caplog) -> None
     assert bad in tailer.followed
     assert metrics.total("otel_bridge.events.failed", **{"otel_bridge.step": "read"}) == 2
     assert sum("reading it raised RuntimeError" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_three_run_shards_follow_every_session_once(tmp_path) -> None:
+    """Three replicas over one session-state directory, each with its own checkpoints: their
+    spans together are one unsharded follower's, span for span, none in two shards; sessions
+    that appear later land in exactly one shard too."""
+    root = tmp_path / "session-state"
+    logs = sessions(root, 30)
+    clock = Clock(max(os.path.getmtime(p) for p in logs))
+    shards: list[Shard | None] = [None, Shard(0, 3), Shard(1, 3), Shard(2, 3)]
+    outs: list[list] = [[] for _ in shards]
+    tailers = [
+        Tailer(
+            [root],
+            Assembler(),
+            out.extend,
+            TailOptions(rescan_seconds=0, watch=False, shard=shard),
+            clock=clock,
+            checkpoints=CheckpointStore(tmp_path / f"state-{n}"),
+        )
+        for n, (shard, out) in enumerate(zip(shards, outs, strict=True))
+    ]
+    for tailer in tailers:
+        tailer.start()
+        tailer.poll_once()
+    late = sessions(tmp_path / "elsewhere", 12, prefix="late")
+    for path in late:  # new sessions appear while the replicas run
+        target = root / Path(path).parent.name
+        target.mkdir()
+        (target / "events.jsonl").write_bytes(Path(path).read_bytes())
+    for tailer in tailers:
+        tailer.poll_once()
+        tailer.close()
+    whole, *parts = outs
+    assert sum(t.followed_count for t in tailers[1:]) == tailers[0].followed_count == 42
+    ids = [{s.span_id for s in part} for part in parts]
+    assert all(ids)  # 42 sessions: every shard has some
+    assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
+    assert sorted((s for part in parts for s in part), key=lambda s: s.span_id) == sorted(
+        whole, key=lambda s: s.span_id
+    )

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         idle_timeout_seconds=args.idle_timeout,
         rescan_seconds=args.rescan_interval,
         max_line_bytes=args.max_line_bytes,
+        shard=args.shard,
     )
     store = (
         None

@@ -273,7 +273,7 @@ class Workers:
 def replay_logs_parallel(
     logs: Sequence[LogFile],
     assembler: Assembler,
-    emit: Callable[[list[SpanRecord]], None],
+    emit: Callable[[list[SpanRecord]], object],
     *,
     jobs: int,
     workers: Workers | None = None,

@@ -35,6 +35,7 @@ from ..assembler import Assembler
 from ._discovery import EVENTS_FILE, LogFile, session_log
 from ._follow import Follower, Hints, TailOptions, end_of_last_line, start_summary
 from ._health import SkipCounter
+from ._shard import in_shard
 from ._watch import Watcher
 
 __all__ = ["TailOptions", "Tailer"]
@@ -289,10 +290,12 @@ class Tailer:
             self._root_mtimes.pop(root, None)
             return []
         found = []
+        shard = self.options.shard
         for directory in _subdirectories(root):
             if (
                 str(directory / EVENTS_FILE) in self._followers
                 or str(directory) in self._waiting_dirs
+                or not in_shard(directory.name, shard)
             ):
                 continue
             log = session_log(root, directory)
@@ -333,8 +336,8 @@ class Tailer:
         candidate = Path(path)
         directory = candidate.parent if candidate.name == EVENTS_FILE else candidate
         root = directory.parent
-        if root not in self.roots:
-            return  # deeper inside a session directory, or elsewhere
+        if root not in self.roots or not in_shard(directory.name, self.options.shard):
+            return  # deeper inside a session directory, elsewhere, or another shard's
         if str(directory / EVENTS_FILE) in self._followers:
             return
         log = session_log(root, directory)
