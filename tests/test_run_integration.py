@@ -42,7 +42,8 @@ def append_line_by_line(source: Path, target: Path, pause: float) -> None:
             time.sleep(pause)
 
 
-def start_bridge(state: Path, env_extra: dict[str, str]) -> subprocess.Popen:
+def start_bridge(state: Path, env_extra: dict[str, str], *more: str) -> subprocess.Popen:
+    """`run` on `state`, its checkpoints beside it; `more` options come last (and win)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
     env.update(env_extra)
     return subprocess.Popen(
@@ -63,6 +64,7 @@ def start_bridge(state: Path, env_extra: dict[str, str]) -> subprocess.Popen:
             "0.5",
             "--state-dir",
             str(state.parent / "bridge-state"),
+            *more,
         ],
         env=env,
         stdout=subprocess.PIPE,
@@ -356,30 +358,10 @@ def test_a_checkpoint_that_cannot_be_saved_stops_nothing_and_is_reported(
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp_receiver.http_endpoint
 
     def start() -> subprocess.Popen:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(state),
-                "--state-dir",
-                str(bridge_state),
-                "--prometheus-port",
-                str(port),
-                "--poll-interval",
-                "0.1",
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint}
+        return start_bridge(state, env, "--prometheus-port", str(port))
 
     source = FIXTURES / "run1_cli_prompt_basic" / "events.jsonl"
     expected = len(assemble_file(source))

@@ -213,6 +213,20 @@ def test_a_checkpointed_log_that_stays_quiet_costs_no_session(tmp_path) -> None:
     assert assembler.resident == 0  # resumed at their ends: nothing read, nothing built
 
 
+def counted_tailer(
+    root: Path, logs: dict[str, Log], options: TailOptions
+) -> tuple[Tailer, list, Counting]:
+    """A tailer of `root` at the logs' time, its output and its metrics."""
+    metrics = Counting()
+    out: list = []
+    clock = Clock(max(os.path.getmtime(p) for p in logs))
+    return (
+        Tailer([root], Assembler(metrics=metrics), out.extend, options, clock=clock),
+        out,
+        metrics,
+    )
+
+
 def grow(logs: dict[str, Log]) -> None:
     """One more task in the first log."""
     path, log = next(iter(logs.items()))
@@ -240,16 +254,7 @@ def test_a_watch_that_cannot_be_set_up_falls_back_to_polling_counted(
     else:
         monkeypatch.setattr(inotify_module, "available", lambda: False)
         monkeypatch.setattr(watch_module.Observer, "schedule", refuse)
-    metrics = Counting()
-    out: list = []
-    clock = Clock(max(os.path.getmtime(p) for p in logs))
-    tailer = Tailer(
-        [root],
-        Assembler(metrics=metrics),
-        out.extend,
-        TailOptions(rescan_seconds=0),
-        clock=clock,
-    )
+    tailer, out, metrics = counted_tailer(root, logs, TailOptions(rescan_seconds=0))
     with caplog.at_level(logging.WARNING):
         tailer.start()
         for _ in range(3):
@@ -287,16 +292,7 @@ def test_a_queue_overflow_makes_every_log_looked_at_and_is_counted(
         monkeypatch.setattr(inotify_module, "available", lambda: False)
     root = tmp_path / "session-state"
     logs = sessions(root, 3)
-    metrics = Counting()
-    out: list = []
-    clock = Clock(max(os.path.getmtime(p) for p in logs))
-    tailer = Tailer(
-        [root],
-        Assembler(metrics=metrics),
-        out.extend,
-        TailOptions(rescan_seconds=3600),
-        clock=clock,
-    )
+    tailer, out, metrics = counted_tailer(root, logs, TailOptions(rescan_seconds=3600))
     tailer.start()
     tailer.poll_once()
     # Grown while notifications were lost: nothing tells the tailer but the overflow report.
