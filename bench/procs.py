@@ -120,11 +120,35 @@ class Bridge:
         except (OSError, urllib.error.URLError):
             return None
 
-    def wait_ready(self, timeout: float, interval: float = 0.1) -> float | None:
-        """Seconds from start until /readyz said 200, None if it did not within `timeout`."""
+    def metric(self, name: str) -> float | None:
+        """The sum of a Prometheus metric's samples on /metrics (e.g.
+        otel_bridge_events_read_total), None when it cannot be read."""
+        if self.port is None:
+            raise RuntimeError("no Prometheus port")
+        url = f"http://127.0.0.1:{self.port}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=5.0) as response:
+                text = response.read().decode()
+        except (OSError, urllib.error.URLError):
+            return None
+        values = [
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith((name + "{", name + " "))
+        ]
+        return sum(values) if values else None
+
+    def wait_ready(
+        self, timeout: float, *, following: int = 0, interval: float = 0.1
+    ) -> float | None:
+        """Seconds from start until /readyz said 200 and the bridge follows at least
+        `following` logs (otel_bridge_files_followed: /readyz alone may say 200 before the
+        first scan of the directories); None if not within `timeout`."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.alive():
-            if self.readyz() == 200:
+            if self.readyz() == 200 and (
+                not following or (self.metric("otel_bridge_files_followed") or 0) >= following
+            ):
                 return time.monotonic() - self.started
             time.sleep(interval)
         return None

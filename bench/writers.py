@@ -47,7 +47,7 @@ class _Session:
 def prewrite(session: _Session, rng: random.Random) -> None:
     """Write a random beginning of the session before the bridge starts, stamped a little in
     the past, so that at any rate some sessions end soon (agents were already at work)."""
-    count = rng.randrange(len(session.copy))
+    count = rng.randrange(1, len(session.copy))  # at least one: every log is on disk
     base = round(time.time() * 1000) - 60_000
     for index in range(count):
         _append(session.log, session.copy.render_line(index, base + index * 100))
@@ -79,6 +79,7 @@ class LiveWriter:
         self.pools = [
             [self._new_session(prewritten=True) for _ in range(per_thread)] for _ in range(threads)
         ]
+        self.sessions = sum(len(pool) for pool in self.pools)
         self.threads = [
             threading.Thread(target=self._loop, args=(pool,), daemon=True) for pool in self.pools
         ]

@@ -63,7 +63,17 @@ FIGURES = {
         "from_end_event_p50_ms",
         "from_end_event_p99_ms",
     ],
-    "ready": ["first_run_catch_up_s", "first_run_cpu_s", "restart_ready_s", "restart_503_s"],
+    "ready": [
+        "first_run_first_200_s",
+        "first_run_ready_s",
+        "first_run_caught_up_s",
+        "first_run_503_s",
+        "first_run_cpu_s",
+        "restart_first_200_s",
+        "restart_ready_s",
+        "restart_503_s",
+        "restart_events_read",
+    ],
     "soak": [
         "sessions",
         "lines",
