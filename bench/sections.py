@@ -435,7 +435,7 @@ def section_soak(opts: Options) -> Figures:
             if bridge.wait_ready(opts.start_timeout) is None:
                 raise RuntimeError(f"soak: never ready\n{bridge.log_tail()}")
             writer = SoakWriter(root, templates, n=opts.soak_sessions, seconds=seconds)
-            started = time.monotonic()
+            started, cpu0 = time.monotonic(), bridge.cpu_seconds()
             writer.start()
             try:
                 while True:
@@ -456,7 +456,7 @@ def section_soak(opts: Options) -> Figures:
                             "t_s": round(time.monotonic() - started, 1),
                             "rss_mb": round(bridge.rss_mb(), 1),
                             "fds": bridge.fds(),
-                            "cpu_s": round(bridge.cpu_seconds(), 2),
+                            "cpu_s": round(bridge.cpu_seconds() - cpu0, 2),
                             "lines": writer.written,
                             "sessions": writer.started_sessions,
                             "spans": spans,
@@ -471,6 +471,7 @@ def section_soak(opts: Options) -> Figures:
         "sessions": writer.started_sessions,
         "lines": writer.written,
         "spans": spans,
+        "cpu_pct": round(100 * series[-1]["cpu_s"] / max(series[-1]["t_s"], 1e-3), 1),
         "rss_mb_first": warm[0]["rss_mb"],
         "rss_mb_max": max(p["rss_mb"] for p in warm),
         "rss_mb_last": warm[-1]["rss_mb"],

@@ -78,6 +78,7 @@ FIGURES = {
         "sessions",
         "lines",
         "spans",
+        "cpu_pct",
         *(f"{what}_{which}" for what in ("rss_mb", "fds") for which in ("first", "max", "last")),
     ],
     "kills": [
