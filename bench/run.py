@@ -127,6 +127,16 @@ def options(args: argparse.Namespace) -> Options:
     return opts
 
 
+def portable(path: Path) -> str:
+    """A path as the JSON keeps it: relative to this repository when inside it (the results
+    may be committed, and name no directory of the machine they were measured on), else as
+    given."""
+    try:
+        return str(path.resolve().relative_to(REPO)) or "."
+    except ValueError:
+        return str(path)
+
+
 def machine(pythonpath: Path) -> dict[str, Any]:
     """What the figures were measured on, and which code."""
     model = ""
@@ -155,7 +165,7 @@ def machine(pythonpath: Path) -> dict[str, Any]:
         "load_1m": round(os.getloadavg()[0], 2),
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "code": str(pythonpath),
+        "code": portable(pythonpath),
         "commit": commit + ("+changes" if dirty else ""),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -202,7 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     opts.scratch.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {
         "machine": machine(opts.pythonpath),
-        "options": {k: v for k, v in vars(opts).items() if not k.startswith("_")},
+        "options": {
+            k: portable(v) if isinstance(v, Path) else v
+            for k, v in vars(opts).items()
+            if not k.startswith("_") and k != "scratch"
+        },
         "sections": {},
     }
     failed = False
