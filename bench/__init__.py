@@ -1,0 +1,1 @@
+"""Measuring harness for otel-bridge: `python -m bench --help`, and bench/README.md."""
