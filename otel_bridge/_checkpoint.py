@@ -49,6 +49,7 @@ _V1_NAME = "checkpoints.json"
 #: larger than `_COMPACT_MIN_BYTES`): appends stay cheap, the file stays bounded.
 _COMPACT_RATIO = 4
 _COMPACT_MIN_BYTES = 1 << 20
+_HASH_MASK = (1 << 64) - 1
 
 
 def fingerprint(path: Path, limit: int = FINGERPRINT_BYTES) -> tuple[str, int]:
@@ -128,10 +129,14 @@ class CheckpointStore:
                 f"cannot create the state directory {directory}: "
                 f"{exc.strerror or exc}; choose another with --state-dir"
             ) from exc
-        self._saved: dict[str, str] = {}  # path -> its line as last written
+        # path -> what its line as last written was: its hash and length in one int (the lines
+        # themselves are read back from the journal when it is compacted), so that a log costs
+        # a few dozen bytes here however many are followed.
+        self._saved: dict[str, int] = {}
         self._live_bytes = 0  # what the live lines take
         self._file_bytes = 0  # what the journal takes (live lines and superseded ones)
         self._clean = False  # the journal ends with a complete line we wrote or read
+        self._damaged = 0  # damaged lines met when it was last read
         self.writes = 0  # appends and compactions done (for tests and benchmarks)
 
     def load(self) -> dict[str, FileCheckpoint]:
@@ -147,8 +152,8 @@ class CheckpointStore:
             entries = self._load_v1()
         if entries:
             logger.info("resuming %d logs from %s", len(entries), self.directory)
-        self._saved = {path: _encode(c) for path, c in entries.items()}
-        self._live_bytes = sum(len(line) + 1 for line in self._saved.values())
+        self._saved = {path: _digest(_encode(c)) for path, c in entries.items()}
+        self._live_bytes = sum(_length(d) + 1 for d in self._saved.values())
         return entries
 
     def save(self, checkpoints: Mapping[str, FileCheckpoint]) -> int:
@@ -162,23 +167,23 @@ class CheckpointStore:
         lines = {}
         for path, checkpoint in checkpoints.items():
             line = _encode(checkpoint)
-            if self._saved.get(path) != line:
+            if self._saved.get(path) != _digest(line):
                 lines[path] = line
         if not lines:
             return 0
         live = self._live_bytes + sum(
-            len(line) - len(self._saved.get(path, "")) - (0 if path in self._saved else -1)
+            len(line) + 1 - (_length(self._saved[path]) + 1 if path in self._saved else 0)
             for path, line in lines.items()
         )
         try:
             if not self._clean or self._file_bytes > max(_COMPACT_MIN_BYTES, _COMPACT_RATIO * live):
-                self._compact({**self._saved, **lines})
+                self._compact(lines)
             else:
                 self._append(lines.values())
         except OSError as exc:
             self._clean = False  # a line may be half written: the next save rewrites it all
             raise CheckpointError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
-        self._saved.update(lines)
+        self._saved.update((path, _digest(line)) for path, line in lines.items())
         self._live_bytes = live
         self.writes += 1
         return len(lines)
@@ -186,9 +191,9 @@ class CheckpointStore:
     def forget(self, paths: Sequence[str]) -> None:
         """Logs that are gone: their checkpoints leave the journal at its next compaction."""
         for path in paths:
-            line = self._saved.pop(path, None)
-            if line is not None:
-                self._live_bytes -= len(line) + 1
+            digest = self._saved.pop(path, None)
+            if digest is not None:
+                self._live_bytes -= _length(digest) + 1
 
     # --- internals -------------------------------------------------------------------------
 
@@ -203,10 +208,23 @@ class CheckpointStore:
         self._file_bytes += len(data)
 
     def _compact(self, lines: Mapping[str, str]) -> None:
+        """Rewrite the journal with the live line of every log: those given, and for the
+        others their last line in the journal as it is (read back: not kept in memory)."""
+        kept: dict[str, str] = {}
+        if self.path.exists():
+            try:
+                journal = self._journal_lines()
+            except (OSError, ValueError) as exc:  # damaged from outside: start it afresh
+                logger.warning("rewriting %s, which cannot be read back: %s", self.path, exc)
+                journal = []
+            for path, line in journal:
+                if path in self._saved and path not in lines:
+                    kept[path] = line
+        kept.update(lines)
         data = (
             json.dumps({"version": _VERSION})
             + "\n"
-            + "".join(line + "\n" for line in lines.values())
+            + "".join(line + "\n" for line in kept.values())
         ).encode("utf-8")
         temp = self.path.with_suffix(".jsonl.tmp")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -223,36 +241,43 @@ class CheckpointStore:
             with contextlib.suppress(FileNotFoundError):
                 (self.directory / old).unlink()
 
-    def _load_journal(self) -> dict[str, FileCheckpoint]:
-        try:
-            data = self.path.read_bytes()
-        except OSError as exc:
-            logger.warning("ignoring checkpoint file %s: %s", self.path, exc.strerror or exc)
-            return {}
+    def _journal_lines(self) -> list[tuple[str, str]]:
+        """(path, line) of each good line of the journal, in order (a log's last one wins).
+
+        Raises:
+            OSError: it cannot be read.
+            ValueError: its first line is not this version's header.
+        """
+        data = self.path.read_bytes()
         lines = data.decode("utf-8", errors="replace").split("\n")
-        try:
-            header = json.loads(lines[0])
-            if not isinstance(header, dict) or header.get("version") != _VERSION:
-                raise ValueError(f"unknown version {header!r}"[:80])
-        except ValueError as exc:
-            logger.warning("ignoring checkpoint file %s: %s", self.path, exc)
-            return {}
-        entries: dict[str, FileCheckpoint] = {}
-        damaged = 0
+        header = json.loads(lines[0])
+        if not isinstance(header, dict) or header.get("version") != _VERSION:
+            raise ValueError(f"unknown version {header!r}"[:80])
+        self._file_bytes = len(data)
+        good = []
+        self._damaged = 0
         for line in lines[1:]:
             if not line.strip():
                 continue
             try:
                 checkpoint = _decode(line)
             except (ValueError, TypeError) as exc:
-                damaged += 1
-                if damaged == 1:
+                self._damaged += 1
+                if self._damaged == 1:
                     logger.warning("%s: skipping a damaged line (%s)", self.path, exc)
                 continue
-            entries[checkpoint.path] = checkpoint
-        self._file_bytes = len(data)
-        self._clean = data.endswith(b"\n") and not damaged
-        return entries
+            good.append((checkpoint.path, line))
+        self._clean = data.endswith(b"\n") and not self._damaged
+        return good
+
+    def _load_journal(self) -> dict[str, FileCheckpoint]:
+        try:
+            good = self._journal_lines()
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            logger.warning("ignoring checkpoint file %s: %s", self.path, why)
+            return {}
+        return {path: _decode(line) for path, line in dict(good).items()}
 
     def _load_v1(self) -> dict[str, FileCheckpoint]:
         for candidate in (self.directory / (_V1_NAME + ".tmp"), self.directory / _V1_NAME):
@@ -268,6 +293,15 @@ class CheckpointStore:
                 continue
             return {entry.path: entry for entry in entries}
         return {}
+
+
+def _digest(line: str) -> int:
+    """A line's hash and length in one int: enough to tell whether a checkpoint moved."""
+    return (hash(line) & _HASH_MASK) | (len(line) << 64)
+
+
+def _length(digest: int) -> int:
+    return digest >> 64
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -388,8 +388,7 @@ class Tailer:
         if start == "checkpoint" and resume is not None:
             # Taken back when the log is read (a checkpointed log that stays quiet costs no
             # session assembler): the state at the safe place, and what was delivered after.
-            follower.evicted = json.dumps(resume.session)
-            follower.safe_session = dict(resume.session)
+            follower.safe_session = follower.evicted = json.dumps(resume.session)
             follower.skip = set(resume.sent) or None
             follower.saved_once = True
         else:
@@ -634,7 +633,9 @@ class Tailer:
     def _evict_one(self, follower: Follower) -> None:
         snapshot = self._assembler.evict(follower.stream)
         if snapshot is not None:
-            follower.evicted = json.dumps(snapshot)
+            state = json.dumps(snapshot)
+            # Most often the state at the last safe place: then one string serves both.
+            follower.evicted = state if state != follower.safe_session else follower.safe_session
         self._resident.discard(follower.stream)
 
 
