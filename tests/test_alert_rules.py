@@ -95,6 +95,7 @@ def test_the_expected_alerts_exist() -> None:
         "OtelBridgeLagging",
         "OtelBridgeDroppingSpans",
         "OtelBridgeExportFailures",
+        "OtelBridgeCheckpointsFailing",
     }
 
 
