@@ -105,12 +105,35 @@ class Lifecycle:
         longer: the resumed CLI first reports on those tools (`tool.execution_complete` with
         `error.code: interrupted`, then a `session.warning`); `end_killed` closes it after."""
         interaction = self.interaction
-        if interaction is not None:
+        if interaction is not None and interaction.shut_down:
+            self.end_of_input()  # shut down cleanly; its sub-agents' last words never came
+        elif interaction is not None:
             if resume and interaction.tools and interaction.killed_ns is None:
                 interaction.killed_ns = interaction.last_ns
             else:
                 self.end_killed()
         self._facts.previous_in_segment = False
+
+    def shutdown(self, end_ns: int) -> None:
+        """session.shutdown: the segment is over, and so is the interaction still open, unless
+        its loop had stopped only to wait for background sub-agents that still run: CLI 1.0.81
+        logs their last turns after the shutdown. That one ends when they do."""
+        interaction = self.interaction
+        if (
+            interaction is not None
+            and interaction.awaiting_continuation
+            and interaction.killed_ns is None
+            and any(not agent.done for agent in interaction.subagents.values())
+        ):
+            interaction.shut_down = True
+            return
+        self.end_of_input(end_ns, sc.END_SHUTDOWN)
+
+    def subagent_ended(self, interaction: Interaction, end_ns: int) -> None:
+        """A sub-agent ended: after a shutdown that waited for it, the task ends with the
+        last one (the main agent does not resume after a shutdown)."""
+        if interaction.shut_down and all(a.done for a in interaction.subagents.values()):
+            self.close(end_ns, sc.END_LOOP)
 
     def end_killed(self) -> None:
         """End the interaction a killed CLI left open, at its last event (incomplete; its

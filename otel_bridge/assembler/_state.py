@@ -187,6 +187,10 @@ class Interaction:
     # the time of its last event. The interaction stays open for the resumed process's reports
     # on those tools (synthetic `interrupted` completions, a session.warning), then ends there.
     killed_ns: int | None = None
+    # The CLI logged session.shutdown while background sub-agents still ran (CLI 1.0.81 lets
+    # them finish after it): the task ends when the last of them does (or at the next segment,
+    # or the end of the input), not at the shutdown.
+    shut_down: bool = False
     # Permission decisions for tool calls that have not started yet, by toolCallId.
     decisions: dict[str, dict[str, AttributeValue]] = field(default_factory=dict)
 

@@ -34,6 +34,13 @@ logger = logging.getLogger("otel_bridge")
 #: latency well inside the 100 ms bench/README.md holds it to.
 _EXPORT_LINGER_SECONDS = 0.05
 
+_PROBLEM_COUNTERS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("otel_bridge.checkpoint.failures", {}),
+    ("otel_bridge.watch.problems", {"otel_bridge.reason": "unavailable"}),
+    ("otel_bridge.watch.problems", {"otel_bridge.reason": "overflow"}),
+    ("otel_bridge.events.failed", {"otel_bridge.step": "read"}),
+)
+
 
 def run(args: argparse.Namespace) -> int:
     """Follow the logs until a signal; exit status 0, or 128 + the signal after a second one
@@ -108,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
 
     sink.on_delivered = tailer.wake.set  # a delivery moves checkpoints: save soon after
     if metrics is not None and metrics.recorder is not None:
+        # The daemon's problem counters exist from the start, at 0: a series that first
+        # appears at 1 hides that first increase from Prometheus's increase() and alerts.
+        for name, labels in _PROBLEM_COUNTERS:
+            metrics.recorder.add(name, 0, labels, "")
         metrics.recorder.gauge("copilot.sessions.active", lambda: assembler.open_interactions)
         metrics.recorder.gauge("otel_bridge.files.followed", lambda: tailer.followed_count)
         metrics.recorder.gauge("otel_bridge.sessions.resident", lambda: assembler.resident)

@@ -48,8 +48,9 @@ def on_resume(session: SessionAssembler, event: Event) -> None:
 
 
 def on_shutdown(session: SessionAssembler, event: Event) -> None:
-    """session.shutdown (disk only): the segment is over; so is an interaction still open."""
-    session.lifecycle.end_of_input(event.timestamp_ns, sc.END_SHUTDOWN)
+    """session.shutdown (disk only): the segment is over; so is an interaction still open
+    (unless background sub-agents still run: see `Lifecycle.shutdown`)."""
+    session.lifecycle.shutdown(event.timestamp_ns)
 
 
 def on_mode_changed(session: SessionAssembler, event: Event) -> None:
