@@ -442,3 +442,61 @@ def test_live_cap_reached_while_background_work_runs_names_the_later_end() -> No
     (root,) = roots_of(spans)
     assert root.attributes["copilot.end_reason"] == "autopilot_limit"
     assert "copilot.incomplete" not in root.attributes
+
+
+def background_subagent_past_shutdown() -> Log:
+    """As CLI 1.0.81 logged it: the `task` call completes at once (the sub-agent runs in the
+    background), the main loop ends, the CLI writes session.shutdown, and only then the
+    sub-agent's last turn and its subagent.completed."""
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    log.usage("u1")
+    log.message([("t1", "task")])
+    log.tool_start("t1", "task")
+    log.add("subagent.started", "a1", toolCallId="t1", agentName="general-purpose")
+    log.turn("0", agent="a1", parent="t1")
+    log.usage("s1", agent="a1", parent="t1")
+    log.message(agent="a1", parent="t1")
+    log.tool_done("t1")
+    log.turn_end("0")
+    log.turn("1")
+    log.usage("u2")
+    log.message(turn="1")
+    log.turn_end("0", agent="a1", parent="t1")
+    log.turn_end("1")  # the main loop stops: its sub-agent still runs
+    log.turn("1", agent="a1", parent="t1")
+    log.add("session.shutdown", shutdownType="routine")
+    log.usage("s2", agent="a1", parent="t1")  # after the shutdown
+    log.message(agent="a1", parent="t1", turn="1")
+    log.turn_end("1", agent="a1", parent="t1")
+    log.add("subagent.completed", "a1", toolCallId="t1", agentName="general-purpose")
+    return log
+
+
+def test_a_shutdown_waits_for_the_background_subagent_it_left_running() -> None:
+    log = background_subagent_past_shutdown()
+    spans = assemble(log.events())
+    check_invariants(spans)
+    (root,) = [s for s in spans if s.name == "invoke_agent copilot"]
+    (agent,) = [s for s in spans if s.name == "invoke_agent general-purpose"]
+    completed = log.events()[-1].timestamp_ns
+    assert agent.end_ns == root.end_ns == completed  # the task ended with its sub-agent
+    assert "copilot.incomplete" not in agent.attributes
+    assert root.attributes["copilot.end_reason"] == "loop_end"
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len(chats) == 4  # the sub-agent's last call, after the shutdown, included
+    assert all(s.trace_id == root.trace_id for s in spans)  # no late, separate trace
+
+
+def test_a_shutdown_whose_subagent_never_reports_ends_its_task_at_the_end_of_input() -> None:
+    log = background_subagent_past_shutdown()
+    log.raw = log.raw[: next(i for i, e in enumerate(log.raw) if e["type"] == "session.shutdown")]
+    log.add("session.shutdown", shutdownType="routine")
+    spans = assemble(log.events())
+    check_invariants(spans)
+    (root,) = [s for s in spans if s.name == "invoke_agent copilot"]
+    (agent,) = [s for s in spans if s.name == "invoke_agent general-purpose"]
+    assert agent.attributes.get("copilot.incomplete") is True  # cut short by the exit
+    assert root.end_ns >= agent.end_ns
