@@ -14,21 +14,11 @@ import threading
 import time
 from pathlib import Path
 
+from bench.corpus import LIVE_FIXTURES
 from tests.spantree import assemble_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
-LOGS = [
-    "run1_cli_prompt_basic",
-    "subagent_parallel",
-    "parallel_tools",
-    "subagent_nested",
-    "resume",
-    "abort",
-    "provider_error",
-    "autopilot_nudge",
-    "sdk1_two_user_messages",
-    "crash_resume",
-]
+LOGS = list(LIVE_FIXTURES)  # the logs that end cleanly when written line by line
 KILLS = int(os.environ.get("OTEL_BRIDGE_TEST_KILLS", "8"))
 
 
