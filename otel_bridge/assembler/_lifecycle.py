@@ -123,7 +123,7 @@ class Lifecycle:
             interaction is not None
             and interaction.awaiting_continuation
             and interaction.killed_ns is None
-            and any(not agent.done for agent in interaction.subagents.values())
+            and interaction.subagents_running
         ):
             interaction.shut_down = True
             return
@@ -132,7 +132,7 @@ class Lifecycle:
     def subagent_ended(self, interaction: Interaction, end_ns: int) -> None:
         """A sub-agent ended: after a shutdown that waited for it, the task ends with the
         last one (the main agent does not resume after a shutdown)."""
-        if interaction.shut_down and all(a.done for a in interaction.subagents.values()):
+        if interaction.shut_down and not interaction.subagents_running:
             self.close(end_ns, sc.END_LOOP)
 
     def end_killed(self) -> None:
@@ -149,9 +149,7 @@ class Lifecycle:
     def loop_ended(self, interaction: Interaction, end_ns: int, reason: str) -> None:
         """The main agent's loop stopped: end the interaction unless more will come."""
         interaction.main.done = True
-        running = bool(interaction.shells) or any(
-            not agent.done for agent in interaction.subagents.values()
-        )
+        running = bool(interaction.shells) or interaction.subagents_running
         if not interaction.task_signal and self._facts.mode == sc.MODE_AUTOPILOT:
             interaction.awaiting_continuation = True  # the CLI may nudge the model on
             # ... unless background sub-agents or shells run: the main agent resumes when they

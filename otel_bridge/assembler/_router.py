@@ -79,6 +79,10 @@ class Assembler:
         """Sessions held in memory."""
         return len(self._sessions)
 
+    def streams(self) -> list[str]:
+        """The streams whose sessions are held in memory."""
+        return list(self._sessions)
+
     def has_open_interaction(self, stream: str) -> bool:
         """True when the stream has an interaction still open."""
         session = self._sessions.get(stream)

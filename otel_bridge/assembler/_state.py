@@ -194,6 +194,11 @@ class Interaction:
     # Permission decisions for tool calls that have not started yet, by toolCallId.
     decisions: dict[str, dict[str, AttributeValue]] = field(default_factory=dict)
 
+    @property
+    def subagents_running(self) -> bool:
+        """A sub-agent of this interaction has not ended yet."""
+        return any(not agent.done for agent in self.subagents.values())
+
 
 @dataclass(eq=False, slots=True)
 class SessionFacts:

@@ -243,15 +243,12 @@ class Hints(FileSystemEventHandler):
         self._wake = wake
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        paths = [event.src_path, getattr(event, "dest_path", "")]
-        with self._lock:
-            for path in paths:
-                if path:
-                    self._paths.add(os.fsdecode(path))
-        self._wake.set()
+        for path in (event.src_path, getattr(event, "dest_path", "")):
+            if path:
+                self.add(os.fsdecode(path))
 
     def add(self, path: str) -> None:
-        """One changed path (from the inotify reader's thread)."""
+        """One changed path (from the watcher's thread)."""
         with self._lock:
             self._paths.add(path)
         self._wake.set()

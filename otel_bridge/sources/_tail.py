@@ -31,7 +31,7 @@ from .._checkpoint import CheckpointStore, FileCheckpoint
 from .._exceptions import CheckpointError
 from .._lines import ReadStats
 from .._records import SpanRecord
-from ..assembler import Assembler
+from ..assembler import Assembler, SessionAssembler
 from ._discovery import EVENTS_FILE, LogFile, session_log
 from ._follow import Follower, Hints, TailOptions, end_of_last_line, start_summary
 from ._health import SkipCounter
@@ -116,7 +116,6 @@ class Tailer:
         self._behind: set[str] = set()  # not read to the end (or a partial line held)
         self._catching: set[str] = set()  # not yet read to the end once
         self._open: set[str] = set()  # an interaction open
-        self._resident: set[str] = set()  # its session assembler in memory
         self._dirty: set[str] = set()  # its checkpoint may move
         self.events_read = 0
         self.last_lag: float | None = None  # seconds, of the last event read live
@@ -138,7 +137,7 @@ class Tailer:
     @property
     def resident(self) -> int:
         """Sessions whose assembler is in memory."""
-        return len(self._resident)
+        return self._assembler.resident
 
     def start(self) -> None:
         """Find the logs already there and start watching. Logs are read by `poll_once`."""
@@ -444,7 +443,6 @@ class Tailer:
                 "replaced" if identity != follower.identity else "truncated",
             )
             self._emit(self._assembler.end_stream(stream))
-            self._resident.discard(stream)
             self._open.discard(stream)
             follower.restart(identity)
         if st.st_size <= follower.read_pos:
@@ -489,15 +487,31 @@ class Tailer:
         return len(positions)
 
     def _assemble(self, follower: Follower, positions: Iterable[tuple[Any, int]]) -> None:
-        """Feed events to the log's session; hand finished spans over at every safe place
-        (the end of an event after which no interaction is open), so that each checkpoint
-        knows exactly which spans came before it."""
+        """Feed events to the log's session (taken back into memory if it was evicted) and
+        hand the finished spans over."""
         stream = follower.stream
         session = self._assembler.session(stream, follower.log.session_hint)
         if follower.evicted is not None:
             session.restore(json.loads(follower.evicted))
             follower.evicted = None
-        self._resident.add(stream)
+        if self._store is None:  # no checkpoints: no safe places to note
+            self._hand_over(follower, [r for e, _ in positions for r in session.feed(e)], None)
+        else:
+            self._assemble_safely(follower, session, positions)
+        if session.has_open_interaction:
+            self._open.add(stream)
+        else:
+            self._open.discard(stream)
+
+    def _assemble_safely(
+        self,
+        follower: Follower,
+        session: SessionAssembler,
+        positions: Iterable[tuple[Any, int]],
+    ) -> None:
+        """Feed, handing spans over at every safe place (the end of an event after which no
+        interaction is open, with the session's state there), so that each checkpoint knows
+        exactly which spans came before it."""
         records: list[SpanRecord] = []
         safe: tuple[int, int, dict[str, Any]] | None = None  # (records before it, end, state)
         for event, end in positions:
@@ -513,10 +527,6 @@ class Tailer:
             records = records[safe[0] :]
         if records:
             self._hand_over(follower, records, None)
-        if session.has_open_interaction:
-            self._open.add(stream)
-        else:
-            self._open.discard(stream)
 
     def _hand_over(
         self,
@@ -561,7 +571,7 @@ class Tailer:
         """A log that is gone: no follower, no session, no checkpoint."""
         del self._followers[stream]
         self._watcher.forget_directory(Path(stream).parent)
-        for kept in (self._behind, self._catching, self._open, self._resident, self._dirty):
+        for kept in (self._behind, self._catching, self._open, self._dirty):
             kept.discard(stream)
         if self._store is not None:
             self._store.forget([stream])
@@ -620,10 +630,11 @@ class Tailer:
     def _evict(self, now: float) -> None:
         """Take the sessions of quiet logs with no interaction open out of memory; their
         state (a small snapshot) stays with the follower, as a checkpoint keeps it."""
-        for stream in list(self._resident):
-            follower = self._followers[stream]
+        for stream in self._assembler.streams():
+            follower = self._followers.get(stream)
             if (
-                stream in self._open
+                follower is None
+                or stream in self._open
                 or stream in self._behind
                 or now - follower.last_activity < self.options.evict_seconds
             ):
@@ -636,7 +647,6 @@ class Tailer:
             state = json.dumps(snapshot)
             # Most often the state at the last safe place: then one string serves both.
             follower.evicted = state if state != follower.safe_session else follower.safe_session
-        self._resident.discard(follower.stream)
 
 
 def _subdirectories(root: Path) -> list[Path]:
