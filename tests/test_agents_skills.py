@@ -217,7 +217,8 @@ def test_skill_events_go_on_the_turn_and_are_counted_by_name() -> None:
     assert "SECRET-SKILL-BODY" not in text and "/home/someone" not in text
 
 
-def test_a_subagents_skill_goes_on_the_subagents_turn() -> None:
+def main_turn_spawning_a_subagent() -> Log:
+    """A task whose first main turn calls `task` (t1), and its sub-agent a1 started."""
     log = Log()
     log.start()
     log.user()
@@ -226,6 +227,11 @@ def test_a_subagents_skill_goes_on_the_subagents_turn() -> None:
     log.message([("t1", "task")])
     log.tool_start("t1", "task")
     log.add("subagent.started", "a1", toolCallId="t1", agentName="general-purpose")
+    return log
+
+
+def test_a_subagents_skill_goes_on_the_subagents_turn() -> None:
+    log = main_turn_spawning_a_subagent()
     skill_turn(log, "0", "c1", "u2", agent="a1")
     log.add("subagent.completed", "a1", toolCallId="t1", agentName="general-purpose")
     log.tool_done("t1")
@@ -448,14 +454,7 @@ def background_subagent_past_shutdown() -> Log:
     """As CLI 1.0.81 logged it: the `task` call completes at once (the sub-agent runs in the
     background), the main loop ends, the CLI writes session.shutdown, and only then the
     sub-agent's last turn and its subagent.completed."""
-    log = Log()
-    log.start()
-    log.user()
-    log.turn("0")
-    log.usage("u1")
-    log.message([("t1", "task")])
-    log.tool_start("t1", "task")
-    log.add("subagent.started", "a1", toolCallId="t1", agentName="general-purpose")
+    log = main_turn_spawning_a_subagent()
     log.turn("0", agent="a1", parent="t1")
     log.usage("s1", agent="a1", parent="t1")
     log.message(agent="a1", parent="t1")

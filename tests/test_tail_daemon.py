@@ -68,6 +68,30 @@ def sessions(root: Path, count: int, prefix: str = "sess") -> dict[str, Log]:
     return logs
 
 
+def read_once(
+    root: Path,
+    clock: Clock,
+    store: Path | None = None,
+    assembler: Assembler | None = None,
+    **options,
+) -> tuple[list, Tailer]:
+    """One poll of a polling tailer (checkpoints in `store`, saved after it): its spans."""
+    out: list = []
+    tailer = Tailer(
+        [root],
+        assembler or Assembler(),
+        out.extend,
+        TailOptions(rescan_seconds=0, watch=False, **options),
+        clock=clock,
+        checkpoints=CheckpointStore(store) if store is not None else None,
+    )
+    tailer.start()
+    tailer.poll_once()
+    tailer.save_checkpoints()
+    tailer.close()
+    return out, tailer
+
+
 def test_an_idle_poll_reads_nothing_lists_nothing_and_writes_no_checkpoint(
     tmp_path, monkeypatch
 ) -> None:
@@ -197,18 +221,7 @@ def test_a_checkpointed_log_that_stays_quiet_costs_no_session(tmp_path) -> None:
     store = tmp_path / "state"
     for _ in range(2):
         assembler = Assembler()
-        tailer = Tailer(
-            [root],
-            assembler,
-            [].extend,
-            TailOptions(rescan_seconds=0, watch=False),
-            clock=clock,
-            checkpoints=CheckpointStore(store),
-        )
-        tailer.start()
-        tailer.poll_once()
-        tailer.save_checkpoints()
-        tailer.close()
+        _, tailer = read_once(root, clock, store, assembler)
     assert tailer.followed_count == 20 and tailer.catching_up == 0
     assert assembler.resident == 0  # resumed at their ends: nothing read, nothing built
 
@@ -334,43 +347,10 @@ def test_a_restart_mid_task_exports_nothing_delivered_twice(tmp_path, stop_after
     path.write_bytes(b"".join(lines[:cut]))
     clock = Clock(os.path.getmtime(path))
     store = tmp_path / "state"
-    first: list = []
-    tailer = Tailer(
-        [root],
-        Assembler(),
-        first.extend,
-        TailOptions(rescan_seconds=0, watch=False),
-        clock=clock,
-        checkpoints=CheckpointStore(store),
-    )
-    tailer.start()
-    tailer.poll_once()
-    tailer.save_checkpoints()
-    tailer.close()
+    first, _ = read_once(root, clock, store)
     path.write_bytes(data)
-    second: list = []
-    tailer = Tailer(
-        [root],
-        Assembler(),
-        second.extend,
-        TailOptions(rescan_seconds=0, watch=False, idle_timeout_seconds=0),
-        clock=clock,
-        checkpoints=CheckpointStore(store),
-    )
-    tailer.start()
-    tailer.poll_once()
-    tailer.close()
-    whole: list = []
-    reader = Tailer(
-        [root],
-        Assembler(),
-        whole.extend,
-        TailOptions(rescan_seconds=0, watch=False, idle_timeout_seconds=0),
-        clock=clock,
-    )
-    reader.start()
-    reader.poll_once()
-    reader.close()
+    second, _ = read_once(root, clock, store, idle_timeout_seconds=0)
+    whole, _ = read_once(root, clock, idle_timeout_seconds=0)
     first_ids = {s.span_id for s in first}
     assert any(s.name.startswith("execute_tool") for s in first if s.trace_id == second[0].trace_id)
     assert first_ids.isdisjoint(s.span_id for s in second)
