@@ -401,10 +401,16 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     The executor has no public way to do so before Python 3.14, and forgets its processes on
     shutdown: they are taken first."""
     processes = list((pool._processes or {}).values())
+    manager: threading.Thread | None = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         if process.is_alive():
             process.terminate()
+    # Let the executor's manager thread see its workers gone and close its wake-up pipe now:
+    # left running, it races the interpreter's exit hook that writes to that pipe ("Exception
+    # ignored ... Bad file descriptor" at exit, seen on Python 3.11 after a Ctrl-C).
+    if manager is not None:
+        manager.join(timeout=5)
 
 
 def _context() -> multiprocessing.context.BaseContext:

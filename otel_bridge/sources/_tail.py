@@ -305,10 +305,15 @@ class Tailer:
         return sorted(found, key=lambda f: str(f.path))
 
     def _await(self, directory: Path) -> None:
-        """A session directory with no log yet: watched, and looked at again when its mtime
-        moves (a log created before the watch was there is found by that)."""
+        """A session directory with no log yet: watched, then looked at once more (a log
+        created before the watch was there gives no notification), and again whenever its
+        mtime moves."""
         self._waiting_dirs[str(directory)] = _mtime(directory) or 0.0
         self._watcher.watch_directory(directory)
+        log = session_log(directory.parent, directory)
+        if log is not None:
+            del self._waiting_dirs[str(directory)]
+            self._follow(log, at_start=not self.started, now=self._clock())
 
     def _rescan(self, now: float) -> None:
         """The periodic look without hints: a root whose mtime moved is listed again, a
