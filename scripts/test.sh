@@ -19,6 +19,7 @@ cd "$(dirname "$0")/.."
 if ! command -v promtool >/dev/null 2>&1; then
     apt-get update -q && apt-get install -y -q prometheus
 fi
+bash scripts/build_test_parts.sh  # Jaeger and the Collector (Go), cached outside the repository
 npm install --no-save --no-audit --no-fund --prefix . @github/copilot@1.0.102
 older_clis="${OTEL_BRIDGE_OLDER_CLIS-1.0.81 1.0.92}"
 for version in $older_clis; do

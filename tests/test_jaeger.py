@@ -1,0 +1,152 @@
+"""End to end in a real Jaeger: `otel-bridge replay` of real Copilot CLI logs to Jaeger v2 over
+OTLP, and the traces read back through Jaeger's query API are the ones the bridge built.
+
+Every log under tests/fixtures is replayed once, with `--traces-file` beside the OTLP export:
+each trace the file holds is then fetched by its id, from /api/v3/traces/{id} (OTLP JSON,
+nanosecond times) and from /api/traces/{id} (what Jaeger's UI reads: references and
+microseconds), and must have the same spans: ids, parents, names, times, status.
+Jaeger is built by scripts/build_test_parts.sh (tests/goparts.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.goparts import Jaeger, jaeger_binary
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+
+# One span: (span id, parent span id or "", name, start ns, end ns, status code 0/1/2)
+Span = tuple[str, str, str, int, int, int]
+_STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+
+
+def _status(span: dict[str, Any]) -> int:
+    code = span.get("status", {}).get("code", 0)
+    return _STATUS_NAMES[code] if isinstance(code, str) else int(code)
+
+
+def otlp_span(span: dict[str, Any]) -> Span:
+    """One span of OTLP JSON (the traces file, or Jaeger's api/v3), ids in hex."""
+    return (
+        span["spanId"].lower(),
+        span.get("parentSpanId", "").lower(),
+        span["name"],
+        int(span["startTimeUnixNano"]),
+        int(span["endTimeUnixNano"]),
+        _status(span),
+    )
+
+
+def traces_in_file(path: Path) -> dict[str, set[Span]]:
+    """trace id -> its spans, from an OTLP JSON Lines file (`--traces-file`)."""
+    traces: dict[str, set[Span]] = defaultdict(set)
+    for line in path.read_text().splitlines():
+        for resource_spans in json.loads(line)["resourceSpans"]:
+            for scope_spans in resource_spans["scopeSpans"]:
+                for span in scope_spans["spans"]:
+                    traces[span["traceId"].lower()].add(otlp_span(span))
+    return dict(traces)
+
+
+def replay(paths: list[Path], env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    """`otel-bridge replay` of this checkout (PYTHONPATH), as a user runs it."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
+    full.update(env)
+    full["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "otel_bridge", "replay", "--no-progress", *map(str, paths), *extra],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def jaeger(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A Jaeger of its own for each test: the bridge's ids are the same at every replay of a
+    log, so two tests sharing one would see each other's spans in the same traces."""
+    jaeger_binary()  # skip, saying how to build it, when it is not built
+    with Jaeger(tmp_path_factory.mktemp("jaeger")) as server:
+        yield server
+
+
+def _ui_span(span: dict[str, Any]) -> tuple[str, str, str, int, int, bool]:
+    """One span of /api/traces/{id}: (span id, CHILD_OF parent or "", operation name,
+    start µs, end µs, error tag)."""
+    parents = [r["spanID"] for r in span.get("references", []) if r["refType"] == "CHILD_OF"]
+    tags = {t["key"]: t["value"] for t in span.get("tags", [])}
+    return (
+        span["spanID"],
+        parents[0] if parents else "",
+        span["operationName"],
+        span["startTime"],
+        span["startTime"] + span["duration"],
+        tags.get("error") is True or tags.get("otel.status_code") == "ERROR",
+    )
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_jaeger_holds_the_traces_the_bridge_built(
+    jaeger: Jaeger, tmp_path: Path, protocol: str
+) -> None:
+    traces_file = tmp_path / "bridge.jsonl"
+    endpoint = f"http://{jaeger.otlp_grpc}" if protocol == "grpc" else jaeger.otlp_http_url
+    done = replay(
+        [FIXTURES],
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+        },
+        "--traces-file",
+        str(traces_file),
+    )
+    assert done.returncode == 0, done.stderr
+    expected = traces_in_file(traces_file)
+    logs = len(list(FIXTURES.glob("*/events.jsonl")))
+    assert len(expected) >= logs  # every log gave at least one trace
+    errors = 0
+    for trace_id, spans in expected.items():
+        stored = jaeger.wait_for_trace(trace_id, len(spans))
+        assert {otlp_span(s) for s in stored} == spans, trace_id
+        errors += any(span[5] == 2 for span in spans)
+        # the UI's own API: the same tree, in microseconds, errors tagged
+        ui = {_ui_span(s) for s in jaeger.trace(trace_id)}
+        assert ui == {
+            (sid, parent, name, start // 1000, end // 1000, status == 2)
+            for sid, parent, name, start, end, status in spans
+        }, trace_id
+    assert errors > 0  # the fixtures have failed tools and sessions: ERROR reached Jaeger too
+
+
+def test_jaeger_lists_the_service_and_its_operations(jaeger: Jaeger, tmp_path: Path) -> None:
+    """What the UI's search form offers comes from the stored spans: the service name set with
+    OTEL_SERVICE_NAME, and the span names as operations."""
+    traces_file = tmp_path / "bridge.jsonl"
+    done = replay(
+        [FIXTURES / "subagent_nested"],
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_http_url,
+            "OTEL_SERVICE_NAME": "otel-bridge-services-test",
+        },
+        "--traces-file",
+        str(traces_file),
+    )
+    assert done.returncode == 0, done.stderr
+    expected = traces_in_file(traces_file)
+    for trace_id, spans in expected.items():
+        jaeger.wait_for_trace(trace_id, len(spans))
+    assert "otel-bridge-services-test" in jaeger.api("/api/services")["data"]
+    operations = set(jaeger.api("/api/services/otel-bridge-services-test/operations")["data"])
+    assert operations == {span[2] for spans in expected.values() for span in spans}
