@@ -145,8 +145,10 @@ class Jaeger(_Server):
     cut down from cmd/jaeger/internal/all-in-one.yaml of jaeger v1.76.0: the OTLP receiver, the
     `jaeger_storage` extension with a `memory` backend, the `jaeger_storage_exporter`, and the
     `jaeger_query` extension (UI, /api/traces/{id} and /api/v3/traces/{id}) on `http`; every
-    listener on 127.0.0.1 with a free port, and no telemetry listener (metrics level none).
-    `max_clock_skew_adjust: 0s` so that the API gives the times as sent.
+    listener on 127.0.0.1 with a free port, no telemetry listener (metrics level none), and no
+    traces of its own. `max_clock_skew_adjust: 0s` so that the API gives the times as sent.
+    The UI is not in the Go module (its assets are embedded only in release builds: the
+    binary built here serves a placeholder page), but its API is.
     """
 
     name = "jaeger"
@@ -190,6 +192,9 @@ class Jaeger(_Server):
                 "jaeger_query": {
                     "storage": {"traces": "memstore"},
                     "max_clock_skew_adjust": "0s",
+                    # on by default in v2 (extension/jaegerquery/factory.go): Jaeger would send
+                    # its own traces to the OTLP default, localhost:4317, someone else's port
+                    "enable_tracing": False,
                     "http": {"endpoint": f"{HOST}:{self.query_port}"},
                     "grpc": {"endpoint": f"{HOST}:{self.query_grpc_port}"},
                 },
