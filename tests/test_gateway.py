@@ -9,7 +9,8 @@ Jaeger v2. Then, from the samplers' own metrics and Jaeger's query API:
   there are), so each was judged whole;
 - every trace with an ERROR span is in Jaeger, whole (the same spans as `replay --traces-file`);
 - the others are in Jaeger, whole, or absent, as OTELCOL_SAMPLE_PERCENT says (100 or 0).
-Also: `otelcol validate` accepts every shipped configuration and refuses a broken one.
+Also: a sampler's persistent queue outlives a restart while the backend is down, and
+`otelcol validate` accepts every shipped configuration and refuses a broken one.
 Jaeger and the Collector are built by scripts/build_test_parts.sh (tests/goparts.py).
 """
 
@@ -173,3 +174,53 @@ def test_bridges_through_the_gateway_into_jaeger(
         # the persistent queues: each Collector keeps its queue in a file under its storage
         for collector in (lb, *samplers):
             assert any((collector.workdir / "storage").iterdir()), collector.name
+
+
+def test_a_sampler_keeps_what_the_backend_did_not_take_across_a_restart(
+    tmp_path: Path, reference: dict[str, set[Span]]
+) -> None:
+    """The persistent queue: with the backend down, a sampler that decided its traces and is
+    then restarted still delivers them once the backend is up (an in-memory queue loses
+    them)."""
+    jaeger_binary()
+    otelcol_binary()
+    (tmp_path / "jaeger").mkdir()
+    (tmp_path / "s0").mkdir()
+    jaeger = Jaeger(tmp_path / "jaeger")  # its ports are chosen; it is not started yet
+    env = {
+        "OTELCOL_BACKEND": jaeger.otlp_grpc,
+        "OTELCOL_BACKEND_INSECURE": "true",
+        "OTELCOL_SAMPLE_PERCENT": "100",
+        "OTELCOL_DECISION_WAIT": "30s",
+        "OTELCOL_DECISION_AFTER_ROOT": "1s",
+    }
+    first = Collector(DEPLOY / "sampler.yaml", tmp_path / "s0", env, name="first")
+    with running(first):
+        first.start()
+        done = replay(
+            [FIXTURES],
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{first.grpc_endpoint}",
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            },
+        )
+        assert done.returncode == 0, done.stderr
+        _wait(
+            "the sampler did not decide every trace",
+            lambda: _total([first], _DECIDED) >= len(reference),
+            first.log_tail,
+            timeout=30,
+        )
+        # every trace is kept and none could be delivered: the backend is not there
+        assert first.metric_series(_DECIDED) == {
+            f'{_DECIDED}{{decision="sampled",sampled="true"}}': len(reference)
+        }
+    # the same storage directory, new ports; now the backend is up
+    again = Collector(DEPLOY / "sampler.yaml", tmp_path / "s0", env, name="again")
+    with running(jaeger, again):
+        jaeger.start()
+        again.start()
+        for trace_id, spans in reference.items():
+            stored = jaeger.wait_for_trace(trace_id, len(spans))
+            assert {otlp_span(s) for s in stored} == {as_jaeger_stores(s) for s in spans}
+        assert _total([again], _NEW_TRACES) == 0  # nothing came in: it all came off the disk
