@@ -126,7 +126,7 @@ def test_an_idle_poll_reads_nothing_lists_nothing_and_writes_no_checkpoint(
     listed: list[Path] = []
     real_subdirectories = tail_module._subdirectories
 
-    def counting_subdirectories(path: Path) -> list[Path]:
+    def counting_subdirectories(path: Path) -> list[tuple[str, str]]:
         listed.append(path)
         return real_subdirectories(path)
 

@@ -311,15 +311,16 @@ class Tailer:
             return []
         found = []
         shard = self.options.shard
-        for directory in _subdirectories(root):
-            log_path = str(directory / EVENTS_FILE)
+        for name, path in _subdirectories(root):  # strings: 10,000 Paths cost 50 ms to make
+            log_path = os.path.join(path, EVENTS_FILE)
             if (
                 log_path in self._followers
                 or log_path in self._dormant
-                or str(directory) in self._waiting_dirs
-                or not in_shard(directory.name, shard)
+                or path in self._waiting_dirs
+                or not in_shard(name, shard)
             ):
                 continue
+            directory = Path(path)
             log = session_log(root, directory)
             if log is not None:
                 found.append(log)
@@ -777,10 +778,11 @@ def _pack(inode: int, size: int) -> int:
     return (inode << 64) | size
 
 
-def _subdirectories(root: Path) -> list[Path]:
+def _subdirectories(root: Path) -> list[tuple[str, str]]:
+    """(name, path) of each directory in `root`."""
     try:
         with os.scandir(root) as entries:
-            return [Path(e.path) for e in entries if _is_dir(e)]
+            return [(e.name, e.path) for e in entries if _is_dir(e)]
     except OSError:
         return []
 
