@@ -296,10 +296,11 @@ def built_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tag = uuid.uuid4().hex[:8]
     base, image = f"otel-bridge-test-base:{tag}", f"otel-bridge-test:{tag}"
     rootfs = tmp_path_factory.mktemp("rootfs")
+    mirror = [os.environ["DEBIAN_MIRROR"]] if os.environ.get("DEBIAN_MIRROR") else []
     subprocess.run(
         [
             "debootstrap", "--variant=minbase", "--include=python3,python3-venv",
-            "bookworm", str(rootfs), os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian"),
+            "bookworm", str(rootfs), *mirror,
         ],
         check=True, capture_output=True, timeout=1800,
     )  # fmt: skip
