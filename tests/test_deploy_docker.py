@@ -23,7 +23,9 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -35,6 +37,8 @@ from pathlib import Path
 import pytest
 
 from otel_bridge.cli._parser import build_parser
+from tests.processes import log_tail, terminate
+from tests.prometheus import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -264,6 +268,57 @@ def test_the_healthcheck_probes_healthz_on_the_metrics_port(
     assert f"http://127.0.0.1:{METRICS_PORT}/healthz" in command[-1]
     # the probe is valid Python (it is what Docker runs)
     compile(command[-1], "<healthcheck>", "exec")
+
+
+def test_the_image_command_line_serves_its_probes_and_checkpoints_at_sigterm(
+    instructions: list[Instruction], tmp_path: Path
+) -> None:
+    """The CMD and HEALTHCHECK run for real, outside a container: the image's paths moved
+    under tmp_path and its address to 127.0.0.1 on a free port (the suite's servers bind the
+    loopback only)."""
+    stage = final_stage(instructions)
+    command = next(ins for ins in reversed(stage) if ins.keyword == "CMD").exec_form()
+    assert command is not None
+    port = str(free_port())
+    copilot = str(tmp_path / "copilot")
+    moved = {"0.0.0.0": "127.0.0.1", str(METRICS_PORT): port}
+    argv = [moved.get(word, word.replace("/copilot", copilot)) for word in command]
+    assert argv != command and "127.0.0.1" in argv and port in argv
+    session = tmp_path / "copilot" / "session-state" / "0b6c2a4e-8d4c-4d39-9f0c-3c5a4a3f1d11"
+    session.mkdir(parents=True)
+    shutil.copy(ROOT / "tests" / "fixtures" / "run1_cli_prompt_basic" / "events.jsonl", session)
+    state = tmp_path / "state"
+    env = {
+        **os.environ,
+        **{k: v for k, v in env_of(stage).items() if k != "PATH"},
+        "OTEL_BRIDGE_STATE_DIR": str(state),
+        "COPILOT_HOME": copilot,
+        "OTEL_TRACES_EXPORTER": "none",
+        "PYTHONPATH": str(ROOT),
+    }
+    log = tmp_path / "bridge.log"
+    with log.open("wb") as output:
+        bridge = subprocess.Popen(
+            [sys.executable, "-m", "otel_bridge", *argv], env=env, stdout=output, stderr=output
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while _get_or_zero(f"{base}/readyz") != 200:
+            assert bridge.poll() is None and time.monotonic() < deadline, log_tail(log)
+            time.sleep(0.2)
+        check = healthcheck_command(next(ins for ins in stage if ins.keyword == "HEALTHCHECK"))
+        probe = check[-1].replace(f":{METRICS_PORT}/", f":{port}/")
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=False)
+        assert done.returncode == 0, done.stderr
+        bridge.send_signal(signal.SIGTERM)
+        assert bridge.wait(timeout=60) == 0, log_tail(log)
+    finally:
+        terminate(bridge)
+    assert (state / "checkpoints.jsonl").is_file(), log_tail(log)
+    # the probe fails once the bridge is gone, as Docker needs it to
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=False)
+    assert done.returncode != 0
 
 
 # ---------------------------------------------------------------------- the real build (opt-in)
