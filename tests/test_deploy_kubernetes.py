@@ -17,6 +17,8 @@ import functools
 import importlib.util
 import json
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from otel_bridge._version import __version__
 from otel_bridge.cli._parser import build_parser
 from tests.test_deploy_docker import cli_problem
 
@@ -33,6 +36,7 @@ ALERTS = ROOT / "deploy" / "prometheus" / "alerts.yml"
 BENCH = ROOT / "bench" / "results-after.json"
 METRICS_PORT = 9464
 BRIDGE_IMAGE = "otel-bridge"
+KUSTOMIZE = ROOT / ".deploy-tools" / "bin" / "kustomize"  # scripts/build_deploy_tools.sh
 
 
 # ---------------------------------------------------------------------- helpers
@@ -156,6 +160,39 @@ def test_every_manifest_parses_and_the_kustomization_lists_them_all() -> None:
         for c in pod_spec(w)["containers"] + pod_spec(w).get("initContainers", [])
     }
     assert BRIDGE_IMAGE in images and BRIDGE_IMAGE in used
+
+
+def kustomize() -> str | None:
+    found = shutil.which("kustomize")
+    return found or (str(KUSTOMIZE) if KUSTOMIZE.is_file() else None)
+
+
+@pytest.mark.skipif(
+    kustomize() is None, reason="kustomize not built: bash scripts/build_deploy_tools.sh"
+)
+def test_kustomize_builds_the_manifests_into_one_namespace() -> None:
+    done = subprocess.run(
+        [str(kustomize()), "build", str(K8S)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    built = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+    assert sorted(doc["kind"] for doc in built) == sorted(doc["kind"] for _, doc in documents())
+    for doc in built:
+        assert doc["metadata"]["namespace"] == "otel-bridge", doc["kind"]
+        assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "otel-bridge"
+        if doc["kind"] == "PrometheusRule":
+            assert doc["spec"] == yaml.safe_load(ALERTS.read_text())
+        if doc["kind"] in ("Deployment", "DaemonSet"):
+            spec = doc["spec"]["template"]["spec"]
+            images = {c["image"] for c in spec["containers"] + spec.get("initContainers", [])}
+            assert f"{BRIDGE_IMAGE}:{__version__}" in images, images
+            # selectors are left alone (includeSelectors: false), so they still match
+            selector = doc["spec"]["selector"]["matchLabels"]
+            assert selector.items() <= doc["spec"]["template"]["metadata"]["labels"].items()
 
 
 def test_the_prometheus_rule_is_alerts_yml() -> None:
