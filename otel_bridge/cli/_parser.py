@@ -421,13 +421,18 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[logging_options],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         help="start `run` at login: a systemd user unit (Linux) or a launchd agent (macOS)",
-        description="Write a systemd user unit (~/.config/systemd/user/otel-bridge.service; "
-        "state in\n$XDG_STATE_HOME/otel-bridge, log in the journal) or a launchd agent "
-        "(~/Library/LaunchAgents/local.otel-bridge.plist;\nstate in ~/Library/Application "
-        "Support/otel-bridge, log in ~/Library/Logs/otel-bridge/) that runs\n`otel-bridge run` "
-        "with this executable, and print the command that enables it. The OTEL_*\nvariables "
-        "and COPILOT_HOME of this shell are copied into it. Arguments after -- go to run:\n"
-        "  otel-bridge install-service -- --backfill",
+        description="Write a systemd user unit (Linux) or a launchd agent (macOS) that runs "
+        "`otel-bridge run` at\nlogin with this executable, and print the command that "
+        "enables it.\n\n"
+        "  systemd: ~/.config/systemd/user/otel-bridge.service; state in "
+        "$XDG_STATE_HOME/otel-bridge\n"
+        "           (~/.local/state/otel-bridge), log in the journal "
+        "(journalctl --user -u otel-bridge)\n"
+        "  launchd: ~/Library/LaunchAgents/local.otel-bridge.plist; state in\n"
+        "           ~/Library/Application Support/otel-bridge, log in "
+        "~/Library/Logs/otel-bridge/\n\n"
+        "The OTEL_* variables and COPILOT_HOME of this shell are copied into it. Arguments "
+        "after --\ngo to run:  otel-bridge install-service -- --backfill",
     )
     service.add_argument(
         "run_args",
