@@ -14,10 +14,14 @@ if ! command -v systemd-analyze >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends systemd
 fi
 
-# kustomize, built from the Go module proxy into .deploy-tools/bin (git ignores it), for
+# kustomize, built from the Go module proxy into the user's cache (a rerun, even from a fresh
+# clone, reuses it) and linked as .deploy-tools/bin/kustomize (git ignores it), for
 # tests/test_deploy_kubernetes.py's `kustomize build deploy/kubernetes`. About 1.5 minutes
 # (45 CPU-seconds) the first time. v5.7.1: the newest, v5.8.3, needs Go 1.27.
 KUSTOMIZE_VERSION=v5.7.1
-if ! [ -x .deploy-tools/bin/kustomize ]; then
-    GOBIN="$PWD/.deploy-tools/bin" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+cached="${XDG_CACHE_HOME:-$HOME/.cache}/otel-bridge/test-parts/kustomize-$KUSTOMIZE_VERSION"
+if ! [ -x "$cached/kustomize" ]; then
+    GOBIN="$cached" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
 fi
+mkdir -p .deploy-tools/bin
+ln -sf "$cached/kustomize" .deploy-tools/bin/kustomize
