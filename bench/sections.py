@@ -14,7 +14,7 @@ import shutil
 import statistics
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,17 +77,37 @@ def _quiet_env(opts: Options) -> dict[str, str]:
     return opts.env(OTEL_TRACES_EXPORTER="none")
 
 
-def replay_startup_cpu(opts: Options) -> float:
+def replay_startup_cpu(
+    opts: Options, env: dict[str, str] | None = None, args: Sequence[str] = ()
+) -> float:
     """CPU seconds `replay` spends on one tiny session: interpreter, imports, set-up. Taken off
-    replay figures so that they speak of events, not of start-up."""
+    replay figures so that they speak of events, not of start-up. (`env`, `args`: those of
+    the replay to measure; default: no exporter.)"""
+    if env is not None or args:
+        return _startup_cpu(opts, env or _quiet_env(opts), args)
     if opts._startup_cpu is None:
-        corpus, _ = build_corpus(opts.cache, 1, age_s=OLD_S)
-        runs = [
-            run_to_end("replay", [str(corpus), "--no-progress"], _quiet_env(opts), opts.log("r0"))
-            for _ in range(3)
-        ]
-        opts._startup_cpu = min(cpu for _, cpu, _ in runs)
+        opts._startup_cpu = _startup_cpu(opts, _quiet_env(opts), ())
     return opts._startup_cpu
+
+
+def _startup_cpu(opts: Options, env: dict[str, str], args: Sequence[str]) -> float:
+    corpus, _ = build_corpus(opts.cache, 1, age_s=OLD_S)
+    runs = [
+        run_to_end("replay", [str(corpus), "--no-progress", *args], env, opts.log("r0"))
+        for _ in range(3)
+    ]
+    return min(cpu for _, cpu, _ in runs)
+
+
+def _replay_ms_per_event(
+    opts: Options, root: Path, lines: int, env: dict[str, str], args: Sequence[str], log: str
+) -> float:
+    """`replay`'s CPU milliseconds per event on the logs under `root`, start-up taken off."""
+    startup = replay_startup_cpu(opts, env, args)
+    _, cpu, status = run_to_end("replay", [str(root), "--no-progress", *args], env, opts.log(log))
+    if status != 0:
+        raise RuntimeError(f"replay of {root} exited {status}")
+    return 1000 * max(cpu - startup, 1e-3) / max(lines, 1)
 
 
 def _net_rate(events: int, seconds: float, floor: float = 1e-3) -> float:
@@ -280,13 +300,13 @@ def _wait_quiet(count: Callable[[], int], quiet_s: float, timeout: float) -> Non
 
 def section_live(opts: Options) -> Figures:
     """4 threads append real lines to ~200 sessions at each rate: run's CPU per event against
-    replay's on the same lines, and line-to-span latency at a local OTLP receiver."""
+    replay's on the same lines (with no exporter, and with the same OTLP exporter and metrics
+    as run's), and line-to-span latency at a local OTLP receiver (keep-alive, as a Collector)."""
     figures: Figures = {}
     templates = load_templates(LIVE_FIXTURES)
-    startup = replay_startup_cpu(opts)
     latencies: list[float] = []
     end_latencies: list[float] = []
-    with OtlpReceiver() as receiver:
+    with OtlpReceiver(keep_alive=True) as receiver:
         for rate in opts.live_rates:
             tag = f"{rate:g}"
             work = opts.work(f"live-{tag}")
@@ -312,18 +332,18 @@ def section_live(opts: Options) -> Figures:
             latencies += rate_latencies
             end_latencies += from_end
             lines, _ = count_events(root)
-            _, replay_cpu, status = run_to_end(
-                "replay", [str(root), "--no-progress"], _quiet_env(opts), opts.log("live-replay")
+            replay_ms = _replay_ms_per_event(opts, root, lines, _quiet_env(opts), (), "live-r")
+            same_ms = _replay_ms_per_event(
+                opts, root, lines, env, ("--metrics-file", str(work / "m.jsonl")), "live-r-otlp"
             )
-            if status != 0:
-                raise RuntimeError(f"replay of the live logs exited {status}")
             run_ms = 1000 * cpu / max(written, 1)
-            replay_ms = 1000 * max(replay_cpu - startup, 1e-3) / max(lines, 1)
             figures[f"rate{tag}_events"] = written
             figures[f"rate{tag}_achieved_per_s"] = round(written / opts.live_seconds, 1)
             figures[f"rate{tag}_run_cpu_ms_per_event"] = round(run_ms, 3)
             figures[f"rate{tag}_replay_cpu_ms_per_event"] = round(replay_ms, 4)
             figures[f"rate{tag}_cpu_ratio"] = round(run_ms / replay_ms, 1)
+            figures[f"rate{tag}_replay_otlp_cpu_ms_per_event"] = round(same_ms, 4)
+            figures[f"rate{tag}_cpu_ratio_otlp"] = round(run_ms / same_ms, 1)
             figures[f"rate{tag}_traces"] = len(rate_latencies)
             p50, p99 = _percentile(rate_latencies, 0.5), _percentile(rate_latencies, 0.99)
             figures[f"rate{tag}_latency_p50_ms"] = None if p50 is None else round(1000 * p50, 1)
@@ -428,7 +448,7 @@ def section_soak(opts: Options) -> Figures:
     root.mkdir()
     series: list[dict[str, float]] = []
     spans = 0
-    with OtlpReceiver() as receiver:
+    with OtlpReceiver(keep_alive=True) as receiver:
         env = opts.env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.http_endpoint)
         args = ["--session-state", str(root), "--state-dir", str(work / "state")]
         with Bridge(args, env, opts.log("soak"), port=free_port()) as bridge:

@@ -17,6 +17,11 @@ way (a temp file, fsync, rename over the old one, fsync of the directory; as Vec
 checkpointer does), which is also how a save goes on after a failed append (a line cut by a
 full disk is ignored on load: the one before it for the same log still holds). Mode 0600.
 
+The store remembers, per log, only where its live line is in the journal (and a hash of it, to
+tell whether a checkpoint moved): `get` reads that one line back. So a daemon can let a quiet
+log's whole state live on disk and take it back when the log grows again (`Tailer`'s sleeping
+logs), and a log costs a few dozen bytes in memory however many are followed.
+
 A file is known by its device and inode and a fingerprint of its first bytes (as the
 OpenTelemetry Collector's filelog receiver does), so a log that was replaced or truncated is
 read again from its start. The version 1 file (`checkpoints.json`, one document) is still read,
@@ -30,8 +35,8 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +55,8 @@ _V1_NAME = "checkpoints.json"
 _COMPACT_RATIO = 4
 _COMPACT_MIN_BYTES = 1 << 20
 _HASH_MASK = (1 << 64) - 1
+_POSITION_SHIFT = 128
+_CONTENT_MASK = (1 << _POSITION_SHIFT) - 1  # the hash and the length
 
 
 def fingerprint(path: Path, limit: int = FINGERPRINT_BYTES) -> tuple[str, int]:
@@ -94,9 +101,14 @@ class FileCheckpoint:
 
 
 def _encode(checkpoint: FileCheckpoint) -> str:
-    entry = asdict(checkpoint)
+    # Not `dataclasses.asdict`: it deep-copies the session state first, which was most of the
+    # cost of a save (taken after every delivered batch).
+    entry = {name: getattr(checkpoint, name) for name in _FIELDS}
     entry["sent"] = list(checkpoint.sent)
     return json.dumps(entry, sort_keys=True, separators=(",", ":"))
+
+
+_FIELDS = tuple(f.name for f in fields(FileCheckpoint))
 
 
 def _decode(line: str) -> FileCheckpoint:
@@ -129,10 +141,14 @@ class CheckpointStore:
                 f"cannot create the state directory {directory}: "
                 f"{exc.strerror or exc}; choose another with --state-dir"
             ) from exc
-        # path -> what its line as last written was: its hash and length in one int (the lines
-        # themselves are read back from the journal when it is compacted), so that a log costs
-        # a few dozen bytes here however many are followed.
+        # path -> what its line as last written was and where: its hash, length and position
+        # in the journal in one int (`_digest`; the lines themselves are read back from the
+        # journal by `get` and when it is compacted), so that a log costs a few dozen bytes
+        # here however many are followed.
         self._saved: dict[str, int] = {}
+        # Read from a version 1 file: its checkpoints have no line in a journal until the
+        # first save compacts (rewrites) it, so `get` takes them from here until then.
+        self._legacy: dict[str, FileCheckpoint] = {}
         self._live_bytes = 0  # what the live lines take
         self._file_bytes = 0  # what the journal takes (live lines and superseded ones)
         self._clean = False  # the journal ends with a complete line we wrote or read
@@ -150,11 +166,34 @@ class CheckpointStore:
             self.directory / (_V1_NAME + ".tmp")
         ).exists():
             entries = self._load_v1()
+            self._saved = {path: _digest(_encode(c), -1) for path, c in entries.items()}
+            self._legacy = dict(entries)
         if entries:
             logger.info("resuming %d logs from %s", len(entries), self.directory)
-        self._saved = {path: _digest(_encode(c)) for path, c in entries.items()}
         self._live_bytes = sum(_length(d) + 1 for d in self._saved.values())
         return entries
+
+    def get(self, path: str) -> FileCheckpoint | None:
+        """The checkpoint of `path` as last saved (or loaded), read back from the journal;
+        None when it has none, or when its line cannot be read back (logged)."""
+        digest = self._saved.get(path)
+        if digest is None:
+            return None
+        position = _position(digest)
+        if position < 0:
+            return self._legacy.get(path)
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(position)
+                line = handle.read(_length(digest)).decode("utf-8")
+            checkpoint = _decode(line)
+            if checkpoint.path != path or _digest(line, position) != digest:
+                raise ValueError("the journal changed under the bridge")
+        except (OSError, ValueError, TypeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            logger.warning("cannot read %s's checkpoint back from %s: %s", path, self.path, why)
+            return None
+        return checkpoint
 
     def save(self, checkpoints: Mapping[str, FileCheckpoint]) -> int:
         """Record these checkpoints (the logs not named keep theirs); only those that changed
@@ -167,7 +206,8 @@ class CheckpointStore:
         lines = {}
         for path, checkpoint in checkpoints.items():
             line = _encode(checkpoint)
-            if self._saved.get(path) != _digest(line):
+            saved = self._saved.get(path)
+            if saved is None or not _same(saved, line):
                 lines[path] = line
         if not lines:
             return 0
@@ -177,13 +217,13 @@ class CheckpointStore:
         )
         try:
             if not self._clean or self._file_bytes > max(_COMPACT_MIN_BYTES, _COMPACT_RATIO * live):
-                self._compact(lines)
+                positions = self._compact(lines)
             else:
-                self._append(lines.values())
+                positions = self._append(lines)
         except OSError as exc:
             self._clean = False  # a line may be half written: the next save rewrites it all
             raise CheckpointError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
-        self._saved.update((path, _digest(line)) for path, line in lines.items())
+        self._saved.update(positions)
         self._live_bytes = live
         self.writes += 1
         return len(lines)
@@ -197,8 +237,9 @@ class CheckpointStore:
 
     # --- internals -------------------------------------------------------------------------
 
-    def _append(self, lines: Iterable[str]) -> None:
-        data = "".join(line + "\n" for line in lines).encode("utf-8")
+    def _append(self, lines: Mapping[str, str]) -> dict[str, int]:
+        """Append `lines`; returns each one's `_digest` (with where it now is)."""
+        data, positions = _lines_at(lines, self._file_bytes)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             _write_all(fd, data)
@@ -206,10 +247,12 @@ class CheckpointStore:
         finally:
             os.close(fd)
         self._file_bytes += len(data)
+        return positions
 
-    def _compact(self, lines: Mapping[str, str]) -> None:
+    def _compact(self, lines: Mapping[str, str]) -> dict[str, int]:
         """Rewrite the journal with the live line of every log: those given, and for the
-        others their last line in the journal as it is (read back: not kept in memory)."""
+        others their last line in the journal as it is (read back: not kept in memory).
+        Returns the `_digest` of every line written (with where it now is)."""
         kept: dict[str, str] = {}
         if self.path.exists():
             try:
@@ -217,15 +260,16 @@ class CheckpointStore:
             except (OSError, ValueError) as exc:  # damaged from outside: start it afresh
                 logger.warning("rewriting %s, which cannot be read back: %s", self.path, exc)
                 journal = []
-            for path, line in journal:
+            for path, line, _ in journal:
                 if path in self._saved and path not in lines:
                     kept[path] = line
+        for path, checkpoint in self._legacy.items():  # a version 1 file's, not in the journal
+            if path in self._saved and path not in lines:
+                kept.setdefault(path, _encode(checkpoint))
         kept.update(lines)
-        data = (
-            json.dumps({"version": _VERSION})
-            + "\n"
-            + "".join(line + "\n" for line in kept.values())
-        ).encode("utf-8")
+        header = (json.dumps({"version": _VERSION}) + "\n").encode("utf-8")
+        body, positions = _lines_at(kept, len(header))
+        data = header + body
         temp = self.path.with_suffix(".jsonl.tmp")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
@@ -237,36 +281,42 @@ class CheckpointStore:
         _fsync_directory(self.directory)
         self._file_bytes = len(data)
         self._clean = True
+        self._legacy = {}
         for old in (_V1_NAME, _V1_NAME + ".tmp"):  # the version 1 file is superseded
             with contextlib.suppress(FileNotFoundError):
                 (self.directory / old).unlink()
+        return positions
 
-    def _journal_lines(self) -> list[tuple[str, str]]:
-        """(path, line) of each good line of the journal, in order (a log's last one wins).
+    def _journal_lines(self) -> list[tuple[str, str, int]]:
+        """(path, line, where it starts) of each good line of the journal, in order (a log's
+        last one wins).
 
         Raises:
             OSError: it cannot be read.
             ValueError: its first line is not this version's header.
         """
         data = self.path.read_bytes()
-        lines = data.decode("utf-8", errors="replace").split("\n")
+        lines = data.split(b"\n")
         header = json.loads(lines[0])
         if not isinstance(header, dict) or header.get("version") != _VERSION:
             raise ValueError(f"unknown version {header!r}"[:80])
         self._file_bytes = len(data)
         good = []
         self._damaged = 0
-        for line in lines[1:]:
-            if not line.strip():
+        position = len(lines[0]) + 1
+        for raw in lines[1:]:
+            start, position = position, position + len(raw) + 1
+            if not raw.strip():
                 continue
             try:
+                line = raw.decode("utf-8")
                 checkpoint = _decode(line)
-            except (ValueError, TypeError) as exc:
+            except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
                 self._damaged += 1
                 if self._damaged == 1:
                     logger.warning("%s: skipping a damaged line (%s)", self.path, exc)
                 continue
-            good.append((checkpoint.path, line))
+            good.append((checkpoint.path, line, start))
         self._clean = data.endswith(b"\n") and not self._damaged
         return good
 
@@ -277,7 +327,9 @@ class CheckpointStore:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             logger.warning("ignoring checkpoint file %s: %s", self.path, why)
             return {}
-        return {path: _decode(line) for path, line in dict(good).items()}
+        last = {path: (line, start) for path, line, start in good}
+        self._saved = {path: _digest(line, start) for path, (line, start) in last.items()}
+        return {path: _decode(line) for path, (line, _) in last.items()}
 
     def _load_v1(self) -> dict[str, FileCheckpoint]:
         for candidate in (self.directory / (_V1_NAME + ".tmp"), self.directory / _V1_NAME):
@@ -295,13 +347,37 @@ class CheckpointStore:
         return {}
 
 
-def _digest(line: str) -> int:
-    """A line's hash and length in one int: enough to tell whether a checkpoint moved."""
-    return (hash(line) & _HASH_MASK) | (len(line) << 64)
+def _digest(line: str, position: int) -> int:
+    """A line's hash, its length in bytes and where it starts in the journal (-1: in none) in
+    one int: enough to tell whether a checkpoint moved, and to read it back."""
+    # (Lines are ASCII: `json.dumps` escapes the rest, so characters are bytes.)
+    return (hash(line) & _HASH_MASK) | (len(line) << 64) | ((position + 1) << _POSITION_SHIFT)
+
+
+def _same(digest: int, line: str) -> bool:
+    """Is `line` the one `digest` was taken of (wherever it is)?"""
+    return digest & _CONTENT_MASK == _digest(line, -1)
 
 
 def _length(digest: int) -> int:
-    return digest >> 64
+    return (digest >> 64) & _HASH_MASK
+
+
+def _position(digest: int) -> int:
+    return (digest >> _POSITION_SHIFT) - 1
+
+
+def _lines_at(lines: Mapping[str, str], start: int) -> tuple[bytes, dict[str, int]]:
+    """`lines` as the bytes to write at byte `start` of the journal, and each one's digest."""
+    chunks = []
+    positions = {}
+    position = start
+    for path, line in lines.items():
+        data = line.encode("utf-8") + b"\n"
+        chunks.append(data)
+        positions[path] = _digest(line, position)
+        position += len(data)
+    return b"".join(chunks), positions
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -27,6 +27,7 @@ for version in $older_clis; do
         "@github/copilot@$version"
 done
 python -m pip install -c constraints.txt -e ".[test]"
+bash scripts/build_deploy_tools.sh  # systemd-analyze (apt) and kustomize (Go) for tests/test_deploy_*
 
 python scripts/check_repo.py  # no tracked file over 5 MiB, none that .gitignore excludes
 ruff check otel_bridge tests scripts bench

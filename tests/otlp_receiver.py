@@ -109,8 +109,15 @@ class OtlpReceiver:
     ``start()`` once, ``stop()`` any number of times.
     """
 
-    def __init__(self, *, grpc_workers: int = 8) -> None:
-        """Create a stopped receiver; ``grpc_workers`` bounds concurrent gRPC exports."""
+    def __init__(self, *, grpc_workers: int = 8, keep_alive: bool = False) -> None:
+        """Create a stopped receiver; ``grpc_workers`` bounds concurrent gRPC exports.
+
+        ``keep_alive``: OTLP/HTTP over persistent HTTP/1.1 connections, as a real Collector
+        serves it (the benchmarks measure the exporter's cost with it); the default, HTTP/1.0,
+        closes each connection after its response, so that ``stop()`` never waits for an
+        idle client.
+        """
+        self._keep_alive = keep_alive
         self._cond = threading.Condition()
         self._requests: list[ReceivedRequest] = []
         self._errors: list[str] = []
@@ -181,7 +188,8 @@ class OtlpReceiver:
         server.start()
 
     def _start_http(self) -> None:
-        server = _OtlpHttpServer((_HOST, 0), _OtlpHttpHandler, receiver=self)
+        handler = _OtlpHttp11Handler if self._keep_alive else _OtlpHttpHandler
+        server = _OtlpHttpServer((_HOST, 0), handler, receiver=self)
         self._http_server = server
         self._http_port = server.server_address[1]
         self._http_thread = threading.Thread(
@@ -523,6 +531,14 @@ class _OtlpHttpHandler(BaseHTTPRequestHandler):
     def log_message(self, fmt: str, *args: Any) -> None:
         """Route access logs to ``logging`` instead of spamming stderr during tests."""
         _log.debug("otlp receiver http: " + fmt, *args)
+
+
+class _OtlpHttp11Handler(_OtlpHttpHandler):
+    """The same over persistent connections (every response has a Content-Length); an idle
+    connection is closed after ``timeout`` seconds, which bounds how long ``stop()`` waits."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = 2.0
 
 
 # ---------------------------------------------------------------------- helpers

@@ -55,6 +55,8 @@ FIGURES = {
         "rate50_run_cpu_ms_per_event",
         "rate50_replay_cpu_ms_per_event",
         "rate50_cpu_ratio",
+        "rate50_replay_otlp_cpu_ms_per_event",
+        "rate50_cpu_ratio_otlp",
         "rate50_traces",
         "rate50_latency_p50_ms",
         "rate50_latency_p99_ms",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import stat
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from otel_bridge import Assembler
+from otel_bridge import _checkpoint as checkpoint_module
 from otel_bridge._checkpoint import CheckpointStore, FileCheckpoint, fingerprint
 from otel_bridge._exceptions import CheckpointError
 from otel_bridge.sources import Tailer, TailOptions
@@ -68,6 +70,66 @@ def test_the_journal_is_compacted_and_stays_bounded(tmp_path) -> None:
         store.save({str(log): entry(log, offset)})
     assert store.path.stat().st_size < 2 << 20  # 4,000 appends of ~300 bytes, compacted
     assert CheckpointStore(tmp_path / "state").load()[str(log)].offset == 3999
+
+
+def test_one_checkpoint_is_read_back_from_the_journal_after_appends_and_compactions(
+    tmp_path, monkeypatch
+) -> None:
+    """`get` reads a log's live line back from where the journal holds it: what a sleeping
+    log wakes from, with nothing of it kept in memory but that place."""
+    logs = [tmp_path / f"{n}.jsonl" for n in range(40)]
+    for log in logs:
+        log.write_bytes(b"g" * 50)
+    monkeypatch.setattr(checkpoint_module, "_COMPACT_MIN_BYTES", 0)  # compact at 4x live
+    store = CheckpointStore(tmp_path / "state")
+    assert store.get(str(logs[0])) is None  # none saved yet
+    sizes = []
+    for round_ in range(1, 120):
+        moved = logs[round_ % 7 :: 7]
+        store.save({str(log): entry(log, round_) for log in moved})
+        sizes.append(store.path.stat().st_size)
+        for log in moved:
+            assert store.get(str(log)) == entry(log, round_)
+    assert sum(b < a for a, b in itertools.pairwise(sizes)) >= 3  # compacted
+    latest = {str(log): store.get(str(log)) for log in logs}
+    again = CheckpointStore(tmp_path / "state")
+    assert again.load() == latest  # what get gave is what a restart loads
+    assert {path: again.get(path) for path in latest} == latest
+    store.forget([str(logs[0])])
+    assert store.get(str(logs[0])) is None
+
+
+def test_a_checkpoint_that_cannot_be_read_back_is_none_with_a_warning(tmp_path, caplog) -> None:
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"d" * 50)
+    store = CheckpointStore(tmp_path / "state")
+    store.save({str(log): entry(log, 9)})
+    store.path.write_bytes(store.path.read_bytes().replace(b'"offset":9', b'"offset":8'))
+    assert store.get(str(log)) is None  # changed under the store: not trusted
+    assert "cannot read" in caplog.text and str(log) in caplog.text
+
+
+def test_a_version_1_checkpoint_is_read_back_before_and_after_its_replacement(tmp_path) -> None:
+    logs = [tmp_path / f"{n}.jsonl" for n in range(2)]
+    for log in logs:
+        log.write_bytes(b"v" * 10)
+    state = tmp_path / "state"
+    state.mkdir()
+    fields = ("path", "device", "inode", "fingerprint", "fingerprint_bytes", "offset")
+    olds = [entry(log, 4) for log in logs]
+    document = {
+        "version": 1,
+        "files": [
+            {**{f: getattr(old, f) for f in fields}, "session": dict(old.session)} for old in olds
+        ],
+    }
+    (state / "checkpoints.json").write_text(json.dumps(document))
+    store = CheckpointStore(state)
+    store.load()
+    assert store.get(str(logs[1])) == olds[1]
+    store.save({str(logs[0]): entry(logs[0], 6)})  # the journal replaces the version 1 file
+    assert store.get(str(logs[0])) == entry(logs[0], 6)
+    assert store.get(str(logs[1])) == olds[1]  # carried into the journal
 
 
 def test_a_damaged_file_is_ignored_with_a_warning(tmp_path, caplog) -> None:

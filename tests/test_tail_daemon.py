@@ -3,10 +3,12 @@ memory and come back identical, notifications that fail or overflow are counted 
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import struct
 import threading
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -124,7 +126,7 @@ def test_an_idle_poll_reads_nothing_lists_nothing_and_writes_no_checkpoint(
     listed: list[Path] = []
     real_subdirectories = tail_module._subdirectories
 
-    def counting_subdirectories(path: Path) -> list[Path]:
+    def counting_subdirectories(path: Path) -> list[tuple[str, str]]:
         listed.append(path)
         return real_subdirectories(path)
 
@@ -224,6 +226,133 @@ def test_a_checkpointed_log_that_stays_quiet_costs_no_session(tmp_path) -> None:
         _, tailer = read_once(root, clock, store, assembler)
     assert tailer.followed_count == 20 and tailer.catching_up == 0
     assert assembler.resident == 0  # resumed at their ends: nothing read, nothing built
+    assert tailer.sleeping == 20  # nor any follower: asleep from the start
+
+
+def settle(tailer: Tailer, clock: Clock, seconds: float = 31) -> None:
+    """Quiet for `seconds`: sessions evicted, checkpoints saved, logs asleep."""
+    clock.now += seconds
+    for _ in range(2):
+        tailer.poll_once()
+        tailer.save_checkpoints()
+
+
+def append_task(path: str, log: Log, name: str) -> None:
+    size = len(log.jsonl())
+    task(log, name, name + "u", name + "c")
+    with open(path, "ab") as handle:
+        handle.write(log.jsonl()[size:])
+
+
+def whole_spans(root: Path, clock: Clock) -> list:
+    """The spans of reading every log under `root` whole, in one go."""
+    spans, _ = read_once(root, clock)
+    return sorted(spans, key=lambda s: s.span_id)
+
+
+@pytest.mark.parametrize("watch", [False, True])
+def test_a_quiet_checkpointed_log_sleeps_and_wakes_giving_the_same_spans(tmp_path, watch) -> None:
+    """Asleep, a log keeps nothing in memory but its inode and size; growing, it wakes from
+    its checkpoint (by its notification, or the sweep without them) and goes on as if it had
+    never slept."""
+    root = tmp_path / "session-state"
+    logs = sessions(root, 6)
+    clock = Clock(max(os.path.getmtime(p) for p in logs))
+    out: list = []
+    tailer = Tailer(
+        [root],
+        Assembler(),
+        out.extend,
+        TailOptions(rescan_seconds=0, evict_seconds=30, watch=watch),
+        clock=clock,
+        checkpoints=CheckpointStore(tmp_path / "state"),
+    )
+    tailer.start()
+    tailer.poll_once()
+    settle(tailer, clock)
+    assert tailer.sleeping == 6 and tailer.followed_count == 6 and tailer.resident == 0
+    grown = list(logs.items())[:2]
+    for round_ in ("second", "third"):
+        for path, log in grown:
+            append_task(path, log, round_)
+        for _ in range(50):
+            tailer.wake.wait(0.1)
+            tailer.poll_once()
+            if tailer.sleeping == 4 and tailer.resident == 2:
+                break
+        assert tailer.sleeping == 4 and tailer.resident == 2  # the two that grew
+        settle(tailer, clock)
+        assert tailer.sleeping == 6
+    tailer.close()
+    assert sorted(out, key=lambda s: s.span_id) == whole_spans(root, clock)
+    roots = [s for s in out if s.name == "invoke_agent copilot"]
+    assert len(roots) == 10 and sum(bool(s.links) for s in roots) == 4  # linked to the last
+
+
+def test_a_sleeping_log_removed_is_forgotten_and_one_replaced_is_read_anew(tmp_path) -> None:
+    root = tmp_path / "session-state"
+    logs = sessions(root, 3)
+    paths = list(logs)
+    clock = Clock(max(os.path.getmtime(p) for p in logs))
+    store = CheckpointStore(tmp_path / "state")
+    out: list = []
+    tailer = Tailer(
+        [root],
+        Assembler(),
+        out.extend,
+        TailOptions(rescan_seconds=0, evict_seconds=30, watch=False),
+        clock=clock,
+        checkpoints=store,
+    )
+    tailer.start()
+    tailer.poll_once()
+    settle(tailer, clock)
+    assert tailer.sleeping == 3
+    os.remove(paths[0])
+    other = Log(session="sess-0001")
+    other.start()
+    task(other, "new", "nu", "nc")
+    task(other, "newer", "mu", "mc")  # longer than what it replaces: it grew, to a sweep
+    replacement = Path(paths[1]).with_name("replacement")
+    replacement.write_bytes(other.jsonl())
+    os.replace(replacement, paths[1])
+    before = len(out)
+    tailer.poll_once()
+    tailer.save_checkpoints()
+    tailer.close()
+    assert paths[0] not in tailer.followed and tailer.followed_count == 2
+    assert store.get(paths[0]) is None
+    names = [s.name for s in out[before:]].count("invoke_agent copilot")
+    assert names == 2  # the replacement, read from its start
+
+
+def test_a_sleeping_log_costs_well_under_a_kilobyte(tmp_path) -> None:
+    """Memory that stays flat: what a log asleep keeps (its path, inode and size, its
+    journal place and its directory's watch) is a few hundred bytes, whatever its session held.
+    """
+    root = tmp_path / "session-state"
+    logs = sessions(root, 400)
+    clock = Clock(max(os.path.getmtime(p) for p in logs))
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    tailer = Tailer(
+        [root],
+        Assembler(),
+        lambda records: None,
+        TailOptions(rescan_seconds=0, evict_seconds=30, watch=True),
+        clock=clock,
+        checkpoints=CheckpointStore(tmp_path / "state"),
+    )
+    tailer.start()
+    tailer.poll_once()
+    settle(tailer, clock)
+    gc.collect()
+    per_log = (tracemalloc.get_traced_memory()[0] - before) / 400
+    tracemalloc.stop()
+    tailer.close()
+    assert tailer.sleeping == 400
+    assert per_log < 1000, per_log  # awake and evicted, a log took about 2,800 bytes
 
 
 def counted_tailer(

@@ -1,5 +1,5 @@
 """The `otel-bridge` command: `replay` session logs once, `run` as a daemon that follows them,
-`stats` and `doctor`.
+`stats` and `doctor`; `install-service` makes `run` a systemd or launchd service.
 
 The command line is the one part of the bridge that reads flags and the process environment.
 Each command turns them into a `PipelineConfig` and builds the one pipeline
@@ -7,7 +7,7 @@ Each command turns them into a `PipelineConfig` and builds the one pipeline
 
 Modules: `_parser.py` (flags and help), `_types.py` (option types), `_common.py` (flags to
 pipeline options, summaries), `_replay.py`, `_run.py` (the daemon loop, status line,
-readiness, signals), `_inspect.py` (stats and doctor).
+readiness, signals), `_inspect.py` (stats and doctor), `_service.py` (install-service).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ._inspect import doctor, stats
 from ._parser import build_parser
 from ._replay import replay
 from ._run import run
+from ._service import install_service
 
 __all__ = ["main"]
 
@@ -33,6 +34,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": run,
     "stats": stats,
     "doctor": doctor,
+    "install-service": install_service,
 }
 
 

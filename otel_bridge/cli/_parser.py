@@ -415,6 +415,45 @@ def build_parser() -> argparse.ArgumentParser:
         help="as for run (default: $COPILOT_HOME/session-state)",
     )
     doctor.add_argument("--traces-file", type=Path, metavar="FILE", help="as for run")
+
+    service = commands.add_parser(
+        "install-service",
+        parents=[logging_options],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="start `run` at login: a systemd user unit (Linux) or a launchd agent (macOS)",
+        description="Write a systemd user unit (Linux) or a launchd agent (macOS) that runs "
+        "`otel-bridge run` at\nlogin with this executable, and print the command that "
+        "enables it.\n\n"
+        "  systemd: ~/.config/systemd/user/otel-bridge.service; state in "
+        "$XDG_STATE_HOME/otel-bridge\n"
+        "           (~/.local/state/otel-bridge), log in the journal "
+        "(journalctl --user -u otel-bridge)\n"
+        "  launchd: ~/Library/LaunchAgents/local.otel-bridge.plist; state in\n"
+        "           ~/Library/Application Support/otel-bridge, log in "
+        "~/Library/Logs/otel-bridge/\n\n"
+        "The OTEL_* variables and COPILOT_HOME of this shell are copied into it. Arguments "
+        "after --\ngo to run:  otel-bridge install-service -- --backfill",
+    )
+    service.add_argument(
+        "run_args",
+        nargs="*",
+        metavar="RUN_ARG",
+        help="arguments for run, after -- (default: none beyond --state-dir and "
+        "--console-format summary)",
+    )
+    service.add_argument(
+        "--print",
+        action="store_true",
+        help="print the unit or plist instead of writing it",
+    )
+    service.add_argument(
+        "--force", action="store_true", help="overwrite a unit or plist that differs"
+    )
+    service.add_argument(
+        "--platform",
+        choices=["systemd", "launchd"],
+        help="the service manager (default: systemd on Linux, launchd on macOS)",
+    )
     return parser
 
 

@@ -141,6 +141,7 @@ class ExportWorker:
         caller one wait, and the queue never holds more than `capacity`."""
         dropped: list[int] = []
         with self._cond:
+            was_empty = not self._queue
             deadline: float | None = None
             for item in items:
                 if self._full() and self._block and not self._stopping:
@@ -159,7 +160,11 @@ class ExportWorker:
                         continue
                 self._queue.append(item)
                 self._last_seq = max(self._last_seq, item[0])
-            self._cond.notify_all()
+            # The worker waits for a first span, or lingers until a batch is full: only those
+            # need it woken. (Waking it at every put only for it to wait again cost `run` a
+            # thread switch per handful of spans.)
+            if was_empty or len(self._queue) >= self._max_batch or self._stopping:
+                self._cond.notify_all()
         if dropped:
             self._on_result(self.name, dropped, None)
 

@@ -12,6 +12,14 @@ when their mtime moved (a new session directory changes it), and every log is st
 as a safety net for notifications the kernel dropped, at every 12th rescan with notifications
 (a minute by default), at every rescan without them, and at once when watchdog reports a queue
 overflow.
+
+Memory stays flat however many logs pile up: a log quiet for `TailOptions.evict_seconds` first
+gives its session's state back to a snapshot (`_evict`), and once its checkpoint holds all of it
+(saved, everything delivered, no interaction open, read to its end), the log goes to sleep: its
+follower leaves memory too, and only its file's inode and size stay (`_dormant`). A
+notification or a sweep that finds it changed wakes it from its checkpoint, as a restart would
+(`_wake`). A restart puts logs resumed at their ends straight to sleep. Without checkpoints
+(`--no-checkpoints`) nothing sleeps: the follower is all there is of a log.
 See https://python-watchdog.readthedocs.io/ (Observer, FileSystemEventHandler).
 """
 
@@ -32,7 +40,7 @@ from .._exceptions import CheckpointError
 from .._lines import ReadStats
 from .._records import SpanRecord
 from ..assembler import Assembler, SessionAssembler
-from ._discovery import EVENTS_FILE, LogFile, session_log
+from ._discovery import EVENTS_FILE, LogFile, log_file, session_log
 from ._follow import Follower, Hints, TailOptions, end_of_last_line, start_summary
 from ._health import SkipCounter
 from ._shard import in_shard
@@ -88,6 +96,9 @@ class Tailer:
         self._emit = emit
         self._clock = clock
         self._followers: dict[str, Follower] = {}
+        # Sleeping logs: path -> their file's inode and size (`_pack`), all that is kept in
+        # memory of a quiet log whose checkpoint holds its state (see the module's docstring).
+        self._dormant: dict[str, int] = {}
         self.wake = threading.Event()
         self._hints = Hints(self.wake)
         self._watcher = Watcher(
@@ -122,12 +133,17 @@ class Tailer:
 
     @property
     def followed(self) -> list[str]:
-        """Paths of the logs being followed."""
-        return sorted(self._followers)
+        """Paths of the logs being followed (sleeping ones too)."""
+        return sorted([*self._followers, *self._dormant])
 
     @property
     def followed_count(self) -> int:
-        return len(self._followers)
+        return len(self._followers) + len(self._dormant)
+
+    @property
+    def sleeping(self) -> int:
+        """Logs asleep: nothing of them in memory but their file's inode and size."""
+        return len(self._dormant)
 
     @property
     def catching_up(self) -> int:
@@ -174,6 +190,9 @@ class Tailer:
         for path in self._hints.take():
             if path in self._followers:
                 to_read.add(path)
+            elif path in self._dormant:
+                if self._wake(path, now):
+                    to_read.add(path)
             else:
                 self._consider(path, now)
         timers = mono - self._last_rescan >= self.options.rescan_seconds
@@ -194,6 +213,7 @@ class Tailer:
         if mono - self._last_sweep >= sweep_every:
             self._last_sweep = mono
             to_read.update(self._followers)
+            to_read.update(self._changed_sleepers(now))
         to_read |= self._behind
         events = 0
         for stream in sorted(to_read):  # sorted: the same order in every run
@@ -203,6 +223,7 @@ class Tailer:
         if timers:  # timeouts of minutes, looked at every rescan, not every poll
             self._close_quiet(now)
             self._evict(now)
+            self._put_to_sleep()
         self._skips.update()
         self.events_read += events
         return events
@@ -290,13 +311,16 @@ class Tailer:
             return []
         found = []
         shard = self.options.shard
-        for directory in _subdirectories(root):
+        for name, path in _subdirectories(root):  # strings: 10,000 Paths cost 50 ms to make
+            log_path = os.path.join(path, EVENTS_FILE)
             if (
-                str(directory / EVENTS_FILE) in self._followers
-                or str(directory) in self._waiting_dirs
-                or not in_shard(directory.name, shard)
+                log_path in self._followers
+                or log_path in self._dormant
+                or path in self._waiting_dirs
+                or not in_shard(name, shard)
             ):
                 continue
+            directory = Path(path)
             log = session_log(root, directory)
             if log is not None:
                 found.append(log)
@@ -342,8 +366,9 @@ class Tailer:
         root = directory.parent
         if root not in self.roots or not in_shard(directory.name, self.options.shard):
             return  # deeper inside a session directory, elsewhere, or another shard's
-        if str(directory / EVENTS_FILE) in self._followers:
-            return
+        log_path = str(directory / EVENTS_FILE)
+        if log_path in self._followers or log_path in self._dormant:
+            return  # a sleeping log is woken by its own notification or the sweep
         log = session_log(root, directory)
         if log is not None:
             self._waiting_dirs.pop(str(directory), None)
@@ -386,10 +411,27 @@ class Tailer:
             logger.debug("following %s from byte %d (%s)", log.path, offset, start)
         else:  # a session that started while we run
             logger.info("following %s from byte %d", log.path, offset)
+        self._watcher.watch_directory(log.path.parent)
+        if resume is not None and start == "checkpoint":
+            if offset == st.st_size and not resume.sent:  # nothing to read: asleep at once
+                self._dormant[str(log.path)] = _pack(st.st_ino, st.st_size)
+                return start
+            follower = self._new_follower(log, st, offset, resume)
+        else:
+            follower = self._new_follower(log, st, offset, None)
+        if self.started:
+            self._catching.add(follower.stream)
+            self._behind.add(follower.stream)
+        return start
+
+    def _new_follower(
+        self, log: LogFile, st: os.stat_result, offset: int, resume: FileCheckpoint | None
+    ) -> Follower:
+        """A follower from `offset`, taking up `resume`'s state if given."""
         follower = Follower(
             log, offset, (st.st_dev, st.st_ino), st.st_mtime, self.options, self.stats
         )
-        if start == "checkpoint" and resume is not None:
+        if resume is not None:
             # Taken back when the log is read (a checkpointed log that stays quiet costs no
             # session assembler): the state at the safe place, and what was delivered after.
             follower.safe_session = follower.evicted = json.dumps(resume.session)
@@ -398,11 +440,7 @@ class Tailer:
         else:
             self._dirty.add(follower.stream)  # its first checkpoint: where it starts
         self._followers[follower.stream] = follower
-        self._watcher.watch_directory(log.path.parent)
-        if self.started:
-            self._catching.add(follower.stream)
-            self._behind.add(follower.stream)
-        return start
+        return follower
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -568,13 +606,16 @@ class Tailer:
         if not follower.caught_up:
             follower.caught_up = True
             self._catching.discard(follower.stream)
+            if not self._catching:  # caught up: let go of a table sized for every log
+                self._catching, self._behind = set(), set(self._behind)
             self._judge(follower)
         if follower.decoder.pending_bytes:  # a partial line: look again at the next poll
             self._behind.add(follower.stream)
 
     def _forget(self, stream: str) -> None:
         """A log that is gone: no follower, no session, no checkpoint."""
-        del self._followers[stream]
+        self._followers.pop(stream, None)
+        self._dormant.pop(stream, None)
         self._watcher.forget_directory(Path(stream).parent)
         for kept in (self._behind, self._catching, self._open, self._dirty):
             kept.discard(stream)
@@ -653,11 +694,95 @@ class Tailer:
             # Most often the state at the last safe place: then one string serves both.
             follower.evicted = state if state != follower.safe_session else follower.safe_session
 
+    # --- sleeping logs ----------------------------------------------------------------------
 
-def _subdirectories(root: Path) -> list[Path]:
+    def _put_to_sleep(self) -> None:
+        """Let go of the followers of logs whose checkpoint, saved, holds all there is of
+        them: what is left in memory of each is its inode and size."""
+        if self._store is None:
+            return  # without checkpoints the follower is all there is of a log
+        for stream, follower in list(self._followers.items()):
+            if self._may_sleep(follower):
+                del self._followers[stream]
+                self._dormant[stream] = _pack(follower.identity[1], follower.read_pos)
+
+    def _may_sleep(self, follower: Follower) -> bool:
+        """Would waking it from its saved checkpoint give it back as it is? Its session is
+        out of memory in the state the checkpoint holds, the checkpoint is in the journal
+        with nothing after it to deliver or to skip, and the log was read to its end."""
+        stream = follower.stream
+        return (
+            follower.evicted is not None
+            and follower.settled
+            and not follower.sent
+            and follower.skip is None
+            and follower.caught_up
+            and follower.at_end
+            and follower.error is None
+            and not follower.decoder.pending_bytes
+            and follower.safe_offset == follower.read_pos
+            and follower.evicted == follower.safe_session
+            and stream not in self._open
+            and stream not in self._behind
+            and stream not in self._dirty
+            and stream not in self._unsaved
+        )
+
+    def _changed_sleepers(self, now: float) -> list[str]:
+        """The sweep's look at sleeping logs: wake those whose file grew or was replaced,
+        forget those that are gone. Returns the woken ones, to read."""
+        woken = []
+        for stream, packed in list(self._dormant.items()):
+            try:
+                st = os.stat(stream)
+            except FileNotFoundError:
+                logger.info("%s was removed", stream)
+                self._forget(stream)
+                continue
+            except OSError:
+                continue  # looked at again at the next sweep
+            if _pack(st.st_ino, st.st_size) != packed and self._wake(stream, now):
+                woken.append(stream)
+        return woken
+
+    def _wake(self, stream: str, now: float) -> bool:
+        """Take a sleeping log back from its checkpoint, as a restart does (one that cannot
+        be read back, or a file replaced since, is read from its start). False if it is
+        gone."""
+        path = Path(stream)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            logger.info("%s was removed", stream)
+            self._forget(stream)
+            return False
+        except OSError:
+            return False  # still asleep: looked at again at the next sweep
+        del self._dormant[stream]
+        resume = self._store.get(stream) if self._store is not None else None
+        if resume is not None and resume.matches(path):
+            follower = self._new_follower(log_file(path), st, resume.offset, resume)
+        else:
+            if resume is not None:
+                logger.info("%s was replaced or truncated since its checkpoint", path)
+            follower = self._new_follower(log_file(path), st, 0, None)
+        follower.caught_up = True  # what it gets now is live
+        follower.last_activity = now
+        self._behind.add(stream)
+        logger.debug("%s woke from its checkpoint at byte %d", path, follower.read_pos)
+        return True
+
+
+def _pack(inode: int, size: int) -> int:
+    """A sleeping log's file in one int: enough to see that it grew or was replaced."""
+    return (inode << 64) | size
+
+
+def _subdirectories(root: Path) -> list[tuple[str, str]]:
+    """(name, path) of each directory in `root`."""
     try:
         with os.scandir(root) as entries:
-            return [Path(e.path) for e in entries if _is_dir(e)]
+            return [(e.name, e.path) for e in entries if _is_dir(e)]
     except OSError:
         return []
 

@@ -86,7 +86,6 @@ class Watcher:
         self._inotify: _inotify.Inotify | None = None
         self._observers: dict[Path, BaseObserver] = {}
         self._unwatchable: set[Path] = set()  # roots that could not be watched
-        self._dirs: set[str] = set()  # session directories watched (inotify)
         self._missed = 0  # session directories that could not be watched
         self._overflowed = False
         self._filter = _OverflowFilter(self._overflow)
@@ -115,11 +114,8 @@ class Watcher:
         root covers it already)."""
         if not self.enabled or self.backend != "inotify" or self._inotify is None:
             return
-        key = str(directory)
-        if key in self._dirs:
-            return
         try:
-            self._inotify.watch(key)
+            self._inotify.watch(str(directory))  # (nothing done if it is watched already)
         except OSError as exc:
             if exc.errno == 28:  # ENOSPC: max_user_watches reached
                 self._missed += 1
@@ -129,14 +125,10 @@ class Watcher:
                     f"watched are polled every {self._rescan:g}s ({_LIMITS})",
                 )
             return  # otherwise gone meanwhile: nothing to watch
-        self._dirs.add(key)
 
     def forget_directory(self, directory: Path) -> None:
-        key = str(directory)
-        if key in self._dirs:
-            self._dirs.discard(key)
-            if self._inotify is not None:
-                self._inotify.unwatch(key)
+        if self._inotify is not None:
+            self._inotify.unwatch(str(directory))
 
     def overflowed(self) -> bool:
         """Did the kernel drop notifications since the last call?"""
@@ -153,7 +145,6 @@ class Watcher:
         if self._inotify is not None:
             self._inotify.close()
             self._inotify = None
-        self._dirs.clear()
 
     # --- internals -------------------------------------------------------------------------
 

@@ -1,0 +1,252 @@
+"""`otel-bridge install-service`: start `otel-bridge run` at login, as each platform expects.
+
+- Linux: a systemd user unit, `$XDG_CONFIG_HOME/systemd/user/otel-bridge.service` (default
+  `~/.config`). Its checkpoints are in `%S/otel-bridge` (`StateDirectory=`: `$XDG_STATE_HOME`,
+  default `~/.local/state`, the same place `run` uses by default), its log goes to the journal
+  (`journalctl --user -u otel-bridge`). systemd.exec(5), systemd.service(5), systemd.unit(5)
+  (https://www.freedesktop.org/software/systemd/man/latest/systemd.exec.html).
+- macOS: a launchd agent, `~/Library/LaunchAgents/local.otel-bridge.plist`, with its state in
+  `~/Library/Application Support/otel-bridge` and its log in `~/Library/Logs/otel-bridge/`
+  (launchd.plist(5): ProgramArguments, KeepAlive, ExitTimeOut, StandardErrorPath).
+
+The service runs the executable that ran this command (its absolute path, or this Python with
+`-m otel_bridge`), so a venv or pipx install keeps working without a PATH. The OTEL_* variables
+and COPILOT_HOME of the installing shell are copied into the file (mode 0600: OTLP headers may
+hold tokens), since a service does not see the shell's environment. SIGTERM (`systemctl stop`,
+`launchctl bootout`) flushes for `--export-timeout` seconds: the stop timeouts leave 15 more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import plistlib
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._exceptions import BridgeError
+from ._parser import build_parser
+
+__all__ = ["PLATFORMS", "ServiceFile", "bridge_command", "install_service", "render"]
+
+PLATFORMS = ("systemd", "launchd")
+UNIT_NAME = "otel-bridge.service"
+LAUNCHD_LABEL = "local.otel-bridge"
+# run's defaults for a service: a line per finished task when no OTLP endpoint is set (the
+# console's default off a terminal is a JSON object per span, too much for a log)
+RUN_DEFAULTS = ("--console-format", "summary")
+STOP_MARGIN_S = 15
+
+
+@dataclass(frozen=True)
+class ServiceFile:
+    """What install-service writes, and what to tell the user."""
+
+    path: Path
+    text: str
+    directories: tuple[Path, ...]  # to create before the service starts (launchd does not)
+    where: str  # where the state and the log are
+    next_commands: tuple[str, ...]  # to enable and start it
+
+
+def bridge_command() -> list[str]:
+    """The absolute command of the running otel-bridge: its script, or this interpreter with
+    -m otel_bridge (python -m otel_bridge, or an embedding)."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name == "otel-bridge" and script.is_file():
+        return [os.path.abspath(script)]
+    return [os.path.abspath(sys.executable), "-m", "otel_bridge"]
+
+
+def copied_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of the installing shell the service needs: OTEL_* and COPILOT_HOME."""
+    return {
+        key: value
+        for key, value in sorted(environ.items())
+        if (key.startswith("OTEL_") or key == "COPILOT_HOME") and "\n" not in value
+    }
+
+
+def _systemd_quote(word: str, *, expands_variables: bool = True) -> str:
+    """One word of ExecStart= (which expands $VARIABLES) or Environment= (which does not),
+    quoted as systemd.syntax(7) reads it: `%` doubled (specifiers), `$` doubled where
+    variables expand, quotes and backslashes escaped inside double quotes."""
+    escaped = word.replace("%", "%%")
+    if expands_variables:
+        escaped = escaped.replace("$", "$$")
+    if escaped and not any(c in escaped for c in " \t\"\\'"):
+        return escaped
+    return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def systemd_unit(
+    command: Sequence[str],
+    run_args: Sequence[str],
+    environ: Mapping[str, str],
+    export_timeout: float,
+) -> ServiceFile:
+    config_home = Path(environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    # %S is the user manager's $XDG_STATE_HOME (~/.local/state): written raw, not quoted
+    exec_start = " ".join(
+        [*(_systemd_quote(w) for w in command), "run", "--state-dir", "%S/otel-bridge"]
+        + [_systemd_quote(w) for w in (*RUN_DEFAULTS, *run_args)]
+    )
+    environment = [
+        "Environment=" + _systemd_quote(f"{key}={value}", expands_variables=False)
+        for key, value in copied_environment(environ).items()
+    ]
+    text = "\n".join(
+        [
+            "# Written by `otel-bridge install-service`; `otel-bridge install-service --force`",
+            "# writes it again. Logs: journalctl --user -u otel-bridge",
+            "[Unit]",
+            "Description=otel-bridge: GitHub Copilot CLI sessions as OpenTelemetry traces",
+            "",
+            "[Service]",
+            "Type=exec",
+            f"ExecStart={exec_start}",
+            "StateDirectory=otel-bridge",
+            "StateDirectoryMode=0700",
+            *environment,
+            "Restart=on-failure",
+            "RestartSec=5",
+            # SIGTERM flushes for --export-timeout, then exits 0
+            f"TimeoutStopSec={int(export_timeout) + STOP_MARGIN_S}",
+            "",
+            "[Install]",
+            "WantedBy=default.target",
+            "",
+        ]
+    )
+    return ServiceFile(
+        path=config_home / "systemd" / "user" / UNIT_NAME,
+        text=text,
+        directories=(),
+        where="state in $XDG_STATE_HOME/otel-bridge (~/.local/state/otel-bridge), "
+        "log: journalctl --user -u otel-bridge",
+        next_commands=(
+            "systemctl --user daemon-reload",
+            f"systemctl --user enable --now {UNIT_NAME}",
+        ),
+    )
+
+
+def launchd_plist(
+    command: Sequence[str],
+    run_args: Sequence[str],
+    environ: Mapping[str, str],
+    export_timeout: float,
+) -> ServiceFile:
+    home = Path.home()
+    state = home / "Library" / "Application Support" / "otel-bridge"
+    logs = home / "Library" / "Logs" / "otel-bridge"
+    log = str(logs / "otel-bridge.log")
+    agent = {
+        "Label": LAUNCHD_LABEL,
+        "ProgramArguments": [
+            *command,
+            "run",
+            "--state-dir",
+            str(state),
+            *RUN_DEFAULTS,
+            *run_args,
+        ],
+        "EnvironmentVariables": copied_environment(environ),
+        "RunAtLoad": True,
+        # started again when it fails, not when it stops cleanly (exit 0 after SIGTERM)
+        "KeepAlive": {"SuccessfulExit": False},
+        "ThrottleInterval": 10,
+        "ExitTimeOut": int(export_timeout) + STOP_MARGIN_S,
+        "ProcessType": "Background",
+        "StandardOutPath": log,
+        "StandardErrorPath": log,
+    }
+    path = home / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
+    domain = f"gui/{os.getuid()}"
+    return ServiceFile(
+        path=path,
+        text=plistlib.dumps(agent, fmt=plistlib.FMT_XML).decode("utf-8"),
+        directories=(state, logs),
+        where=f"state in {state}, log in {log}",
+        next_commands=(f"launchctl bootstrap {domain} {shlex.quote(str(path))}",),
+    )
+
+
+def render(
+    platform: str,
+    run_args: Sequence[str],
+    environ: Mapping[str, str],
+    export_timeout: float,
+    command: Sequence[str] | None = None,
+) -> ServiceFile:
+    """The service file for `platform` ("systemd" or "launchd")."""
+    build = systemd_unit if platform == "systemd" else launchd_plist
+    return build(command or bridge_command(), run_args, environ, export_timeout)
+
+
+def default_platform() -> str:
+    if sys.platform == "darwin":
+        return "launchd"
+    if sys.platform.startswith("linux"):
+        return "systemd"
+    raise BridgeError(
+        f"install-service knows Linux (systemd) and macOS (launchd), not {sys.platform}: "
+        "run `otel-bridge run` from your system's service manager"
+    )
+
+
+def _run_options(run_args: Sequence[str]) -> argparse.Namespace:
+    """The service's `run` arguments, checked by run's own parser (exit 2 when refused)."""
+    return build_parser().parse_args(["run", *RUN_DEFAULTS, *run_args])
+
+
+def install_service(args: argparse.Namespace) -> int:
+    """Write (or --print) the service file; say where its state and log go and how to start
+    it. Exit status 1 when a different file is there already and --force was not given."""
+    run_args = list(args.run_args)
+    options = _run_options(run_args)
+    platform = args.platform or default_platform()
+    service = render(platform, run_args, os.environ, options.export_timeout)
+    if args.print:
+        sys.stdout.write(service.text)
+        return 0
+    if service.path.exists() and not args.force:
+        if service.path.read_text() == service.text:
+            print(f"{service.path} is already installed, unchanged")
+            _print_next(service)
+            return 0
+        print(
+            f"{service.path} exists and differs: --force to overwrite it "
+            "(--print shows the new one)",
+            file=sys.stderr,
+        )
+        return 1
+    for directory in (service.path.parent, *service.directories):
+        directory.mkdir(parents=True, exist_ok=True)
+    _write_private(service.path, service.text)
+    copied = sorted(copied_environment(os.environ))
+    print(f"wrote {service.path}")
+    print(f"  {service.where}")
+    if copied:
+        print(f"  with {', '.join(copied)} from this shell (edit the file to change them)")
+    _print_next(service)
+    return 0
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path`, readable by its owner only (it may hold OTLP tokens)."""
+    temporary = path.with_name(path.name + ".tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+    os.chmod(temporary, 0o600)
+    os.replace(temporary, path)
+
+
+def _print_next(service: ServiceFile) -> None:
+    print("enable and start it with:")
+    for command in service.next_commands:
+        print(f"  {command}")

@@ -1,0 +1,426 @@
+"""The container image (Dockerfile, .dockerignore): checked offline on every run, built and run
+for real only when asked (OTEL_BRIDGE_TEST_DOCKER=1, a Docker daemon, debootstrap, root).
+
+No image registry is reachable where the suite runs, and most machines have no Docker daemon,
+so the Dockerfile is parsed here (a small parser of the instructions it uses, after the
+Dockerfile reference: https://docs.docker.com/reference/dockerfile/) and checked for what the
+deployment relies on: a slim Python base, a non-root user, the state volume, the HEALTHCHECK on
+/healthz, metrics served beyond the loopback, and a command line the CLI accepts (each
+`otel-bridge` command and flag is parsed by the CLI's own parser). `cli_problem` is reused by
+the Kubernetes, compose and service-unit tests.
+
+The opt-in test makes a base image without a registry (debootstrap of Debian bookworm with
+python3, then `docker import`), builds the Dockerfile on it (pip still needs PyPI), runs the
+image with a read-only root file system and a state volume, and checks /healthz, /readyz, the
+uid, the Docker health status and a clean SIGTERM stop that leaves checkpoints on the volume.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from otel_bridge.cli._parser import build_parser
+from tests.processes import log_tail, terminate
+from tests.prometheus import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCKERFILE = ROOT / "Dockerfile"
+DOCKERIGNORE = ROOT / ".dockerignore"
+STATE_DIR = "/var/lib/otel-bridge"
+METRICS_PORT = 9464
+OPT_IN = "OTEL_BRIDGE_TEST_DOCKER"
+
+
+# ---------------------------------------------------------------------- helpers (reused)
+def cli_problem(argv: Sequence[str]) -> str | None:
+    """Why `otel-bridge ARGV...` would be refused by the CLI's parser (unknown command or flag,
+    bad value), or None when it parses."""
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+            args = build_parser().parse_args(list(argv))
+    except SystemExit as exc:
+        return f"otel-bridge {shlex.join(argv)}: exit {exc.code}: {stderr.getvalue().strip()}"
+    if args.command is None:
+        return f"otel-bridge {shlex.join(argv)}: no command"
+    return None
+
+
+@dataclass(frozen=True)
+class Instruction:
+    keyword: str  # upper case
+    arguments: str  # the rest of the logical line, continuations joined
+    line: int  # where it starts
+
+    def exec_form(self) -> list[str] | None:
+        """The JSON array of the exec form (`CMD ["a", "b"]`), or None for the shell form."""
+        text = self.arguments
+        if not text.startswith("["):
+            return None
+        value = json.loads(text)
+        assert isinstance(value, list) and all(isinstance(v, str) for v in value)
+        return value
+
+
+def parse_dockerfile(text: str) -> list[Instruction]:
+    """The instructions of a Dockerfile: comments and blank lines dropped, lines ending in a
+    backslash joined to the next (comment lines inside a continuation are skipped, as Docker
+    does), the keyword split from its arguments. Parser directives (`# syntax=`) are comments
+    here: the test forbids them anyway, since a syntax directive makes BuildKit fetch a
+    frontend image from a registry."""
+    instructions: list[Instruction] = []
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if stripped.startswith("#") or (not stripped and not pending):
+            continue
+        if not pending:
+            start = number
+        if stripped.endswith("\\"):
+            pending.append(stripped[:-1].strip())
+            continue
+        pending.append(stripped)
+        logical = " ".join(part for part in pending if part)
+        pending = []
+        keyword, _, arguments = logical.partition(" ")
+        instructions.append(Instruction(keyword.upper(), arguments.strip(), start))
+    assert not pending, "the Dockerfile ends in a line continuation"
+    return instructions
+
+
+def healthcheck_command(instruction: Instruction) -> list[str]:
+    """The command of `HEALTHCHECK [--option=value...] CMD ...` as an exec-form list."""
+    words = instruction.arguments.split(" ")
+    while words and words[0].startswith("--"):
+        words.pop(0)
+    assert words and words[0] == "CMD", f"HEALTHCHECK without CMD: {instruction.arguments}"
+    rest = Instruction("CMD", " ".join(words[1:]).strip(), instruction.line)
+    form = rest.exec_form()
+    assert form is not None, "HEALTHCHECK CMD in exec form (no shell needed)"
+    return form
+
+
+def final_stage(instructions: list[Instruction]) -> list[Instruction]:
+    """The instructions of the last FROM on (the image that is shipped)."""
+    starts = [index for index, ins in enumerate(instructions) if ins.keyword == "FROM"]
+    assert starts, "no FROM"
+    return instructions[starts[-1] :]
+
+
+def env_of(stage: list[Instruction]) -> dict[str, str]:
+    """ENV key=value pairs (the form this Dockerfile uses), shell-split."""
+    env: dict[str, str] = {}
+    for ins in stage:
+        if ins.keyword == "ENV":
+            for word in shlex.split(ins.arguments):
+                key, sep, value = word.partition("=")
+                assert sep, f"ENV {ins.arguments}: use the key=value form"
+                env[key] = value
+    return env
+
+
+@pytest.fixture(scope="module")
+def instructions() -> list[Instruction]:
+    return parse_dockerfile(DOCKERFILE.read_text())
+
+
+# ---------------------------------------------------------------------- offline checks
+def test_the_parser_reads_continuations_comments_and_exec_forms() -> None:
+    parsed = parse_dockerfile(
+        'FROM a AS b\n# c\nRUN x \\\n  # inside\n  && y\n\nCMD ["run", "--x"]\n'
+        'HEALTHCHECK --interval=5s CMD ["true"]\n'
+    )
+    assert [(i.keyword, i.arguments, i.line) for i in parsed] == [
+        ("FROM", "a AS b", 1),
+        ("RUN", "x && y", 3),
+        ("CMD", '["run", "--x"]', 7),
+        ("HEALTHCHECK", '--interval=5s CMD ["true"]', 8),
+    ]
+    assert parsed[2].exec_form() == ["run", "--x"]
+    assert healthcheck_command(parsed[3]) == ["true"]
+    assert Instruction("CMD", "run --x", 1).exec_form() is None
+
+
+def test_cli_problem_catches_unknown_flags_and_bad_values() -> None:
+    assert cli_problem(["run", "--state-dir", "/s"]) is None
+    assert "unrecognized arguments: --metrics-host" in str(
+        cli_problem(["run", "--metrics-host", "0.0.0.0"])
+    )
+    assert "not a port" in str(cli_problem(["run", "--prometheus-port", "99999"]))
+    assert "invalid choice" in str(cli_problem(["serve"]))
+
+
+def test_only_known_instructions_and_no_registry_directive(instructions: list[Instruction]) -> None:
+    known = {
+        "ARG", "FROM", "WORKDIR", "COPY", "RUN", "ENV", "VOLUME", "USER", "EXPOSE",
+        "HEALTHCHECK", "ENTRYPOINT", "CMD", "LABEL", "STOPSIGNAL",
+    }  # fmt: skip
+    assert {ins.keyword for ins in instructions} <= known
+    assert not DOCKERFILE.read_text().lstrip().startswith("# syntax"), (
+        "a syntax directive makes BuildKit pull a frontend image: the offline build fails"
+    )
+
+
+def test_the_base_is_a_slim_python_that_can_be_replaced(instructions: list[Instruction]) -> None:
+    args = {
+        ins.arguments.partition("=")[0]: ins.arguments.partition("=")[2]
+        for ins in instructions
+        if ins.keyword == "ARG"
+    }
+    assert args["BASE_IMAGE"].startswith("python:3.11-slim"), args
+    froms = [ins.arguments for ins in instructions if ins.keyword == "FROM"]
+    assert froms and all(f.split()[0] == "${BASE_IMAGE}" for f in froms), froms
+
+
+def test_the_package_is_installed_from_the_checkout_at_the_tested_versions(
+    instructions: list[Instruction],
+) -> None:
+    from_context = [
+        ins.arguments.split()[:-1]
+        for ins in instructions
+        if ins.keyword == "COPY" and not ins.arguments.startswith("--from=")
+    ]
+    sources = {source for sources in from_context for source in sources}
+    assert {"pyproject.toml", "README.md", "LICENSE", "constraints.txt", "otel_bridge"} <= sources
+    for source in sources:
+        assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
+    runs = " ".join(ins.arguments for ins in instructions if ins.keyword == "RUN")
+    assert "pip install" in runs and "-c constraints.txt ." in runs
+
+
+def test_dockerignore_lets_in_what_the_build_copies_and_nothing_else() -> None:
+    lines = [
+        line.strip()
+        for line in DOCKERIGNORE.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines[0] == "*", "ignore everything, then let in what the image needs"
+    let_in = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
+    assert let_in == {"pyproject.toml", "README.md", "LICENSE", "constraints.txt", "otel_bridge"}
+
+
+def test_the_image_runs_as_a_non_root_user(instructions: list[Instruction]) -> None:
+    stage = final_stage(instructions)
+    users = [ins.arguments for ins in stage if ins.keyword == "USER"]
+    assert users, "no USER: the image would run as root"
+    uid = users[-1].split(":")[0]
+    assert uid.isdigit() and int(uid) >= 1000, f"USER {users[-1]}: a numeric non-root uid"
+    assert stage[-1].keyword in {"CMD", "ENTRYPOINT"}
+    # nothing runs as root after the switch
+    after = stage[[ins.keyword for ins in stage].index("USER") :]
+    assert "RUN" not in {ins.keyword for ins in after}
+
+
+def test_the_state_directory_is_a_volume_and_run_uses_it(instructions: list[Instruction]) -> None:
+    stage = final_stage(instructions)
+    volumes = [json.loads(ins.arguments) for ins in stage if ins.keyword == "VOLUME"]
+    assert volumes == [[STATE_DIR]]
+    env = env_of(stage)
+    assert env["OTEL_BRIDGE_STATE_DIR"] == STATE_DIR  # run's default --state-dir
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1", "no .pyc written on a read-only root"
+    runs = " ".join(ins.arguments for ins in stage if ins.keyword == "RUN")
+    assert f"mkdir -p {STATE_DIR}" in runs and f"chown 10001:0 {STATE_DIR}" in runs
+
+
+def test_the_command_line_exists_in_the_cli(instructions: list[Instruction]) -> None:
+    stage = final_stage(instructions)
+    entrypoint = next(ins for ins in reversed(stage) if ins.keyword == "ENTRYPOINT").exec_form()
+    command = next(ins for ins in reversed(stage) if ins.keyword == "CMD").exec_form()
+    assert entrypoint == ["otel-bridge"]
+    assert command is not None
+    assert cli_problem(command) is None
+    args = build_parser().parse_args(command)
+    assert args.command == "run"
+    # metrics and probes reachable from outside the container's loopback (the pod's network)
+    assert args.prometheus_host == "0.0.0.0"
+    assert args.prometheus_port == METRICS_PORT
+    assert [str(path) for path in args.session_state] == ["/copilot/session-state"]
+    assert env_of(stage)["COPILOT_HOME"] == "/copilot"
+    exposed = [ins.arguments for ins in stage if ins.keyword == "EXPOSE"]
+    assert exposed == [str(METRICS_PORT)]
+
+
+def test_the_healthcheck_probes_healthz_on_the_metrics_port(
+    instructions: list[Instruction],
+) -> None:
+    checks = [ins for ins in final_stage(instructions) if ins.keyword == "HEALTHCHECK"]
+    assert len(checks) == 1
+    command = healthcheck_command(checks[0])
+    assert command[0] == "python3"
+    assert f"http://127.0.0.1:{METRICS_PORT}/healthz" in command[-1]
+    # the probe is valid Python (it is what Docker runs)
+    compile(command[-1], "<healthcheck>", "exec")
+
+
+def test_the_image_command_line_serves_its_probes_and_checkpoints_at_sigterm(
+    instructions: list[Instruction], tmp_path: Path
+) -> None:
+    """The CMD and HEALTHCHECK run for real, outside a container: the image's paths moved
+    under tmp_path and its address to 127.0.0.1 on a free port (the suite's servers bind the
+    loopback only)."""
+    stage = final_stage(instructions)
+    command = next(ins for ins in reversed(stage) if ins.keyword == "CMD").exec_form()
+    assert command is not None
+    port = str(free_port())
+    copilot = str(tmp_path / "copilot")
+    moved = {"0.0.0.0": "127.0.0.1", str(METRICS_PORT): port}
+    argv = [moved.get(word, word.replace("/copilot", copilot)) for word in command]
+    assert argv != command and "127.0.0.1" in argv and port in argv
+    session = tmp_path / "copilot" / "session-state" / "0b6c2a4e-8d4c-4d39-9f0c-3c5a4a3f1d11"
+    session.mkdir(parents=True)
+    shutil.copy(ROOT / "tests" / "fixtures" / "run1_cli_prompt_basic" / "events.jsonl", session)
+    state = tmp_path / "state"
+    env = {
+        **os.environ,
+        **{k: v for k, v in env_of(stage).items() if k != "PATH"},
+        "OTEL_BRIDGE_STATE_DIR": str(state),
+        "COPILOT_HOME": copilot,
+        "OTEL_TRACES_EXPORTER": "none",
+        "PYTHONPATH": str(ROOT),
+    }
+    log = tmp_path / "bridge.log"
+    with log.open("wb") as output:
+        bridge = subprocess.Popen(
+            [sys.executable, "-m", "otel_bridge", *argv], env=env, stdout=output, stderr=output
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while _get_or_zero(f"{base}/readyz") != 200:
+            assert bridge.poll() is None and time.monotonic() < deadline, log_tail(log)
+            time.sleep(0.2)
+        check = healthcheck_command(next(ins for ins in stage if ins.keyword == "HEALTHCHECK"))
+        probe = check[-1].replace(f":{METRICS_PORT}/", f":{port}/")
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=False)
+        assert done.returncode == 0, done.stderr
+        bridge.send_signal(signal.SIGTERM)
+        assert bridge.wait(timeout=60) == 0, log_tail(log)
+    finally:
+        terminate(bridge)
+    assert (state / "checkpoints.jsonl").is_file(), log_tail(log)
+    # the probe fails once the bridge is gone, as Docker needs it to
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=False)
+    assert done.returncode != 0
+
+
+# ---------------------------------------------------------------------- the real build (opt-in)
+def _docker(*args: str, timeout: float = 600, check: bool = True) -> str:
+    done = subprocess.run(
+        ["docker", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if check and done.returncode != 0:
+        pytest.fail(f"docker {shlex.join(args)}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def _opt_in_missing() -> str | None:
+    if os.environ.get(OPT_IN) != "1":
+        return f"{OPT_IN}=1 builds and runs the image for real (a Docker daemon, debootstrap, root)"
+    for tool in ("docker", "debootstrap"):
+        if shutil.which(tool) is None:
+            return f"{OPT_IN}=1 but {tool} is not installed"
+    if subprocess.run(["docker", "info"], capture_output=True, check=False).returncode != 0:
+        return f"{OPT_IN}=1 but no Docker daemon answers"
+    return None
+
+
+@pytest.fixture(scope="module")
+def built_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A base made with debootstrap + docker import, and the Dockerfile built on it."""
+    missing = _opt_in_missing()
+    if missing:
+        pytest.skip(missing)
+    tag = uuid.uuid4().hex[:8]
+    base, image = f"otel-bridge-test-base:{tag}", f"otel-bridge-test:{tag}"
+    rootfs = tmp_path_factory.mktemp("rootfs")
+    mirror = [os.environ["DEBIAN_MIRROR"]] if os.environ.get("DEBIAN_MIRROR") else []
+    subprocess.run(
+        [
+            "debootstrap", "--variant=minbase", "--include=python3,python3-venv",
+            "bookworm", str(rootfs), *mirror,
+        ],
+        check=True, capture_output=True, timeout=1800,
+    )  # fmt: skip
+    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+    subprocess.run(["docker", "import", "-", base], stdin=tar.stdout, check=True, timeout=600)
+    assert tar.wait() == 0
+    try:
+        _docker("build", "--build-arg", f"BASE_IMAGE={base}", "-t", image, str(ROOT), timeout=1800)
+        yield image
+    finally:
+        _docker("rmi", "-f", image, base, check=False)
+
+
+def _get(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_the_image_runs_read_only_and_stops_cleanly(built_image: str, tmp_path: Path) -> None:
+    copilot = tmp_path / "copilot"
+    session = copilot / "session-state" / "0b6c2a4e-8d4c-4d39-9f0c-3c5a4a3f1d11"
+    session.mkdir(parents=True)
+    fixture = ROOT / "tests" / "fixtures" / "run1_cli_prompt_basic" / "events.jsonl"
+    shutil.copy(fixture, session / "events.jsonl")
+    copilot.chmod(0o755)
+    volume = f"otel-bridge-test-{uuid.uuid4().hex[:8]}"
+    name = f"otel-bridge-test-{uuid.uuid4().hex[:8]}"
+    _docker(
+        "run", "-d", "--name", name, "--read-only", "--tmpfs", "/tmp",
+        "-v", f"{volume}:{STATE_DIR}", "-v", f"{copilot}:/copilot:ro",
+        "-p", f"127.0.0.1::{METRICS_PORT}", "-e", "OTEL_TRACES_EXPORTER=none",
+        "--health-interval", "2s", built_image,
+    )  # fmt: skip
+    try:
+        port = _docker("port", name, str(METRICS_PORT)).strip().rsplit(":", 1)[-1]
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and _get_or_zero(f"{base}/readyz") != 200:
+            time.sleep(0.5)
+        assert _get(f"{base}/healthz") == 200
+        assert _get(f"{base}/readyz") == 200
+        assert _docker("exec", name, "id", "-u").strip() == "10001"
+        while time.monotonic() < deadline:
+            health = _docker("inspect", "-f", "{{.State.Health.Status}}", name).strip()
+            if health != "starting":
+                break
+            time.sleep(1)
+        assert health == "healthy"
+        _docker("stop", "-t", "40", name)
+        assert _docker("inspect", "-f", "{{.State.ExitCode}}", name).strip() == "0"
+        files = _docker(
+            "run", "--rm", "--entrypoint", "python3", "-v", f"{volume}:/s", built_image,
+            "-c", "import os; print(os.listdir('/s'))",
+        )  # fmt: skip
+        assert "checkpoints.jsonl" in files
+    finally:
+        _docker("rm", "-f", name, check=False)
+        _docker("volume", "rm", "-f", volume, check=False)
+
+
+def _get_or_zero(url: str) -> int:
+    try:
+        return _get(url)
+    except OSError:
+        return 0

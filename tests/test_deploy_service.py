@@ -1,0 +1,193 @@
+"""`otel-bridge install-service`: the systemd user unit and the launchd agent it writes.
+
+The unit is checked by systemd itself (`systemd-analyze verify --user`, which reports unknown
+keys, bad values and a missing executable); the plist is read back with plistlib (launchd's
+format; no macOS here). Both command lines go through the CLI's own parser, and the command
+they start is run for real (`--version`).
+"""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from otel_bridge.cli import main
+from otel_bridge.cli._service import bridge_command, render
+from tests.test_deploy_docker import cli_problem
+
+ENV_VALUE = 'authorization=Bearer a b%c"d$e\\f'
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home of its own, with an OTLP endpoint and a header with awkward characters."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    for key in list(os.environ):
+        if key.startswith("OTEL_") or key == "COPILOT_HOME":
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", ENV_VALUE)
+    monkeypatch.setenv("UNRELATED_SECRET", "not copied")
+    return tmp_path
+
+
+def unit_values(text: str, key: str) -> list[str]:
+    return [line.split("=", 1)[1] for line in text.splitlines() if line.startswith(f"{key}=")]
+
+
+def exec_start_words(text: str) -> list[str]:
+    """ExecStart= split into words as systemd does for these (quotes, %% and $$)."""
+    (line,) = unit_values(text, "ExecStart")
+    return [w.replace("%%", "%").replace("$$", "$") for w in shlex.split(line)]
+
+
+def systemd_problems(unit: Path, runtime: Path) -> list[str]:
+    """What `systemd-analyze verify --user` says about this unit file (nothing when good)."""
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    done = subprocess.run(
+        ["systemd-analyze", "verify", "--user", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+    )
+    said = [line for line in (done.stdout + done.stderr).splitlines() if unit.name in line]
+    if done.returncode != 0:
+        said.append(f"exit {done.returncode}: {done.stderr.strip()}")
+    return said
+
+
+needs_systemd = pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None,
+    reason="systemd-analyze is not installed (Debian: apt-get install systemd; "
+    "scripts/build_deploy_tools.sh does it in CI)",
+)
+
+
+def test_the_service_runs_this_installation_of_the_bridge() -> None:
+    command = bridge_command()
+    assert Path(command[0]).is_absolute()
+    done = subprocess.run([*command, "--version"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("otel-bridge ")
+
+
+def test_an_otel_bridge_script_is_named_by_its_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "bin" / "otel-bridge"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["bin/otel-bridge", "install-service"])
+    assert bridge_command() == [str(script)]
+
+
+def test_the_systemd_unit_runs_run_with_the_state_and_environment(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["install-service", "--print", "--platform", "systemd", "--", "--backfill"]) == 0
+    text = capsys.readouterr().out
+    assert not (home / ".config").exists(), "--print writes nothing"
+    words = exec_start_words(text)
+    command = bridge_command()
+    assert words[: len(command)] == command
+    args = words[len(command) :]
+    assert cli_problem(args) is None, cli_problem(args)
+    assert args[:3] == ["run", "--state-dir", "%S/otel-bridge"]  # $XDG_STATE_HOME/otel-bridge
+    assert args[-1] == "--backfill"
+    assert unit_values(text, "StateDirectory") == ["otel-bridge"]
+    assert unit_values(text, "WantedBy") == ["default.target"]
+    assert unit_values(text, "TimeoutStopSec") == ["45"]  # --export-timeout 30 + 15
+    environment = [shlex.split(value)[0] for value in unit_values(text, "Environment")]
+    environment = [value.replace("%%", "%") for value in environment]
+    assert environment == [
+        "OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318",
+        f"OTEL_EXPORTER_OTLP_HEADERS={ENV_VALUE}",
+    ]
+    assert "StandardOutput" not in text  # stdout and stderr go to the journal
+
+
+@needs_systemd
+def test_systemd_accepts_the_unit(home: Path, tmp_path: Path) -> None:
+    service = render("systemd", ["--backfill"], dict(os.environ), 30.0)
+    unit = tmp_path / "otel-bridge.service"
+    unit.write_text(service.text)
+    assert systemd_problems(unit, tmp_path / "run") == []
+    # the same check sees a mistake
+    unit.write_text(service.text.replace("Restart=on-failure", "Restart=sometimes"))
+    assert systemd_problems(unit, tmp_path / "run")
+
+
+def test_install_writes_the_unit_once_and_says_how_to_enable_it(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unit = home / ".config" / "systemd" / "user" / "otel-bridge.service"
+    assert main(["install-service", "--platform", "systemd"]) == 0
+    out = capsys.readouterr().out
+    assert stat.S_IMODE(unit.stat().st_mode) == 0o600  # OTLP headers may hold tokens
+    assert "systemctl --user enable --now otel-bridge.service" in out
+    assert "journalctl --user -u otel-bridge" in out
+    assert "OTEL_EXPORTER_OTLP_HEADERS" in out and "UNRELATED_SECRET" not in unit.read_text()
+    # again: unchanged; a different one is not overwritten without --force
+    assert main(["install-service", "--platform", "systemd"]) == 0
+    assert "unchanged" in capsys.readouterr().out
+    assert main(["install-service", "--platform", "systemd", "--", "--backfill"]) == 1
+    assert "--force" in capsys.readouterr().err
+    assert "--backfill" not in unit.read_text()
+    assert main(["install-service", "--platform", "systemd", "--force", "--", "--backfill"]) == 0
+    assert "--backfill" in unit.read_text()
+
+
+def test_install_respects_xdg_config_home(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "cfg"))
+    assert main(["install-service", "--platform", "systemd"]) == 0
+    assert (home / "cfg" / "systemd" / "user" / "otel-bridge.service").is_file()
+
+
+def test_the_launchd_agent_has_the_macos_state_and_log_places(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["install-service", "--platform", "launchd", "--", "--export-timeout", "10"]) == 0
+    out = capsys.readouterr().out
+    path = home / "Library" / "LaunchAgents" / "local.otel-bridge.plist"
+    agent = plistlib.loads(path.read_bytes())
+    assert agent["Label"] == "local.otel-bridge"
+    command = bridge_command()
+    arguments = agent["ProgramArguments"]
+    assert arguments[: len(command)] == command
+    args = arguments[len(command) :]
+    assert cli_problem(args) is None, cli_problem(args)
+    state = home / "Library" / "Application Support" / "otel-bridge"
+    logs = home / "Library" / "Logs" / "otel-bridge"
+    assert args[:3] == ["run", "--state-dir", str(state)]
+    assert agent["StandardErrorPath"] == agent["StandardOutPath"] == str(logs / "otel-bridge.log")
+    assert state.is_dir() and logs.is_dir(), "launchd creates neither"
+    assert agent["RunAtLoad"] is True
+    assert agent["KeepAlive"] == {"SuccessfulExit": False}
+    assert agent["ExitTimeOut"] == 25  # --export-timeout 10 + 15
+    assert agent["EnvironmentVariables"] == {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4318",
+        "OTEL_EXPORTER_OTLP_HEADERS": ENV_VALUE,
+    }
+    assert f"launchctl bootstrap gui/{os.getuid()} {shlex.quote(str(path))}" in out
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_bad_run_argument_is_refused_before_anything_is_written(home: Path) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["install-service", "--platform", "systemd", "--", "--no-such-flag"])
+    assert exit_info.value.code == 2
+    assert not (home / ".config").exists()
