@@ -30,6 +30,7 @@ from tests.goparts import (
     COLLECTOR_VERSION,
     JAEGER_VERSION,
     MANIFEST,
+    ROOT,
     Collector,
     Jaeger,
     jaeger_binary,
@@ -47,7 +48,19 @@ from tests.test_jaeger import (
 )
 
 DEPLOY = MANIFEST.parent
-SHIPPED = sorted(p for p in DEPLOY.glob("*.yaml") if p != MANIFEST)
+
+
+def _is_collector_config(path: Path) -> bool:
+    """A Collector configuration has top-level `receivers:` and `service:` keys."""
+    keys = {line.split(":")[0] for line in path.read_text().splitlines() if line[:1].isalpha()}
+    return {"receivers", "service"} <= keys
+
+
+#: Every Collector configuration the repository ships, under deploy/ (the gateway's, the compose
+#: stack's...): the Collector built from the manifest has the components of all of them.
+SHIPPED = sorted(
+    p for p in (ROOT / "deploy").rglob("*.y*ml") if p != MANIFEST and _is_collector_config(p)
+)
 SHARDS = 3
 _DECIDED = "otelcol_processor_tail_sampling_global_count_traces_sampled"
 _NEW_TRACES = "otelcol_processor_tail_sampling_new_trace_id_received"
@@ -63,11 +76,14 @@ def test_the_build_script_and_the_tests_name_the_same_versions() -> None:
     assert versions == {COLLECTOR_VERSION, f"v1.{int(minor) - 94}.0"}, versions
 
 
-def test_shipped_configurations_are_the_gateway_ones() -> None:
-    assert [p.name for p in SHIPPED] == ["loadbalancer.yaml", "sampler.yaml"]
+def test_the_shipped_configurations_are_all_found() -> None:
+    found = {str(p.relative_to(ROOT)) for p in SHIPPED}
+    assert {"deploy/otelcol/loadbalancer.yaml", "deploy/otelcol/sampler.yaml"} <= found
+    assert "deploy/compose/otelcol.yaml" in found
+    assert not any("prometheus" in name or "kubernetes" in name for name in found)
 
 
-@pytest.mark.parametrize("config", SHIPPED, ids=lambda p: p.name)
+@pytest.mark.parametrize("config", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_otelcol_validate_accepts_the_shipped_configuration(config: Path) -> None:
     """With the defaults (nothing set) and with the settings the tests run them with."""
     for env in ({}, {"OTELCOL_SAMPLERS": "[127.0.0.1:1234, 127.0.0.1:1235]"}):
