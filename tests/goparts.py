@@ -5,7 +5,8 @@ Collector built with the Collector's builder from deploy/otelcol/builder-config.
 Python or Debian package: scripts/build_test_parts.sh (which scripts/test.sh runs, so CI has
 them) builds them from the Go module proxy into a cache outside the repository. The functions
 here find them at the same paths (or at $OTEL_BRIDGE_JAEGER / $OTEL_BRIDGE_OTELCOL), and a test
-that needs one skips, saying how to build it, only when it is genuinely absent.
+that needs one skips, saying how to build it, only when it is genuinely absent; under CI
+(CI=true), where scripts/test.sh has built them, their absence fails instead.
 
 Both servers are started on 127.0.0.1 with free ports, in a session of their own, and stopped by
 their process id (SIGTERM, then SIGKILL): never left running.
@@ -52,9 +53,17 @@ COLLECTOR_VERSION = "v0.161.0"
 _BUILD_HINT = "build it with `bash scripts/build_test_parts.sh` (Go and the Go module proxy)"
 
 
+# Read when this module is imported (at collection): tests/conftest.py strips every OTEL_*
+# variable from the environment of each test, these included.
+_OVERRIDES = {
+    name: os.environ.get(name, "")
+    for name in ("OTEL_BRIDGE_TEST_PARTS", "OTEL_BRIDGE_JAEGER", "OTEL_BRIDGE_OTELCOL")
+}
+
+
 def cache_dir() -> Path:
     """Where scripts/build_test_parts.sh puts what it builds."""
-    explicit = os.environ.get("OTEL_BRIDGE_TEST_PARTS")
+    explicit = _OVERRIDES["OTEL_BRIDGE_TEST_PARTS"]
     if explicit:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -62,9 +71,12 @@ def cache_dir() -> Path:
 
 
 def _existing(env_name: str, default: Path, what: str) -> Path:
-    path = Path(os.environ.get(env_name) or default)
+    path = Path(_OVERRIDES[env_name] or default)
     if not os.access(path, os.X_OK):
-        pytest.skip(f"{what} is not built ({path} is missing): {_BUILD_HINT}")
+        message = f"{what} is not built ({path} is missing): {_BUILD_HINT}"
+        if os.environ.get("CI") == "true":  # CI builds it (scripts/test.sh): never skip there
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
     return path
 
 
