@@ -9,10 +9,10 @@ from pathlib import Path
 
 from .._pipeline import CollectorUnreachable, Pipeline
 from .._progress import ProgressBar
-from ..export import MetricsOptions
+from ..export import MetricsOptions, SpanSink
 from ..export._common import sdk_disabled
 from ..sources import LogFile, find_logs
-from ..sources._parallel import Workers, default_jobs, replay_logs_parallel
+from ..sources._parallel import EmitScrubbed, Prepare, Workers, default_jobs, replay_logs_parallel
 from ..sources._shard import Shard
 from ._common import destinations, pipeline_config, sampled, summarize_reading
 
@@ -82,6 +82,7 @@ def _replay(
             workers=workers,
             on_progress=bar.advance,
             max_line_bytes=args.max_line_bytes,
+            prepare=_prepare(sink),
         )
     except KeyboardInterrupt:
         if sink.queued:
@@ -122,6 +123,15 @@ def _replay(
         logger.error("%d spans could not be exported", undelivered + sink.stats.dropped)
         return 1
     return 0
+
+
+def _prepare(sink: SpanSink) -> tuple[Prepare, EmitScrubbed] | None:
+    """With workers, they scrub the spans, and encode them for --traces-file, so that the
+    parent, which writes every span, does not do that too: only when every span is kept (a
+    sampler judges spans before they are scrubbed) and something is exported at all."""
+    if sink.sampler.ratio < 1.0 or not sink.destinations:
+        return None
+    return Prepare(sink.scrubber.config, encode=sink.takes_json), sink.export_scrubbed
 
 
 def _in_shard(logs: list[LogFile], shard: Shard, named: list[Path]) -> list[LogFile]:

@@ -45,11 +45,15 @@ from .._lines import DEFAULT_MAX_LINE_BYTES
 from .._metrics import MetricsRecorder, NullRecorder
 from .._records import AttributeValue, SpanRecord
 from ..assembler import Assembler, AssemblerConfig, AssemblerStats
+from ..export._otlp_json import encode_record
+from ..processors import Scrubber, ScrubberConfig
 from ._discovery import LogFile
 from ._replay import ReplaySummary, replay_logs
 
 __all__ = [
     "WORKERS_FROM_BYTES",
+    "EmitScrubbed",
+    "Prepare",
     "RecordingRecorder",
     "SessionResult",
     "Workers",
@@ -122,22 +126,46 @@ def replay_into(calls: Sequence[Observation], target: MetricsRecorder) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class Prepare:
+    """What the workers do to the spans beyond assembling them, for the parent to do less.
+
+    Attributes:
+        scrub: scrub every span with a scrubber of this configuration (the sink's); the
+            parent then takes them with `SpanSink.export_scrubbed`, so only where no sampler
+            drops spans (it judges them before scrubbing).
+        encode: also encode each scrubbed span for the OTLP JSON file (`encode_record`).
+    """
+
+    scrub: ScrubberConfig
+    encode: bool = False
+
+
+#: The parent's end of prepared spans: `SpanSink.export_scrubbed(records, encoded)`.
+EmitScrubbed = Callable[[list[SpanRecord], list[str] | None], object]
+
+
+@dataclass(frozen=True, slots=True)
 class _Task:
     logs: tuple[LogFile, ...]  # consecutive logs, read one after the other
     config: AssemblerConfig
     max_line_bytes: int
     observe: bool  # record metric observations (the parent has somewhere to send them)
+    prepare: Prepare | None = None
 
 
 @dataclass
 class SessionResult:
-    """Everything reading one session log produced, as values the parent can replay."""
+    """Everything reading one session log produced, as values the parent can replay.
+
+    `encoded`: with `Prepare.encode`, the `encode_record` text of each span of each batch;
+    else empty."""
 
     batches: list[list[SpanRecord]]
     observations: list[Observation]
     summary: ReplaySummary
     stats: AssemblerStats
     log_records: list[logging.LogRecord] = field(default_factory=list)
+    encoded: list[list[str]] = field(default_factory=list)
 
 
 class _Capture(logging.Handler):
@@ -208,22 +236,32 @@ def _alive(pid: int) -> bool:
 
 def _replay_task(task: _Task) -> list[SessionResult]:
     """In a worker: read the task's logs, each as `replay_logs` does, keeping what each
-    produced."""
-    return [_replay_one(log, task) for log in task.logs]
+    produced (scrubbed and encoded as `task.prepare` says)."""
+    scrubber = Scrubber(task.prepare.scrub) if task.prepare is not None else None
+    return [_replay_one(log, task, scrubber) for log in task.logs]
 
 
-def _replay_one(log: LogFile, task: _Task) -> SessionResult:
+def _replay_one(log: LogFile, task: _Task, scrubber: Scrubber | None = None) -> SessionResult:
     _CAPTURE.records = []
     recorder = RecordingRecorder()
     assembler = Assembler(task.config, metrics=recorder if task.observe else None)
     batches: list[list[SpanRecord]] = []
-    summary = replay_logs(
-        [log],
-        assembler,
-        lambda records: batches.append(records) if records else None,
-        max_line_bytes=task.max_line_bytes,
+    encoded: list[list[str]] = []
+    encode = task.prepare is not None and task.prepare.encode
+
+    def keep(records: list[SpanRecord]) -> None:
+        if not records:
+            return
+        if scrubber is not None:
+            records = scrubber.records(records)
+            if encode:
+                encoded.append([encode_record(record) for record in records])
+        batches.append(records)
+
+    summary = replay_logs([log], assembler, keep, max_line_bytes=task.max_line_bytes)
+    return SessionResult(
+        batches, recorder.calls, summary, assembler.stats, _CAPTURE.records, encoded
     )
-    return SessionResult(batches, recorder.calls, summary, assembler.stats, _CAPTURE.records)
 
 
 class Workers:
@@ -279,6 +317,7 @@ def replay_logs_parallel(
     workers: Workers | None = None,
     on_progress: Callable[[int], None] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    prepare: tuple[Prepare, EmitScrubbed] | None = None,
 ) -> ReplaySummary:
     """`replay_logs` with the logs read in `jobs` worker processes; the same spans, metrics,
     log lines and summary, in the same order. One job (or one log) is `replay_logs` itself.
@@ -286,7 +325,11 @@ def replay_logs_parallel(
     `assembler` gives the configuration, receives the metric observations (on its recorder)
     and the counts (`assembler.stats`); `emit` and `on_progress` are called in the calling
     process only, `on_progress` once per log. `workers`: ones started beforehand (their
-    owner closes them); else they are started here, and closed here.
+    owner closes them); else they are started here, and closed here. `prepare`: the workers
+    also scrub (and encode) the spans as the `Prepare` says, and the parent gives them to the
+    second callable (with their texts, or None) instead of `emit`: the work a single parent
+    would otherwise do for every span is shared out (with one process, `emit` gets them all
+    and the sink does it).
     """
     jobs = min(jobs, len(logs))
     if jobs <= 1:
@@ -294,7 +337,10 @@ def replay_logs_parallel(
             logs, assembler, emit, on_progress=on_progress, max_line_bytes=max_line_bytes
         )
     observe = not isinstance(assembler.metrics, NullRecorder)
-    tasks = [_Task(group, assembler.config, max_line_bytes, observe) for group in _groups(logs)]
+    how = prepare[0] if prepare is not None else None
+    tasks = [
+        _Task(group, assembler.config, max_line_bytes, observe, how) for group in _groups(logs)
+    ]
     summary = ReplaySummary()
     own = workers is None
     pool = Workers(jobs) if workers is None else workers
@@ -304,8 +350,14 @@ def replay_logs_parallel(
                 logging.getLogger(record.name).handle(record)
             replay_into(result.observations, assembler.metrics)
             _add_stats(assembler.stats, result.stats)
-            for batch in result.batches:
-                emit(batch)
+            if prepare is None:
+                for batch in result.batches:
+                    emit(batch)
+            else:
+                texts: list[list[str] | None] = [*result.encoded]
+                texts += [None] * (len(result.batches) - len(texts))
+                for batch, encoded in zip(result.batches, texts, strict=True):
+                    prepare[1](batch, encoded)
             summary.merge(result.summary)
             if on_progress is not None:
                 on_progress(result.summary.bytes)
