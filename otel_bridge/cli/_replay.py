@@ -12,7 +12,13 @@ from .._progress import ProgressBar
 from ..export import MetricsOptions, SpanSink
 from ..export._common import sdk_disabled
 from ..sources import LogFile, find_logs
-from ..sources._parallel import EmitScrubbed, Prepare, Workers, default_jobs, replay_logs_parallel
+from ..sources._parallel import (
+    Prepare,
+    PreparedSink,
+    Workers,
+    default_jobs,
+    replay_logs_parallel,
+)
 from ..sources._shard import Shard
 from ._common import destinations, pipeline_config, sampled, summarize_reading
 
@@ -125,13 +131,15 @@ def _replay(
     return 0
 
 
-def _prepare(sink: SpanSink) -> tuple[Prepare, EmitScrubbed] | None:
+def _prepare(sink: SpanSink) -> tuple[Prepare, PreparedSink] | None:
     """With workers, they scrub the spans, and encode them for --traces-file, so that the
     parent, which writes every span, does not do that too: only when every span is kept (a
-    sampler judges spans before they are scrubbed) and something is exported at all."""
+    sampler judges spans before they are scrubbed) and something is exported at all. With
+    --traces-file alone, they send only the texts."""
     if sink.sampler.ratio < 1.0 or not sink.destinations:
         return None
-    return Prepare(sink.scrubber.config, encode=sink.takes_json), sink.export_scrubbed
+    how = Prepare(sink.scrubber.config, encode=sink.takes_json, records=not sink.json_only)
+    return how, sink
 
 
 def _in_shard(logs: list[LogFile], shard: Shard, named: list[Path]) -> list[LogFile]:

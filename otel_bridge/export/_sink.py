@@ -186,6 +186,23 @@ class SpanSink:
             raise ValueError("records scrubbed before sampling: sample before scrubbing")
         return self._queue_scrubbed(records, encoded)
 
+    def export_encoded(
+        self, span_ids: Sequence[int], encoded: Sequence[str]
+    ) -> list[tuple[int, int]]:
+        """`export_scrubbed` where every destination is the OTLP JSON file (`json_only`): the
+        spans as their ids and `encode_record` texts only."""
+        if self.sampler.ratio < 1.0 or not self.json_only:
+            raise ValueError("spans as texts only: for OTLP JSON files only, all kept")
+        sequence = self._number(len(span_ids))
+        self._put(sequence, self._as_json(sequence, encoded), [])
+        return list(zip(sequence, span_ids, strict=True))
+
+    @property
+    def json_only(self) -> bool:
+        """Every destination (one at least) is the OTLP JSON file: a span's text is all they
+        take."""
+        return bool(self._takes_json) and all(self._takes_json)
+
     @property
     def takes_json(self) -> bool:
         """Some destination writes the OTLP JSON file (`export_scrubbed` then uses the
@@ -200,9 +217,7 @@ class SpanSink:
     def _queue_scrubbed(
         self, records: Sequence[SpanRecord], encoded: Sequence[str] | None
     ) -> list[tuple[int, int]]:
-        first = self._seq + 1
-        self._seq += len(records)
-        sequence = range(first, self._seq + 1)
+        sequence = self._number(len(records))
         queued = [(seq, record.span_id) for seq, record in zip(sequence, records, strict=True)]
         if not records or not self._workers:
             return queued
@@ -210,22 +225,42 @@ class SpanSink:
         as_sdk: list[tuple[int, ExportItem]] = []
         if any(self._takes_json):
             texts = encoded if encoded is not None else [encode_record(r) for r in records]
-            resource = self._resource
-            as_json = [
-                (seq, EncodedSpan(text, resource, _SCOPE))
-                for seq, text in zip(sequence, texts, strict=True)
-            ]
+            as_json = self._as_json(sequence, texts)
         if not all(self._takes_json):
             as_sdk = [
                 (seq, to_readable_span(record, self._resource))
                 for seq, record in zip(sequence, records, strict=True)
             ]
+        self._put(sequence, as_json, as_sdk)
+        return queued
+
+    def _number(self, count: int) -> range:
+        """Sequence numbers for `count` more spans."""
+        first = self._seq + 1
+        self._seq += count
+        return range(first, self._seq + 1)
+
+    def _as_json(self, sequence: range, texts: Sequence[str]) -> list[tuple[int, ExportItem]]:
+        resource = self._resource
+        return [
+            (seq, EncodedSpan(text, resource, _SCOPE))
+            for seq, text in zip(sequence, texts, strict=True)
+        ]
+
+    def _put(
+        self,
+        sequence: range,
+        as_json: list[tuple[int, ExportItem]],
+        as_sdk: list[tuple[int, ExportItem]],
+    ) -> None:
+        """Queue the spans numbered `sequence` for every destination, each as it takes them."""
+        if not sequence or not self._workers:
+            return
         with self._lock:
             for seq in sequence:
                 self._pending[seq] = len(self._workers)
         for worker, takes_json in zip(self._workers, self._takes_json, strict=True):
             worker.put(as_json if takes_json else as_sdk)
-        return queued
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until everything queued was delivered. False on timeout (it stays queued)."""

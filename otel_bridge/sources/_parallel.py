@@ -13,10 +13,15 @@ observations, then its batches to the sink. So the parent stays the only writer 
 output equals that of `--jobs 1`: span ids are derived, not random, and no state crosses
 sessions in a replay (each log is its own stream, ended at its end).
 
-What it costs: the records are pickled in the worker and unpickled in the parent (the
-unpickling is some 13% of the work it moves), and the parent still scrubs, converts and encodes
-every span, which no number of workers makes faster: on 1240 small logs with --traces-file, the
-parent's CPU time goes from 2.0 s to 1.3 s, with 1.0 s in the workers (bench/bench_jobs.py).
+What the parent still does per span is kept small: when no sampler drops spans (the default),
+the workers also scrub them, with the sink's scrubber configuration (`Prepare`), and encode
+them for the OTLP JSON file; with --traces-file as the only destination they send only each
+span's id and text, which the parent queues as they are (`SpanSink.export_encoded`): no
+records pickled or unpickled, nothing converted. Other exporters need SDK spans, which the
+parent makes of the scrubbed records. A sampler that drops spans judges them before they are
+scrubbed, so then the parent scrubs, as with one process. On 1240 small logs with
+--traces-file, the parent's CPU time is some 0.4 s (start-up included), the workers' 1.3 s,
+against 1.5 s for one process (bench/bench_jobs.py).
 
 Ctrl-C: the workers never see SIGINT (they are started with it blocked, and ignore it once
 running), so none prints a traceback; the parent gets KeyboardInterrupt as it does with one
@@ -40,6 +45,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, fields
+from typing import Protocol
 
 from .._lines import DEFAULT_MAX_LINE_BYTES
 from .._metrics import MetricsRecorder, NullRecorder
@@ -52,8 +58,8 @@ from ._replay import ReplaySummary, replay_logs
 
 __all__ = [
     "WORKERS_FROM_BYTES",
-    "EmitScrubbed",
     "Prepare",
+    "PreparedSink",
     "RecordingRecorder",
     "SessionResult",
     "Workers",
@@ -131,17 +137,27 @@ class Prepare:
 
     Attributes:
         scrub: scrub every span with a scrubber of this configuration (the sink's); the
-            parent then takes them with `SpanSink.export_scrubbed`, so only where no sampler
-            drops spans (it judges them before scrubbing).
+            parent then queues them with `PreparedSink.export_scrubbed`, so only where no
+            sampler drops spans (it judges them before they are scrubbed).
         encode: also encode each scrubbed span for the OTLP JSON file (`encode_record`).
+        records: send the scrubbed records too; without them (when every destination is the
+            OTLP JSON file, which needs only the texts) the parent gets each span's id and
+            text (`PreparedSink.export_encoded`), and neither side pickles records.
     """
 
     scrub: ScrubberConfig
     encode: bool = False
+    records: bool = True
 
 
-#: The parent's end of prepared spans: `SpanSink.export_scrubbed(records, encoded)`.
-EmitScrubbed = Callable[[list[SpanRecord], list[str] | None], object]
+class PreparedSink(Protocol):
+    """Where the parent queues what the workers prepared (`SpanSink`)."""
+
+    def export_scrubbed(
+        self, records: Sequence[SpanRecord], encoded: Sequence[str] | None = None
+    ) -> object: ...
+
+    def export_encoded(self, span_ids: Sequence[int], encoded: Sequence[str]) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +174,8 @@ class SessionResult:
     """Everything reading one session log produced, as values the parent can replay.
 
     `encoded`: with `Prepare.encode`, the `encode_record` text of each span of each batch;
-    else empty."""
+    else empty. `span_ids`: without `Prepare.records`, the span ids of each batch (`batches`
+    is then empty)."""
 
     batches: list[list[SpanRecord]]
     observations: list[Observation]
@@ -166,6 +183,7 @@ class SessionResult:
     stats: AssemblerStats
     log_records: list[logging.LogRecord] = field(default_factory=list)
     encoded: list[list[str]] = field(default_factory=list)
+    span_ids: list[list[int]] = field(default_factory=list)
 
 
 class _Capture(logging.Handler):
@@ -245,23 +263,24 @@ def _replay_one(log: LogFile, task: _Task, scrubber: Scrubber | None = None) -> 
     _CAPTURE.records = []
     recorder = RecordingRecorder()
     assembler = Assembler(task.config, metrics=recorder if task.observe else None)
-    batches: list[list[SpanRecord]] = []
-    encoded: list[list[str]] = []
-    encode = task.prepare is not None and task.prepare.encode
+    result = SessionResult([], recorder.calls, ReplaySummary(), assembler.stats)
+    prepare = task.prepare
 
     def keep(records: list[SpanRecord]) -> None:
         if not records:
             return
         if scrubber is not None:
             records = scrubber.records(records)
-            if encode:
-                encoded.append([encode_record(record) for record in records])
-        batches.append(records)
+        if prepare is not None and prepare.encode:
+            result.encoded.append([encode_record(record) for record in records])
+        if prepare is None or prepare.records:
+            result.batches.append(records)
+        else:
+            result.span_ids.append([record.span_id for record in records])
 
-    summary = replay_logs([log], assembler, keep, max_line_bytes=task.max_line_bytes)
-    return SessionResult(
-        batches, recorder.calls, summary, assembler.stats, _CAPTURE.records, encoded
-    )
+    result.summary = replay_logs([log], assembler, keep, max_line_bytes=task.max_line_bytes)
+    result.log_records = _CAPTURE.records
+    return result
 
 
 class Workers:
@@ -317,7 +336,7 @@ def replay_logs_parallel(
     workers: Workers | None = None,
     on_progress: Callable[[int], None] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    prepare: tuple[Prepare, EmitScrubbed] | None = None,
+    prepare: tuple[Prepare, PreparedSink] | None = None,
 ) -> ReplaySummary:
     """`replay_logs` with the logs read in `jobs` worker processes; the same spans, metrics,
     log lines and summary, in the same order. One job (or one log) is `replay_logs` itself.
@@ -326,10 +345,10 @@ def replay_logs_parallel(
     and the counts (`assembler.stats`); `emit` and `on_progress` are called in the calling
     process only, `on_progress` once per log. `workers`: ones started beforehand (their
     owner closes them); else they are started here, and closed here. `prepare`: the workers
-    also scrub (and encode) the spans as the `Prepare` says, and the parent gives them to the
-    second callable (with their texts, or None) instead of `emit`: the work a single parent
-    would otherwise do for every span is shared out (with one process, `emit` gets them all
-    and the sink does it).
+    also scrub (and encode) the spans as the `Prepare` says, and the parent queues them in
+    the `PreparedSink` instead of calling `emit`: the work a single parent would otherwise do
+    for every span is shared out (with one process, `emit` gets them all and its sink does
+    it).
     """
     jobs = min(jobs, len(logs))
     if jobs <= 1:
@@ -354,10 +373,7 @@ def replay_logs_parallel(
                 for batch in result.batches:
                     emit(batch)
             else:
-                texts: list[list[str] | None] = [*result.encoded]
-                texts += [None] * (len(result.batches) - len(texts))
-                for batch, encoded in zip(result.batches, texts, strict=True):
-                    prepare[1](batch, encoded)
+                _queue_prepared(result, prepare[1])
             summary.merge(result.summary)
             if on_progress is not None:
                 on_progress(result.summary.bytes)
@@ -367,6 +383,18 @@ def replay_logs_parallel(
     if own:
         pool.close()
     return summary
+
+
+def _queue_prepared(result: SessionResult, sink: PreparedSink) -> None:
+    """Queue a log's prepared spans: ids and texts, or records (with their texts)."""
+    if result.span_ids:
+        for span_ids, encoded in zip(result.span_ids, result.encoded, strict=True):
+            sink.export_encoded(span_ids, encoded)
+        return
+    texts: list[list[str] | None] = [*result.encoded]
+    texts += [None] * (len(result.batches) - len(texts))
+    for batch, maybe in zip(result.batches, texts, strict=True):
+        sink.export_scrubbed(batch, maybe)
 
 
 def _groups(logs: Sequence[LogFile]) -> Iterator[tuple[LogFile, ...]]:
