@@ -498,6 +498,8 @@ def test_the_traces_file_gets_the_same_text_from_records_scrubbed_or_encoded_els
         mixed.export_encoded([1], ["{}"])
     mixed.export_scrubbed(scrubbed)
     assert mixed.flush(timeout=5) and len(memory.get_finished_spans()) == len(records)
+    nowhere = SpanSink([], resource)
+    assert nowhere.export_encoded([7, 8]) == [(1, 7), (2, 8)] and not nowhere.json_only
     sampled = SpanSink([OtlpJsonFileExporter(io.StringIO())], resource, sampler=TraceSampler(0.5))
     with pytest.raises(ValueError):
         sampled.export_scrubbed(scrubbed)

@@ -143,6 +143,21 @@ def test_workers_scrub_with_the_configured_scrubber_for_every_exporter(
     assert '"gen_ai.request.model"' not in text and '"gen_ai.response.model"' in text
 
 
+def test_with_no_destination_jobs_2_says_what_jobs_1_says(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # no destination: the workers send the spans' ids only
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    caplog.set_level(logging.INFO)
+    argv = ["replay", str(corpus), "--no-progress"]
+    assert main([*argv, "--jobs", "1"]) == 0
+    logged_by_one = messages(caplog)
+    caplog.clear()
+    assert main([*argv, "--jobs", "2"]) == 0
+    assert messages(caplog) == logged_by_one
+    assert any("traces" in text for _, _, text in logged_by_one)
+
+
 def test_recorded_observations_are_made_again_in_order() -> None:
     recorder, target = RecordingRecorder(), RecordingRecorder()
     recorder.add("copilot.turns", 1, {"copilot.agent.type": "main"}, "s1")

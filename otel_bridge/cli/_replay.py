@@ -134,10 +134,12 @@ def _replay(
 def _prepare(sink: SpanSink) -> tuple[Prepare, PreparedSink] | None:
     """With workers, they scrub the spans, and encode them for --traces-file, so that the
     parent, which writes every span, does not do that too: only when every span is kept (a
-    sampler judges spans before they are scrubbed) and something is exported at all. With
-    --traces-file alone, they send only the texts."""
-    if sink.sampler.ratio < 1.0 or not sink.destinations:
+    sampler judges spans before they are scrubbed). With --traces-file alone, they send only
+    the spans' ids and texts; with no destination, only their ids."""
+    if sink.sampler.ratio < 1.0:
         return None
+    if not sink.destinations:  # the spans are only counted: their ids will do
+        return Prepare(None, records=False), sink
     how = Prepare(sink.scrubber.config, encode=sink.takes_json, records=not sink.json_only)
     return how, sink
 

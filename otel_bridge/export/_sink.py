@@ -187,14 +187,16 @@ class SpanSink:
         return self._queue_scrubbed(records, encoded)
 
     def export_encoded(
-        self, span_ids: Sequence[int], encoded: Sequence[str]
+        self, span_ids: Sequence[int], encoded: Sequence[str] | None = None
     ) -> list[tuple[int, int]]:
-        """`export_scrubbed` where every destination is the OTLP JSON file (`json_only`): the
-        spans as their ids and `encode_record` texts only."""
-        if self.sampler.ratio < 1.0 or not self.json_only:
+        """`export_scrubbed` where every destination is the OTLP JSON file (`json_only`), or
+        there is none: the spans as their ids and `encode_record` texts only (no texts for no
+        destination)."""
+        if self.sampler.ratio < 1.0 or (self._workers and (encoded is None or not self.json_only)):
             raise ValueError("spans as texts only: for OTLP JSON files only, all kept")
         sequence = self._number(len(span_ids))
-        self._put(sequence, self._as_json(sequence, encoded), [])
+        if encoded is not None:
+            self._put(sequence, self._as_json(sequence, encoded), [])
         return list(zip(sequence, span_ids, strict=True))
 
     @property

@@ -138,14 +138,16 @@ class Prepare:
     Attributes:
         scrub: scrub every span with a scrubber of this configuration (the sink's); the
             parent then queues them with `PreparedSink.export_scrubbed`, so only where no
-            sampler drops spans (it judges them before they are scrubbed).
+            sampler drops spans (it judges them before they are scrubbed). None: the spans go
+            nowhere (no destination), nothing to scrub.
         encode: also encode each scrubbed span for the OTLP JSON file (`encode_record`).
         records: send the scrubbed records too; without them (when every destination is the
-            OTLP JSON file, which needs only the texts) the parent gets each span's id and
-            text (`PreparedSink.export_encoded`), and neither side pickles records.
+            OTLP JSON file, which needs only the texts, or there is none) the parent gets each
+            span's id and text (`PreparedSink.export_encoded`), and neither side pickles
+            records.
     """
 
-    scrub: ScrubberConfig
+    scrub: ScrubberConfig | None
     encode: bool = False
     records: bool = True
 
@@ -157,7 +159,9 @@ class PreparedSink(Protocol):
         self, records: Sequence[SpanRecord], encoded: Sequence[str] | None = None
     ) -> object: ...
 
-    def export_encoded(self, span_ids: Sequence[int], encoded: Sequence[str]) -> object: ...
+    def export_encoded(
+        self, span_ids: Sequence[int], encoded: Sequence[str] | None = None
+    ) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +259,8 @@ def _alive(pid: int) -> bool:
 def _replay_task(task: _Task) -> list[SessionResult]:
     """In a worker: read the task's logs, each as `replay_logs` does, keeping what each
     produced (scrubbed and encoded as `task.prepare` says)."""
-    scrubber = Scrubber(task.prepare.scrub) if task.prepare is not None else None
+    how = task.prepare
+    scrubber = Scrubber(how.scrub) if how is not None and how.scrub is not None else None
     return [_replay_one(log, task, scrubber) for log in task.logs]
 
 
@@ -387,11 +392,12 @@ def replay_logs_parallel(
 
 def _queue_prepared(result: SessionResult, sink: PreparedSink) -> None:
     """Queue a log's prepared spans: ids and texts, or records (with their texts)."""
-    if result.span_ids:
-        for span_ids, encoded in zip(result.span_ids, result.encoded, strict=True):
-            sink.export_encoded(span_ids, encoded)
-        return
     texts: list[list[str] | None] = [*result.encoded]
+    if result.span_ids:
+        texts += [None] * (len(result.span_ids) - len(texts))
+        for span_ids, maybe in zip(result.span_ids, texts, strict=True):
+            sink.export_encoded(span_ids, maybe)
+        return
     texts += [None] * (len(result.batches) - len(texts))
     for batch, maybe in zip(result.batches, texts, strict=True):
         sink.export_scrubbed(batch, maybe)
