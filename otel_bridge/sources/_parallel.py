@@ -79,9 +79,8 @@ _TASK_LOGS = 64
 
 #: Below this many bytes of logs, the default is to read them in the one process: the workers
 #: cost their start (some 0.05 s forked on Linux, 0.2 s with a forkserver's interpreter and
-#: imports) and some CPU time (pickling), more than they save on less (bench/bench_jobs.py:
-#: some 30 MiB/s in one process, at best about 50% more with workers, since the parent still
-#: scrubs and encodes every span), and less still on a machine whose cores are busy.
+#: imports) and some CPU time (sending results), more than they save on less (bench/bench_jobs.py:
+#: some 40 MiB/s in one process), and less still on a machine whose cores are busy.
 WORKERS_FROM_BYTES = 16 << 20
 
 
