@@ -146,6 +146,7 @@ class ExportWorker:
         caller one wait, and the queue never holds more than `capacity`."""
         dropped: list[int] = []
         with self._cond:
+            was_empty = False  # the worker may be waiting for a first span
             deadline: float | None = None
             for item in items:
                 if self._full() and self._block and not self._stopping:
@@ -162,9 +163,14 @@ class ExportWorker:
                         self._last_seq = max(self._last_seq, item[0])
                         dropped.append(item[0])
                         continue
+                was_empty = was_empty or not self._queue
                 self._queue.append(item)
                 self._last_seq = max(self._last_seq, item[0])
-            self._cond.notify_all()
+            # Wake the worker when it waits for spans, or lingers and now has a full batch:
+            # woken for less, a lingering worker would only wait again (a thread switch for
+            # each call of a caller that hands over a few spans at a time).
+            if was_empty or not self._linger or len(self._queue) >= self._max_batch:
+                self._cond.notify_all()
         if dropped:
             self._on_result(self.name, dropped, None)
 
