@@ -3,13 +3,15 @@
 The corpus is the real fixture logs (tests/fixtures/*/events.jsonl) copied N times into a
 session-state tree: each copy gets a fresh session id (in `session.start` and as its directory
 name, so that its spans get ids of their own) and its times shifted by a day per copy. Each run
-is the real command, `python -m otel_bridge replay DIR --traces-file FILE --jobs J`, timed from
-the outside (start-up included); the runs of each --jobs value alternate, and the best counts,
-so that a burst of load elsewhere does not favour one. It also measures, in this process, what
-sending a log's results between processes costs (pickling them in the worker, unpickling them
-in the parent) against reading the logs, and the CPU time of the parent and of the workers in
-each run (what a busy machine does not blur). Prints figures, never asserts: the machine is
-noisy.
+is the real command, `otel-bridge replay DIR --jobs J`, with `--traces-file FILE` and then with
+no exporter, timed from the outside (start-up included); the runs of each --jobs value
+alternate, and the best counts, so that a burst of load elsewhere does not favour one. Each run
+also reports the CPU time of the parent and of its workers: on a busy machine the wall times
+say little, the CPU times still say where the work is, and so the speed-up that free cores
+would give at best ("bound"). It also measures, in this process, what sending a log's results
+between processes costs (pickling them in the worker, unpickling them in the parent). Prints
+figures, never asserts: the machine is noisy. Run it from outside a checkout other than this
+one (`python -c` puts the current directory first on the path).
 
     python bench/bench_jobs.py [--copies N] [--jobs 1 2] [--keep DIR]
 """
@@ -105,8 +107,11 @@ def replay_seconds(corpus: Path, out: Path | None, jobs: int) -> tuple[float, fl
 
 def pickling_cost(corpus: Path) -> None:
     """Print the time to read and assemble the logs in one process, and the time to pickle and
-    unpickle what the workers would send back for them (metric observations included)."""
+    unpickle what the workers send back for them (metric observations included): span records
+    (as when a sampler drops spans, or for exporters of SDK spans), or each span's id and its
+    text for the traces file (--traces-file alone: the workers scrub and encode)."""
     from otel_bridge import Assembler, AssemblerConfig
+    from otel_bridge.processors import Scrubber, ScrubberConfig
     from otel_bridge.sources import _parallel as parallel
     from otel_bridge.sources import find_logs, replay_logs
 
@@ -115,24 +120,29 @@ def pickling_cost(corpus: Path) -> None:
     replay_logs(logs, Assembler(), lambda records: None)
     work = time.perf_counter() - start
     logging.disable(logging.WARNING)  # what a worker logs is kept, not printed: quiet here too
-    dumps = loads = 0.0
-    size = 0
-    for log in logs:
-        task = parallel._Task((log,), AssemblerConfig(), 1 << 24, True)
-        result = parallel._replay_one(log, task, None)
-        start = time.perf_counter()
-        data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-        dumps += time.perf_counter() - start
-        start = time.perf_counter()
-        pickle.loads(data)
-        loads += time.perf_counter() - start
-        size += len(data)
+    payloads = {
+        "records": None,
+        "ids and texts": parallel.Prepare(ScrubberConfig(), encode=True, records=False),
+    }
+    for name, prepare in payloads.items():
+        dumps = loads = 0.0
+        size = 0
+        scrubber = Scrubber(prepare.scrub) if prepare is not None else None
+        for log in logs:
+            task = parallel._Task((log,), AssemblerConfig(), 1 << 24, True, prepare)
+            result = parallel._replay_one(log, task, scrubber)
+            start = time.perf_counter()
+            data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            dumps += time.perf_counter() - start
+            start = time.perf_counter()
+            pickle.loads(data)
+            loads += time.perf_counter() - start
+            size += len(data)
+        print(
+            f"read + assemble in one process {work:.2f} s; sending {name}: pickle "
+            f"{dumps:.2f} s (workers) + unpickle {loads:.2f} s (parent), {size / 2**20:.1f} MiB"
+        )
     logging.disable(logging.NOTSET)
-    print(
-        f"read + assemble in one process {work:.2f} s; sending the results: pickle "
-        f"{dumps:.2f} s (workers) + unpickle {loads:.2f} s (parent), {size / 2**20:.1f} MiB; "
-        f"unpickling is {loads / work:.0%} of the work moved"
-    )
 
 
 def compare(
