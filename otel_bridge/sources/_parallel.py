@@ -20,8 +20,8 @@ span's id and text, which the parent queues as they are (`SpanSink.export_encode
 records pickled or unpickled, nothing converted. Other exporters need SDK spans, which the
 parent makes of the scrubbed records. A sampler that drops spans judges them before they are
 scrubbed, so then the parent scrubs, as with one process. On 1240 small logs with
---traces-file, the parent's CPU time is some 0.4 s (start-up included), the workers' 1.3 s,
-against 1.5 s for one process (bench/bench_jobs.py).
+--traces-file, the parent's CPU time is some 0.5 s (0.26 s of it start-up), the workers' 1.0
+to 1.2 s, against 1.2 to 1.4 s for one process (bench/bench_jobs.py).
 
 Ctrl-C: the workers never see SIGINT (they are started with it blocked, and ignore it once
 running), so none prints a traceback; the parent gets KeyboardInterrupt as it does with one
@@ -79,8 +79,9 @@ _TASK_LOGS = 64
 
 #: Below this many bytes of logs, the default is to read them in the one process: the workers
 #: cost their start (some 0.05 s forked on Linux, 0.2 s with a forkserver's interpreter and
-#: imports) and some CPU time (sending results), more than they save on less (bench/bench_jobs.py:
-#: some 40 MiB/s in one process), and less still on a machine whose cores are busy.
+#: imports) and some CPU time (sending results), more than they save on less
+#: (bench/bench_jobs.py: some 45 MiB/s in one process), and less still on a machine whose
+#: cores are busy.
 WORKERS_FROM_BYTES = 16 << 20
 
 
