@@ -9,9 +9,11 @@ session directory), then times, in this one process:
   scrub, map to SDK spans);
 - `otel-bridge replay --traces-file` (the same, plus the OTLP JSON Lines file).
 
-Prints events/s and each replay's speed as a fraction of the bare loop's ("x bare"), by wall
-time and by CPU time (both threads: exporters encode in their own); never asserts (the machine is
-noisy). `--profile` also prints the top of a cProfile of the --traces-file replay.
+Each replay runs with `--jobs 1`, in this process: the default would read a corpus this size
+in worker processes, whose CPU time this process's does not count. Prints events/s and each
+replay's speed as a fraction of the bare loop's ("x bare"), by wall time and by CPU time (both
+threads: the exporter writes in its own); never asserts (the machine is noisy). `--profile`
+also prints the top of a cProfile of the --traces-file replay.
 
     python bench/bench_hotpath.py [--copies N] [--repeat N] [--profile]
 """
@@ -78,7 +80,8 @@ def environment(**values: str) -> Iterator[None]:
 
 def replay(root: Path, traces_file: Path | None) -> None:
     """`otel-bridge replay` in this process, quiet, exporting to the file or nowhere."""
-    argv = ["replay", str(root), "--no-progress", "--log-level", "ERROR"]
+    # --jobs 1: this process alone (its CPU time would not count workers')
+    argv = ["replay", str(root), "--no-progress", "--log-level", "ERROR", "--jobs", "1"]
     if traces_file is not None:
         argv += ["--traces-file", str(traces_file)]
     with environment(OTEL_TRACES_EXPORTER="none"):

@@ -3,11 +3,15 @@
 The corpus is the real fixture logs (tests/fixtures/*/events.jsonl) copied N times into a
 session-state tree: each copy gets a fresh session id (in `session.start` and as its directory
 name, so that its spans get ids of their own) and its times shifted by a day per copy. Each run
-is the real command, `python -m otel_bridge replay DIR --traces-file FILE --jobs J`, timed from
-the outside (start-up included); the runs of each --jobs value alternate, and the best counts,
-so that a burst of load elsewhere does not favour one. It also measures, in this process, what
-sending a log's results between processes costs (pickling them in the worker, unpickling them
-in the parent) against reading the logs. Prints figures, never asserts: the machine is noisy.
+is the real command, `otel-bridge replay DIR --jobs J`, with `--traces-file FILE` and then with
+no exporter, timed from the outside (start-up included); the runs of each --jobs value
+alternate, and the best counts, so that a burst of load elsewhere does not favour one. Each run
+also reports the CPU time of the parent and of its workers: on a busy machine the wall times
+say little, the CPU times still say where the work is, and so the speed-up that free cores
+would give at best ("bound"). It also measures, in this process, what sending a log's results
+between processes costs (pickling them in the worker, unpickling them in the parent). Prints
+figures, never asserts: the machine is noisy. Run it from outside a checkout other than this
+one (`python -c` puts the current directory first on the path).
 
     python bench/bench_jobs.py [--copies N] [--jobs 1 2] [--keep DIR]
 """
@@ -74,21 +78,40 @@ def _shifted(stamp: str, shift: timedelta) -> str:
     return (moment + shift).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def replay_seconds(corpus: Path, out: Path, jobs: int) -> float:
-    """Wall-clock seconds of one `replay --jobs` run of the whole corpus."""
-    command = [sys.executable, "-m", "otel_bridge", "replay", str(corpus)]
-    command += ["--traces-file", str(out), "--no-progress", "--jobs", str(jobs)]
-    command += ["--log-level", "WARNING"]
+#: Runs `otel-bridge replay` (the arguments after -c) and prints, on its last line, the CPU
+#: seconds of this process and of its workers (reaped children), as JSON.
+_MEASURED = """
+import json, resource, sys
+from otel_bridge.cli import main
+status = main(sys.argv[1:])
+me, workers = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+print(json.dumps([me.ru_utime + me.ru_stime, workers.ru_utime + workers.ru_stime]))
+sys.exit(status)
+"""
+
+
+def replay_seconds(corpus: Path, out: Path | None, jobs: int) -> tuple[float, float, float]:
+    """One `replay --jobs` run of the whole corpus (to the traces file `out`, or to no
+    exporter): wall-clock seconds, the parent's CPU seconds, the workers' CPU seconds."""
+    command = [sys.executable, "-c", _MEASURED, "replay", str(corpus)]
+    command += ["--no-progress", "--jobs", str(jobs), "--log-level", "WARNING"]
+    if out is not None:
+        command += ["--traces-file", str(out)]
     env = {**os.environ, "OTEL_TRACES_EXPORTER": "none", "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
-    subprocess.run(command, check=True, env=env)
-    return time.perf_counter() - start
+    done = subprocess.run(command, check=True, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    parent, workers = json.loads(done.stdout.splitlines()[-1])
+    return wall, parent, workers
 
 
 def pickling_cost(corpus: Path) -> None:
     """Print the time to read and assemble the logs in one process, and the time to pickle and
-    unpickle what the workers would send back for them (metric observations included)."""
+    unpickle what the workers send back for them (metric observations included): span records
+    (as when a sampler drops spans, or for exporters of SDK spans), or each span's id and its
+    text for the traces file (--traces-file alone: the workers scrub and encode)."""
     from otel_bridge import Assembler, AssemblerConfig
+    from otel_bridge.processors import Scrubber, ScrubberConfig
     from otel_bridge.sources import _parallel as parallel
     from otel_bridge.sources import find_logs, replay_logs
 
@@ -97,24 +120,56 @@ def pickling_cost(corpus: Path) -> None:
     replay_logs(logs, Assembler(), lambda records: None)
     work = time.perf_counter() - start
     logging.disable(logging.WARNING)  # what a worker logs is kept, not printed: quiet here too
-    dumps = loads = 0.0
-    size = 0
-    for log in logs:
-        task = parallel._Task((log,), AssemblerConfig(), 1 << 24, True)
-        result = parallel._replay_one(log, task)
-        start = time.perf_counter()
-        data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-        dumps += time.perf_counter() - start
-        start = time.perf_counter()
-        pickle.loads(data)
-        loads += time.perf_counter() - start
-        size += len(data)
+    payloads = {
+        "records": None,
+        "ids and texts": parallel.Prepare(ScrubberConfig(), encode=True, records=False),
+    }
+    for name, prepare in payloads.items():
+        dumps = loads = 0.0
+        size = 0
+        scrubber = Scrubber(prepare.scrub) if prepare is not None else None
+        for log in logs:
+            task = parallel._Task((log,), AssemblerConfig(), 1 << 24, True, prepare)
+            result = parallel._replay_one(log, task, scrubber)
+            start = time.perf_counter()
+            data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            dumps += time.perf_counter() - start
+            start = time.perf_counter()
+            pickle.loads(data)
+            loads += time.perf_counter() - start
+            size += len(data)
+        print(
+            f"read + assemble in one process {work:.2f} s; sending {name}: pickle "
+            f"{dumps:.2f} s (workers) + unpickle {loads:.2f} s (parent), {size / 2**20:.1f} MiB"
+        )
     logging.disable(logging.NOTSET)
-    print(
-        f"read + assemble in one process {work:.2f} s; sending the results: pickle "
-        f"{dumps:.2f} s (workers) + unpickle {loads:.2f} s (parent), {size / 2**20:.1f} MiB; "
-        f"unpickling is {loads / work:.0%} of the work moved"
-    )
+
+
+def compare(
+    corpus: Path, out: Path | None, jobs_values: list[int], repeat: int, events: int
+) -> None:
+    """Print each --jobs value's best wall time (runs alternating), and the CPU time of the
+    parent and of the workers in that run. On a busy machine the wall times say little; the
+    CPU times still say where the work is: with N workers, the run can take no less than the
+    parent's CPU time, nor than the workers' over N ("bound", the speed-up a machine with N
+    free cores would give at best, against --jobs 1's CPU time)."""
+    runs: dict[int, list[tuple[float, float, float]]] = {jobs: [] for jobs in jobs_values}
+    for _ in range(repeat):
+        for jobs in jobs_values:
+            runs[jobs].append(replay_seconds(corpus, out, jobs))
+    best = {jobs: min(times) for jobs, times in runs.items()}
+    one = best[jobs_values[0]][1] + best[jobs_values[0]][2]
+    for jobs, times in runs.items():
+        wall, parent, workers = best[jobs]
+        bound = one / max(parent, workers / jobs) if jobs > 1 else 1.0
+        print(
+            f"  --jobs {jobs}: best {wall:6.2f} s of {repeat} "
+            f"({', '.join(f'{t[0]:.2f}' for t in times)}), {events / wall:8.0f} events/s; "
+            f"CPU s: parent {parent:.2f}, workers {workers:.2f}; bound {bound:.2f}x"
+        )
+    first = jobs_values[0]
+    for jobs in jobs_values[1:]:
+        print(f"  --jobs {jobs} vs --jobs {first}: {best[first][0] / best[jobs][0]:.2f}x as fast")
 
 
 def main() -> None:
@@ -132,20 +187,9 @@ def main() -> None:
         size = sum(p.stat().st_size for p in corpus.glob("*/events.jsonl"))
         print(f"corpus: {logs} logs, {events} events, {size / 2**20:.1f} MiB")
         pickling_cost(corpus)
-        runs: dict[int, list[float]] = {jobs: [] for jobs in args.jobs}
-        for _ in range(args.repeat):
-            for jobs in args.jobs:
-                out = Path(scratch) / f"traces-{jobs}.jsonl"
-                runs[jobs].append(replay_seconds(corpus, out, jobs))
-        best = {jobs: min(times) for jobs, times in runs.items()}
-        for jobs, times in runs.items():
-            print(
-                f"--jobs {jobs}: best {best[jobs]:6.2f} s of {args.repeat} "
-                f"({', '.join(f'{t:.2f}' for t in times)}), {events / best[jobs]:8.0f} events/s"
-            )
-        first = args.jobs[0]
-        for jobs in args.jobs[1:]:
-            print(f"--jobs {jobs} vs --jobs {first}: {best[first] / best[jobs]:.2f}x as fast")
+        for name, out in (("--traces-file", Path(scratch) / "traces.jsonl"), ("no exporter", None)):
+            print(f"{name}:")
+            compare(corpus, out, args.jobs, args.repeat, events)
         print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

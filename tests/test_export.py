@@ -461,3 +461,45 @@ def test_an_unreachable_collector_is_said_in_one_line_before_anything_is_sent() 
     )
     assert unreachable_collector({**env, "OTEL_TRACES_EXPORTER": "console"}) is None
     assert unreachable_collector({**env, "OTEL_SDK_DISABLED": "true"}) is None
+
+
+def test_the_traces_file_gets_the_same_text_from_records_scrubbed_or_encoded_elsewhere() -> None:
+    """`replay --jobs` hands the sink spans scrubbed (and encoded) in its workers: the file
+    must read as if the sink had done it, and a sink that drops or has other destinations
+    refuses what it cannot take."""
+    from otel_bridge.export._otlp_json import OtlpJsonFileExporter, encode_record
+    from otel_bridge.processors import Scrubber, TraceSampler
+
+    records, _, _ = spans_through_sink()
+    scrubbed = Scrubber().records(records)
+    resource = build_resource({})
+    written = []
+    for how in ("export", "scrubbed", "encoded"):
+        stream = io.StringIO()
+        stream.close = lambda: None  # type: ignore[method-assign]  # read after shutdown
+        sink = SpanSink([OtlpJsonFileExporter(stream)], resource, max_batch=3)
+        if how == "export":
+            queued = sink.export(records)
+        elif how == "scrubbed":
+            queued = sink.export_scrubbed(scrubbed)
+        else:
+            queued = sink.export_encoded(
+                [r.span_id for r in scrubbed], [encode_record(r) for r in scrubbed]
+            )
+        assert [span_id for _, span_id in queued] == [r.span_id for r in records]
+        assert sink.shutdown() == 0 and sink.stats.exported == len(records)
+        written.append(stream.getvalue())
+    assert written[0] == written[1] == written[2]
+    assert len(written[0].splitlines()) == -(-len(records) // 3)
+    memory = InMemorySpanExporter()
+    mixed = SpanSink([OtlpJsonFileExporter(io.StringIO()), memory], resource)
+    assert mixed.takes_json and not mixed.json_only
+    with pytest.raises(ValueError):
+        mixed.export_encoded([1], ["{}"])
+    mixed.export_scrubbed(scrubbed)
+    assert mixed.flush(timeout=5) and len(memory.get_finished_spans()) == len(records)
+    nowhere = SpanSink([], resource)
+    assert nowhere.export_encoded([7, 8]) == [(1, 7), (2, 8)] and not nowhere.json_only
+    sampled = SpanSink([OtlpJsonFileExporter(io.StringIO())], resource, sampler=TraceSampler(0.5))
+    with pytest.raises(ValueError):
+        sampled.export_scrubbed(scrubbed)

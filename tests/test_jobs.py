@@ -120,6 +120,44 @@ def test_sampling_keeps_the_same_traces_with_jobs_2(
     assert spans_in_order(tmp_path / "two" / "traces.jsonl") == sampled
 
 
+def test_workers_scrub_with_the_configured_scrubber_for_every_exporter(
+    corpus: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # With --jobs the workers scrub (and encode for the traces file); the console exporter
+    # gets SDK spans made in the parent of what they scrubbed.
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    options = ["--deny-attribute", "gen_ai.request.model", "--scrub-pattern", "gpt-[0-9.]+"]
+    options += ["--console-format", "json"]
+    capsys.readouterr()
+    assert replay(corpus, tmp_path / "one", 1, *options) == 0
+    printed_by_one = capsys.readouterr().out
+    assert replay(corpus, tmp_path / "two", 2, *options) == 0
+    assert capsys.readouterr().out == printed_by_one
+    spans = spans_in_order(tmp_path / "one" / "traces.jsonl")
+    assert spans_in_order(tmp_path / "two" / "traces.jsonl") == spans
+    text = (tmp_path / "two" / "traces.jsonl").read_text()
+    assert "[REDACTED:custom]" in text and "gpt-4.1" not in text
+    assert '"gen_ai.request.model"' not in text and '"gen_ai.response.model"' in text
+
+
+def test_with_no_destination_jobs_2_says_what_jobs_1_says(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # no destination: the workers send the spans' ids only
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    caplog.set_level(logging.INFO)
+    argv = ["replay", str(corpus), "--no-progress"]
+    assert main([*argv, "--jobs", "1"]) == 0
+    logged_by_one = messages(caplog)
+    caplog.clear()
+    assert main([*argv, "--jobs", "2"]) == 0
+    assert messages(caplog) == logged_by_one
+    assert any("traces" in text for _, _, text in logged_by_one)
+
+
 def test_recorded_observations_are_made_again_in_order() -> None:
     recorder, target = RecordingRecorder(), RecordingRecorder()
     recorder.add("copilot.turns", 1, {"copilot.agent.type": "main"}, "s1")

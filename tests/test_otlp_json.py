@@ -21,9 +21,12 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags, TraceSt
 from opentelemetry.trace.status import Status, StatusCode
 
 from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder
+from otel_bridge._records import LinkRecord, SpanEventRecord, SpanRecord
+from otel_bridge._records import SpanKind as RecordKind
+from otel_bridge._records import StatusCode as RecordStatus
 from otel_bridge.export import build_resource
-from otel_bridge.export._otel import to_readable_span
-from otel_bridge.export._otlp_json import OtlpJsonFileExporter
+from otel_bridge.export._otel import _SCOPE, to_readable_span
+from otel_bridge.export._otlp_json import EncodedSpan, OtlpJsonFileExporter, encode_record
 from otel_bridge.processors import Scrubber
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -41,17 +44,22 @@ def through_both(batches: list[list[ReadableSpan]]) -> tuple[str, str]:
 
 def fixture_spans(capture_content: bool) -> list[ReadableSpan]:
     resource = build_resource({})
+    return [to_readable_span(r, resource) for r in fixture_records(capture_content)]
+
+
+def fixture_records(capture_content: bool) -> list[SpanRecord]:
+    """The scrubbed span records of every fixture log, as the sink gets them."""
     assembler = Assembler(
         AssemblerConfig(capture_content=capture_content, keep_unknown_events=True)
     )
     scrubber = Scrubber()
-    spans = []
+    out = []
     for path in sorted(FIXTURES.glob("*/events.jsonl")):
         stream = str(path)
         events = JsonLinesDecoder(stream).feed(path.read_bytes())
         records = assembler.feed(stream, events) + assembler.end_stream(stream)
-        spans += [to_readable_span(r, resource) for r in scrubber.records(records)]
-    return spans
+        out += scrubber.records(records)
+    return out
 
 
 @pytest.mark.parametrize("capture_content", [False, True])
@@ -62,6 +70,26 @@ def test_every_fixture_span_is_written_as_the_sdk_writes_it(capture_content: boo
     ours, theirs = through_both(batches)
     assert ours.count("\n") == len(batches)
     assert ours == theirs
+
+
+def encoded(records: list[SpanRecord], resource: Resource) -> list[EncodedSpan]:
+    """The records as `SpanSink` hands them to the OTLP JSON file exporter."""
+    return [EncodedSpan(encode_record(r), resource, _SCOPE) for r in records]
+
+
+@pytest.mark.parametrize("capture_content", [False, True])
+def test_span_records_encoded_directly_are_written_as_the_sdk_writes_their_spans(
+    capture_content: bool,
+) -> None:
+    records = fixture_records(capture_content)
+    resource = build_resource({})
+    ours, theirs = io.StringIO(), io.StringIO()
+    bridge, sdk = OtlpJsonFileExporter(ours), FileSpanExporter(stream=theirs)
+    for i in range(0, len(records), 97):
+        assert bridge.export(encoded(records[i : i + 97], resource)) is SpanExportResult.SUCCESS
+        sdk.export([to_readable_span(r, resource) for r in records[i : i + 97]])
+    assert len(records) > 300
+    assert ours.getvalue() == theirs.getvalue()
 
 
 def span(**overrides: object) -> ReadableSpan:
@@ -203,3 +231,52 @@ def test_after_shutdown_the_stream_is_closed_and_exports_are_refused() -> None:
     assert stream.closed
     assert exporter.export([span()]) is SpanExportResult.FAILURE
     exporter.shutdown()  # a second time: a warning, no error
+
+
+def record(**overrides: object) -> SpanRecord:
+    arguments: dict[str, object] = {
+        "trace_id": 0xABC,
+        "span_id": 0xDEF,
+        "parent_span_id": None,
+        "name": "s",
+        "kind": RecordKind.INTERNAL,
+        "start_ns": 5,
+        "end_ns": 9,
+    }
+    arguments.update(overrides)
+    return SpanRecord(**arguments)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"name": "", "start_ns": 0, "end_ns": 0},
+        {"kind": RecordKind.CLIENT, "parent_span_id": 1},
+        {"trace_id": 2**128 - 1, "span_id": 2**64 - 1, "parent_span_id": 0},
+        {"attributes": EDGE_ATTRIBUTES},
+        {"status": RecordStatus.ERROR, "status_message": "it \u00e9 failed"},
+        {"status": RecordStatus.ERROR, "status_message": ""},
+        {"status": RecordStatus.ERROR},
+        {"status": RecordStatus.OK},
+        {"status": RecordStatus.UNSET, "status_message": "ignored unless an error"},
+        {
+            "events": (
+                SpanEventRecord("e1", 7, {"a": 1, "b": ["x"]}),
+                SpanEventRecord("", 8),
+                SpanEventRecord("e3", 0, {}),
+            )
+        },
+        {"links": (LinkRecord(1, 2, {"k": "v"}), LinkRecord(3, 4))},
+    ],
+    ids=lambda overrides: ",".join(overrides) or "defaults",
+)
+def test_each_field_of_a_record_is_encoded_as_its_sdk_span_is_written(
+    overrides: dict[str, object],
+) -> None:
+    resource = Resource.create({"service.name": "t"})
+    spans = [record(**overrides)]
+    ours, theirs = io.StringIO(), io.StringIO()
+    OtlpJsonFileExporter(ours).export(encoded(spans, resource))
+    FileSpanExporter(stream=theirs).export([to_readable_span(r, resource) for r in spans])
+    assert ours.getvalue() == theirs.getvalue()

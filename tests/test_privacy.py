@@ -12,7 +12,7 @@ import pytest
 
 from otel_bridge import Assembler, AssemblerConfig, SpanRecord, StatusCode
 from otel_bridge._records import SpanKind
-from otel_bridge.processors import Scrubber, ScrubberConfig, TraceSampler
+from otel_bridge.processors import Scrubber, ScrubberConfig, TraceSampler, shannon_entropy
 from otel_bridge.sources import scan_session_state
 from tests.builder import Log
 from tests.spantree import by_name
@@ -139,6 +139,57 @@ def test_a_record_without_secrets_comes_through_whole() -> None:
     out = Scrubber().record(record)
     assert out == record
     assert out.root_span_id == record.root_span_id  # not compared by ==
+
+
+def test_a_record_scrubbing_leaves_unchanged_is_kept_and_any_change_makes_a_new_one() -> None:
+    """Scrubbing keeps a record it changes nothing in (most spans), and only such a one."""
+    from otel_bridge import SpanEventRecord
+
+    secret = SECRETS["github_token"][0]
+    plain = SpanRecord(
+        1,
+        2,
+        None,
+        "chat gpt-4.1",
+        SpanKind.CLIENT,
+        0,
+        1,
+        {"s": "a plain value", "l": ["x"], "n": 3, "copilot.error.message": "exit 1"},
+        StatusCode.ERROR,
+        "exit code 1",
+        (SpanEventRecord("compaction", 5, {"n": 1}),),
+    )
+    scrubber = Scrubber(ScrubberConfig(deny_attributes=frozenset({"denied"})))
+    assert scrubber.record(plain) is plain
+    changes = {
+        "name": {"name": f"chat {secret}"},
+        "attribute": {"attributes": {**plain.attributes, "s": secret}},
+        "denied": {"attributes": {**plain.attributes, "denied": "x"}},
+        "message": {"status_message": f"failed with {secret}"},
+        "empty message": {"status_message": ""},
+        "event": {"events": (SpanEventRecord("compaction", 5, {"n": secret}),)},
+        "events list": {"events": []},
+    }
+    for what, change in changes.items():
+        record = dataclasses.replace(plain, **change)  # type: ignore[arg-type]
+        out = scrubber.record(record)
+        assert out is not record, what
+        assert secret not in repr(out) and "denied" not in out.attributes, what
+    assert scrubber.record(dataclasses.replace(plain, status_message="")).status_message is None
+    assert scrubber.record(dataclasses.replace(plain, events=[])).events == ()  # type: ignore[arg-type]
+
+
+def test_a_token_of_fewer_than_16_distinct_characters_is_never_high_entropy() -> None:
+    # the scrubber skips counting such tokens: log2(15) < the 4 bits threshold
+    import random
+
+    rng = random.Random(7)
+    alphabet = "0123456789abcdefABCDEF-_"
+    for _ in range(2000):
+        symbols = rng.sample(alphabet, rng.randint(1, 15))
+        token = "".join(rng.choice(symbols) for _ in range(rng.randint(32, 80)))
+        assert shannon_entropy(token) < 4.0
+        assert Scrubber().text(token) == token
 
 
 def content_log() -> Log:

@@ -120,3 +120,58 @@ def test_a_slow_exporter_gets_everything_in_order_and_the_queue_stays_bounded() 
     assert waits and all(waits)  # it waited for room, and room came every time
     assert not [seqs for seqs, ok in results if ok is None]  # nothing dropped
     worker.stop(1)
+
+
+class Batches(SpanExporter):
+    """Keeps the names of each batch it gets."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.batches.append([span.name for span in spans])
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        return None
+
+
+def test_a_lingering_worker_sends_a_full_batch_at_once_and_wakes_for_a_first_span() -> None:
+    # Puts of a few spans do not wake a lingering worker (it would only wait again); a put
+    # that fills a batch does, and so does the first span after the queue ran dry.
+    exporter = Batches()
+    worker = ExportWorker(
+        exporter,
+        capacity=100,
+        max_batch=4,
+        block_when_full=True,
+        retry=FAST,
+        on_result=lambda *_: None,
+        linger_seconds=30,  # far longer than the waits below: only a full batch goes
+    )
+    spans = items(9)
+    worker.put(spans[:1])
+    worker.put(spans[1:3])
+    worker.put(spans[3:5])  # 5 queued: a full batch of 4 goes, 1 lingers
+    deadline = time.monotonic() + 10
+    while not exporter.batches and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert exporter.batches == [["span 1", "span 2", "span 3", "span 4"]]
+    worker.put(spans[5:8])  # 4 queued again
+    assert worker.wait_idle(10)
+    assert exporter.batches[1] == ["span 5", "span 6", "span 7", "span 8"]
+    assert worker.stop(5) == 0
+    quick = Batches()
+    worker = ExportWorker(
+        quick,
+        capacity=100,
+        max_batch=4,
+        block_when_full=True,
+        retry=FAST,
+        on_result=lambda *_: None,
+        linger_seconds=0.05,
+    )
+    worker.put(spans[8:])  # one span into an empty queue: delivered after the linger
+    assert worker.wait_idle(10)
+    assert quick.batches == [["span 9"]]
+    assert worker.stop(5) == 0

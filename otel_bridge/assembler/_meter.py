@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from .. import semconv as sc
 from .._event_types import KNOWN_EVENT_TYPES
 from .._events import printable_type
-from .._metrics import MetricsRecorder
+from .._metrics import MetricsRecorder, NullRecorder
 from .._records import AttributeValue
 from ._config import AssemblerStats
 from ._state import SessionFacts
@@ -26,7 +26,7 @@ MAX_UNKNOWN_TYPES = 50
 class SessionMeter:
     """Counts and histograms of one session (names from `semconv`, defined in `CATALOGUE`)."""
 
-    __slots__ = ("_facts", "_recorder", "_stats")
+    __slots__ = ("_facts", "_recorder", "_stats", "observing")
 
     def __init__(
         self, recorder: MetricsRecorder, facts: SessionFacts, stats: AssemblerStats
@@ -34,6 +34,9 @@ class SessionMeter:
         self._recorder = recorder
         self._facts = facts
         self._stats = stats
+        #: False when observations go nowhere (no metrics: replay's default), so that the
+        #: observations a span makes need not be worked out (`SpanFactory.emit`).
+        self.observing = not isinstance(recorder, NullRecorder)
 
     def add(self, name: str, attributes: Mapping[str, AttributeValue] | None = None) -> None:
         """Count one."""

@@ -19,7 +19,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
@@ -28,7 +28,10 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status
 from opentelemetry.util.types import Attributes
 
-__all__ = ["OtlpJsonFileExporter", "encode_request"]
+from .._records import LinkRecord, SpanEventRecord, SpanRecord, StatusCode
+from .._records import SpanKind as RecordKind
+
+__all__ = ["EncodedSpan", "OtlpJsonFileExporter", "encode_record", "encode_request"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +53,17 @@ _KEYS_REMEMBERED = 4096  # attribute keys whose encoded prefix is kept
 _quote: Callable[[Any], str] = json.encoder.encode_basestring_ascii
 
 
+class EncodedSpan(NamedTuple):
+    """A span already encoded (`encode_record`), with what its batch is grouped by: what
+    `SpanSink` hands this exporter instead of a `ReadableSpan`, so that a span record is
+    encoded once, straight from its fields, without the SDK object in between (or in a
+    `replay --jobs` worker: the parent then only joins the texts)."""
+
+    json: str
+    resource: Resource
+    instrumentation_scope: InstrumentationScope | None
+
+
 class OtlpJsonFileExporter(SpanExporter):
     """Writes each batch as one line of OTLP JSON to a stream it owns (opened by the caller, to
     choose truncate or append), flushed at once, and closed at shutdown.
@@ -64,7 +78,8 @@ class OtlpJsonFileExporter(SpanExporter):
         self._shutdown = False
         self._encoder = _Encoder()
 
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+    def export(self, spans: Sequence[ReadableSpan | EncodedSpan]) -> SpanExportResult:
+        """Write the batch as one line; `EncodedSpan`s are written as they are."""
         if self._shutdown:
             logger.warning("Exporter already shutdown, ignoring call")
             return SpanExportResult.FAILURE
@@ -96,7 +111,7 @@ class OtlpJsonFileExporter(SpanExporter):
             self._stream.close()
 
 
-def encode_request(spans: Sequence[ReadableSpan]) -> str | None:
+def encode_request(spans: Sequence[ReadableSpan | EncodedSpan]) -> str | None:
     """The JSON text of the ExportTraceServiceRequest of `spans`, one line without its newline;
     None for no spans (nothing is written then)."""
     return _Encoder().request(spans)
@@ -113,7 +128,7 @@ class _Encoder:
         self._resources: dict[Resource, str] = {}
         self._scopes: dict[InstrumentationScope | None, str] = {}
 
-    def request(self, spans: Sequence[ReadableSpan]) -> str | None:
+    def request(self, spans: Sequence[ReadableSpan | EncodedSpan]) -> str | None:
         # grouped by resource, then scope, in the order first seen, as the SDK's encoder does
         # (by equality; the identity checks only spare hashing a Resource at every span)
         groups: dict[Resource, dict[InstrumentationScope | None, list[str]]] = {}
@@ -127,7 +142,7 @@ class _Encoder:
                 scopes = groups.setdefault(resource, {})
                 encoded = scopes.setdefault(scope, [])
                 last_resource, last_scope = resource, scope
-            encoded.append(_span(span))
+            encoded.append(span.json if isinstance(span, EncodedSpan) else _span(span))
         if not groups:
             return None
         resource_spans = []
@@ -214,6 +229,68 @@ def _span(span: ReadableSpan) -> str:
     status = span.status
     if status is not None:
         fields.append('"status":' + _status(status))
+    return "{" + ",".join(fields) + "}"
+
+
+_RECORD_KINDS = {RecordKind.INTERNAL: ',"kind":1', RecordKind.CLIENT: ',"kind":3'}
+_RECORD_STATUS = {StatusCode.UNSET: "{}", StatusCode.OK: '{"code":1}'}
+
+
+def encode_record(record: SpanRecord) -> str:
+    """The JSON text of a span record (scrubbed) in a request: what `_span` writes of
+    `to_readable_span(record, ...)` (export/_otel.py), written from the record's own fields.
+
+    What that mapping fixes, fixed here too: the span's context and its parent's are local
+    (flags 256), links are remote (768), no trace state, nothing dropped; an ERROR status
+    keeps its message, other statuses drop it (as the SDK's `Status` does).
+    tests/test_otlp_json.py checks both give the same text for every fixture span."""
+    parts = ['{"traceId":"', _trace_id(record.trace_id), '","spanId":"', _span_id(record.span_id)]
+    if record.parent_span_id is not None:
+        parts += ['","parentSpanId":"', _span_id(record.parent_span_id)]
+    parts.append('","flags":' + _LOCAL_FLAGS)
+    if record.name:
+        parts.append(',"name":' + _quote(record.name))
+    parts.append(_RECORD_KINDS[record.kind])
+    if record.start_ns:
+        parts.append(',"startTimeUnixNano":"' + int.__repr__(record.start_ns) + '"')
+    if record.end_ns:
+        parts.append(',"endTimeUnixNano":"' + int.__repr__(record.end_ns) + '"')
+    attributes = _attributes(record.attributes)
+    if attributes:
+        parts.append(',"attributes":' + attributes)
+    if record.events:
+        parts.append(',"events":[' + ",".join([_record_event(e) for e in record.events]) + "]")
+    if record.links:
+        parts.append(',"links":[' + ",".join([_record_link(li) for li in record.links]) + "]")
+    status = _RECORD_STATUS.get(record.status)
+    if status is None:  # ERROR
+        message = record.status_message
+        status = '{"message":' + _quote(message) + ',"code":2}' if message else '{"code":2}'
+    parts.append(',"status":' + status + "}")
+    return "".join(parts)
+
+
+def _record_event(event: SpanEventRecord) -> str:
+    fields = []
+    if event.timestamp_ns:
+        fields.append('"timeUnixNano":"' + int.__repr__(event.timestamp_ns) + '"')
+    if event.name:
+        fields.append('"name":' + _quote(event.name))
+    attributes = _attributes(event.attributes)
+    if attributes:
+        fields.append('"attributes":' + attributes)
+    return "{" + ",".join(fields) + "}"
+
+
+def _record_link(link: LinkRecord) -> str:
+    fields = [
+        '"traceId":"' + _trace_id(link.trace_id) + '"',
+        '"spanId":"' + _span_id(link.span_id) + '"',
+    ]
+    attributes = _attributes(link.attributes)
+    if attributes:
+        fields.append('"attributes":' + attributes)
+    fields.append('"flags":' + _REMOTE_FLAGS)
     return "{" + ",".join(fields) + "}"
 
 

@@ -28,8 +28,13 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ._common import capture_exporter_logs, describe_exception, failure_reason
+from ._otlp_json import EncodedSpan
 
-__all__ = ["ExportWorker", "RetryPolicy"]
+__all__ = ["ExportItem", "ExportWorker", "RetryPolicy"]
+
+#: What a queue holds: SDK spans, or spans already encoded for the OTLP JSON file (the sink
+#: gives that exporter those; the queue passes them on as they are).
+ExportItem = ReadableSpan | EncodedSpan
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +103,7 @@ class ExportWorker:
         self._linger = linger_seconds
         self._retry = retry
         self._on_result = on_result
-        self._queue: deque[tuple[int, ReadableSpan]] = deque()
+        self._queue: deque[tuple[int, ExportItem]] = deque()
         self._cond = threading.Condition()
         self._stopping = False
         self._deadline = float("inf")  # when stopping: give up retrying after this
@@ -132,7 +137,7 @@ class ExportWorker:
         with self._cond:
             return len(self._queue) + self._in_flight
 
-    def put(self, items: Sequence[tuple[int, ReadableSpan]]) -> None:
+    def put(self, items: Sequence[tuple[int, ExportItem]]) -> None:
         """Queue spans (sequence numbers ascending). Blocks or drops when full, as configured.
 
         Blocking waits for room as often as the queue fills, but for at most `block_seconds`
@@ -141,7 +146,7 @@ class ExportWorker:
         caller one wait, and the queue never holds more than `capacity`."""
         dropped: list[int] = []
         with self._cond:
-            was_empty = not self._queue
+            was_empty = False  # the worker may be waiting for a first span
             deadline: float | None = None
             for item in items:
                 if self._full() and self._block and not self._stopping:
@@ -158,12 +163,18 @@ class ExportWorker:
                         self._last_seq = max(self._last_seq, item[0])
                         dropped.append(item[0])
                         continue
+                was_empty = was_empty or not self._queue
                 self._queue.append(item)
                 self._last_seq = max(self._last_seq, item[0])
-            # The worker waits for a first span, or lingers until a batch is full: only those
-            # need it woken. (Waking it at every put only for it to wait again cost `run` a
-            # thread switch per handful of spans.)
-            if was_empty or len(self._queue) >= self._max_batch or self._stopping:
+            # Wake the worker when it waits for spans, or lingers and now has a full batch:
+            # woken for less, a lingering worker would only wait again (a thread switch for
+            # each call of a caller that hands over a few spans at a time).
+            if (
+                was_empty
+                or not self._linger
+                or len(self._queue) >= self._max_batch
+                or self._stopping
+            ):
                 self._cond.notify_all()
         if dropped:
             self._on_result(self.name, dropped, None)
@@ -263,7 +274,7 @@ class ExportWorker:
                 self._in_flight = 0
                 self._cond.notify_all()
 
-    def _deliver(self, batch: list[tuple[int, ReadableSpan]]) -> bool:
+    def _deliver(self, batch: list[tuple[int, ExportItem]]) -> bool:
         """Try a batch until it goes through (True), or until stopping's deadline: then it is
         put back at the head of the queue, for stop() to count (False)."""
         spans = [span for _, span in batch]
@@ -316,12 +327,13 @@ class ExportWorker:
                     self._cond.notify_all()
                     return False
 
-    def _attempt(self, spans: list[ReadableSpan]) -> tuple[bool, str]:
+    def _attempt(self, spans: list[ExportItem]) -> tuple[bool, str]:
         """One export call: whether it went through, and if not, why (from what the SDK
         logged meanwhile, which is kept off the terminal)."""
         with capture_exporter_logs() as records:
             try:
-                ok = self._exporter.export(spans) is SpanExportResult.SUCCESS
+                # EncodedSpans are given only to the OTLP JSON file exporter (SpanSink)
+                ok = self._exporter.export(spans) is SpanExportResult.SUCCESS  # type: ignore[arg-type]
             except Exception as exc:  # an exporter bug must not stop the bridge
                 logger.debug("exporter %s raised", self.label, exc_info=True)
                 return False, f"the exporter raised {describe_exception(exc)}"

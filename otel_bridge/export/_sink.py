@@ -21,8 +21,9 @@ from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanRecord
 from ..processors import Scrubber, TraceSampler
 from ._exporters import exporter_label
-from ._otel import to_readable_span
-from ._queue import ExportWorker, RetryPolicy
+from ._otel import _SCOPE, to_readable_span
+from ._otlp_json import EncodedSpan, OtlpJsonFileExporter, encode_record
+from ._queue import ExportItem, ExportWorker, RetryPolicy
 
 __all__ = ["DEFAULT_QUEUE_SPANS", "ExportStats", "SpanSink"]
 
@@ -123,6 +124,9 @@ class SpanSink:
             for exporter, label in zip(exporters, labels, strict=True)
         ]
         self.stats.by_exporter = dict.fromkeys(labels, 0)
+        # The OTLP JSON file takes spans encoded here, straight from their records (one step,
+        # no SDK object); the other exporters take SDK spans.
+        self._takes_json = [isinstance(exporter, OtlpJsonFileExporter) for exporter in exporters]
         #: Called (from an export thread, so it must be quick and thread-safe: `run` sets an
         #: Event) after each delivered batch: checkpoints follow delivery closely.
         self.on_delivered: Callable[[], None] | None = None
@@ -168,20 +172,97 @@ class SpanSink:
         """
         return self._queue(self.sampler.offer(records))
 
+    def export_scrubbed(
+        self, records: Sequence[SpanRecord], encoded: Sequence[str] | None = None
+    ) -> list[tuple[int, int]]:
+        """`export` of records scrubbed already, by a scrubber of this sink's configuration
+        (`replay --jobs` scrubs in its worker processes), with, when given, the
+        `encode_record` text of each for the OTLP JSON file.
+
+        Only for a sampler that keeps everything: a sampler that drops judges records as they
+        are before scrubbing (an attribute it reads may be denied).
+        """
+        if self.sampler.ratio < 1.0:
+            raise ValueError("records scrubbed before sampling: sample before scrubbing")
+        return self._queue_scrubbed(records, encoded)
+
+    def export_encoded(
+        self, span_ids: Sequence[int], encoded: Sequence[str] | None = None
+    ) -> list[tuple[int, int]]:
+        """`export_scrubbed` where every destination is the OTLP JSON file (`json_only`), or
+        there is none: the spans as their ids and `encode_record` texts only (no texts for no
+        destination)."""
+        if self.sampler.ratio < 1.0 or (self._workers and (encoded is None or not self.json_only)):
+            raise ValueError("spans as texts only: for OTLP JSON files only, all kept")
+        sequence = self._number(len(span_ids))
+        if encoded is not None:
+            self._put(sequence, self._as_json(sequence, encoded), [])
+        return list(zip(sequence, span_ids, strict=True))
+
+    @property
+    def json_only(self) -> bool:
+        """Every destination (one at least) is the OTLP JSON file: a span's text is all they
+        take."""
+        return bool(self._takes_json) and all(self._takes_json)
+
+    @property
+    def takes_json(self) -> bool:
+        """Some destination writes the OTLP JSON file (`export_scrubbed` then uses the
+        encoded text of each span)."""
+        return any(self._takes_json)
+
     def _queue(self, records: Iterable[SpanRecord]) -> list[tuple[int, int]]:
-        items = []
-        queued = []
-        for record in self.scrubber.records(records):
-            self._seq += 1
-            items.append((self._seq, to_readable_span(record, self._resource)))
-            queued.append((self._seq, record.span_id))
-        if items and self._workers:
-            with self._lock:
-                for seq, _ in items:
-                    self._pending[seq] = len(self._workers)
-            for worker in self._workers:
-                worker.put(items)
+        if not self._workers:  # no destination: nothing to scrub, convert or encode
+            return self._queue_scrubbed(list(records), None)
+        return self._queue_scrubbed(self.scrubber.records(records), None)
+
+    def _queue_scrubbed(
+        self, records: Sequence[SpanRecord], encoded: Sequence[str] | None
+    ) -> list[tuple[int, int]]:
+        sequence = self._number(len(records))
+        queued = [(seq, record.span_id) for seq, record in zip(sequence, records, strict=True)]
+        if not records or not self._workers:
+            return queued
+        as_json: list[tuple[int, ExportItem]] = []
+        as_sdk: list[tuple[int, ExportItem]] = []
+        if any(self._takes_json):
+            texts = encoded if encoded is not None else [encode_record(r) for r in records]
+            as_json = self._as_json(sequence, texts)
+        if not all(self._takes_json):
+            as_sdk = [
+                (seq, to_readable_span(record, self._resource))
+                for seq, record in zip(sequence, records, strict=True)
+            ]
+        self._put(sequence, as_json, as_sdk)
         return queued
+
+    def _number(self, count: int) -> range:
+        """Sequence numbers for `count` more spans."""
+        first = self._seq + 1
+        self._seq += count
+        return range(first, self._seq + 1)
+
+    def _as_json(self, sequence: range, texts: Sequence[str]) -> list[tuple[int, ExportItem]]:
+        resource = self._resource
+        return [
+            (seq, EncodedSpan(text, resource, _SCOPE))
+            for seq, text in zip(sequence, texts, strict=True)
+        ]
+
+    def _put(
+        self,
+        sequence: range,
+        as_json: list[tuple[int, ExportItem]],
+        as_sdk: list[tuple[int, ExportItem]],
+    ) -> None:
+        """Queue the spans numbered `sequence` for every destination, each as it takes them."""
+        if not sequence or not self._workers:
+            return
+        with self._lock:
+            for seq in sequence:
+                self._pending[seq] = len(self._workers)
+        for worker, takes_json in zip(self._workers, self._takes_json, strict=True):
+            worker.put(as_json if takes_json else as_sdk)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until everything queued was delivered. False on timeout (it stays queued)."""

@@ -55,14 +55,16 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
 #: Long tokens this random look like keys even without a known prefix (bits per character).
 _ENTROPY_THRESHOLD = 4.0
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-=]{32,}")
+#: A token of fewer distinct characters is below the threshold whatever it is (2^4 = 16).
+_FEWEST_SYMBOLS = 16
 
 
 def shannon_entropy(text: str) -> float:
     """Bits per character of `text`."""
     if not text:
         return 0.0
-    counts = Counter(text)
-    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+    size = len(text)
+    return -sum(n / size * math.log2(n / size) for n in Counter(text).values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +178,10 @@ class Scrubber:
 
     def _entropy(self, match: re.Match[str]) -> str:
         token = match.group(0)
+        # Fewer than 16 distinct characters cannot make 4 bits per character (log2(15) <
+        # 4): most hex ids, found in C before the count that `shannon_entropy` makes.
+        if len(set(token)) < _FEWEST_SYMBOLS:
+            return token
         if "REDACTED" in token or shannon_entropy(token) < _ENTROPY_THRESHOLD:
             return token
         digits = any(c.isdigit() for c in token)
@@ -201,25 +207,38 @@ class Scrubber:
     def attributes(self, attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
         """Attributes filtered by the allow/deny lists, their values scrubbed; content ones
         (JSON messages and arguments: string by string, as decoded) also cut to size."""
+        return self._attributes(attributes)[0]
+
+    def _attributes(
+        self, attributes: Mapping[str, AttributeValue]
+    ) -> tuple[dict[str, AttributeValue], bool]:
+        """`attributes`, and whether the result holds every key with the very same values
+        (nothing left out or changed: `record` then keeps the record as it is)."""
         allow, deny = self.config.allow_attributes, self.config.deny_attributes
         cache = self._cache
         out: dict[str, AttributeValue] = {}
+        same = True
         # Every span passes here: the common cases (a number, a short or already seen string
         # under an ordinary key) are decided inline, without a call.
         for key, value in attributes.items():
             if (deny and key in deny) or (allow is not None and key not in allow):
+                same = False
                 continue
             if type(value) in _PLAIN:
                 out[key] = value
-            elif isinstance(value, str) and key not in _CONTENT_KIND:
+                continue
+            if isinstance(value, str) and key not in _CONTENT_KIND:
                 if len(value) < 6:
                     out[key] = value
-                else:
-                    cached = cache.get(value)
-                    out[key] = cached if cached is not None else self.text(value)
+                    continue
+                cached = cache.get(value)
+                scrubbed: AttributeValue = cached if cached is not None else self.text(value)
             else:
-                out[key] = self._attribute(key, value)
-        return out
+                scrubbed = self._attribute(key, value)
+            out[key] = scrubbed
+            if scrubbed is not value and scrubbed != value:  # the cache has its own copy
+                same = False
+        return out, same
 
     def _attribute(self, key: str, value: AttributeValue) -> AttributeValue:
         """One attribute value scrubbed, as its key asks (content is cut to size)."""
@@ -259,35 +278,65 @@ class Scrubber:
         return json.dumps(walk(data), ensure_ascii=False)
 
     def record(self, record: SpanRecord) -> SpanRecord:
-        """A span record with its name, attributes, events and status message scrubbed."""
+        """A span record with its name, attributes, events and status message scrubbed; the
+        record itself when that changes nothing (most spans: no secret, nothing denied)."""
+        name = self.text(record.name)
+        attributes, same = self._attributes(record.attributes)
+        message = record.status_message
+        message = self._cut(self.text(message)) if message else None  # "" is None too
+        events = record.events
+        if events:
+            events, same_events = self._events(events)
+            same = same and same_events
+        links = record.links
+        if links:
+            links = tuple(
+                replace(link, attributes=self.attributes(link.attributes)) for link in links
+            )
+            same = False
+        if (
+            same
+            and name == record.name
+            and message == record.status_message
+            # a dict and tuples, as those built here would be
+            and type(record.attributes) is dict
+            and type(record.events) is tuple
+            and type(record.links) is tuple
+        ):
+            return record
         # Built field by field, not with dataclasses.replace (a third of the time it took);
         # tests/test_privacy.py checks that every field of SpanRecord comes through.
         return SpanRecord(
             trace_id=record.trace_id,
             span_id=record.span_id,
             parent_span_id=record.parent_span_id,
-            name=self.text(record.name),
+            name=name,
             kind=record.kind,
             start_ns=record.start_ns,
             end_ns=record.end_ns,
-            attributes=self.attributes(record.attributes),
+            attributes=attributes,
             status=record.status,
-            status_message=self._cut(self.text(record.status_message))
-            if record.status_message
-            else None,
-            events=tuple(
-                SpanEventRecord(self.text(e.name), e.timestamp_ns, self.attributes(e.attributes))
-                for e in record.events
-            )
-            if record.events
-            else (),
-            links=tuple(
-                replace(link, attributes=self.attributes(link.attributes)) for link in record.links
-            )
-            if record.links
-            else (),
+            status_message=message,
+            events=tuple(events),
+            links=tuple(links),
             root_span_id=record.root_span_id,
         )
+
+    def _events(
+        self, events: tuple[SpanEventRecord, ...]
+    ) -> tuple[tuple[SpanEventRecord, ...], bool]:
+        """The events scrubbed, and whether that changed nothing (then: `events` itself)."""
+        out = []
+        same = True
+        for event in events:
+            name = self.text(event.name)
+            attributes, same_attributes = self._attributes(event.attributes)
+            if same_attributes and name == event.name and type(event.attributes) is dict:
+                out.append(event)
+            else:
+                out.append(SpanEventRecord(name, event.timestamp_ns, attributes))
+                same = False
+        return (events, True) if same else (tuple(out), False)
 
     def records(self, records: Iterable[SpanRecord]) -> list[SpanRecord]:
         return [self.record(r) for r in records]

@@ -13,10 +13,15 @@ observations, then its batches to the sink. So the parent stays the only writer 
 output equals that of `--jobs 1`: span ids are derived, not random, and no state crosses
 sessions in a replay (each log is its own stream, ended at its end).
 
-What it costs: the records are pickled in the worker and unpickled in the parent (the
-unpickling is some 13% of the work it moves), and the parent still scrubs, converts and encodes
-every span, which no number of workers makes faster: on 1240 small logs with --traces-file, the
-parent's CPU time goes from 2.0 s to 1.3 s, with 1.0 s in the workers (bench/bench_jobs.py).
+What the parent still does per span is kept small: when no sampler drops spans (the default),
+the workers also scrub them, with the sink's scrubber configuration (`Prepare`), and encode
+them for the OTLP JSON file; with --traces-file as the only destination they send only each
+span's id and text, which the parent queues as they are (`SpanSink.export_encoded`): no
+records pickled or unpickled, nothing converted. Other exporters need SDK spans, which the
+parent makes of the scrubbed records. A sampler that drops spans judges them before they are
+scrubbed, so then the parent scrubs, as with one process. On 1240 small logs with
+--traces-file, the parent's CPU time is some 0.5 s (0.26 s of it start-up), the workers' 1.0
+to 1.2 s, against 1.2 to 1.4 s for one process (bench/bench_jobs.py).
 
 Ctrl-C: the workers never see SIGINT (they are started with it blocked, and ignore it once
 running), so none prints a traceback; the parent gets KeyboardInterrupt as it does with one
@@ -40,16 +45,21 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, fields
+from typing import Protocol
 
 from .._lines import DEFAULT_MAX_LINE_BYTES
 from .._metrics import MetricsRecorder, NullRecorder
 from .._records import AttributeValue, SpanRecord
 from ..assembler import Assembler, AssemblerConfig, AssemblerStats
+from ..export._otlp_json import encode_record
+from ..processors import Scrubber, ScrubberConfig
 from ._discovery import LogFile
 from ._replay import ReplaySummary, replay_logs
 
 __all__ = [
     "WORKERS_FROM_BYTES",
+    "Prepare",
+    "PreparedSink",
     "RecordingRecorder",
     "SessionResult",
     "Workers",
@@ -69,9 +79,9 @@ _TASK_LOGS = 64
 
 #: Below this many bytes of logs, the default is to read them in the one process: the workers
 #: cost their start (some 0.05 s forked on Linux, 0.2 s with a forkserver's interpreter and
-#: imports) and some CPU time (pickling), more than they save on less (bench/bench_jobs.py:
-#: some 30 MiB/s in one process, at best about 50% more with workers, since the parent still
-#: scrubs and encodes every span), and less still on a machine whose cores are busy.
+#: imports) and some CPU time (sending results), more than they save on less
+#: (bench/bench_jobs.py: some 45 MiB/s in one process), and less still on a machine whose
+#: cores are busy.
 WORKERS_FROM_BYTES = 16 << 20
 
 
@@ -122,22 +132,62 @@ def replay_into(calls: Sequence[Observation], target: MetricsRecorder) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class Prepare:
+    """What the workers do to the spans beyond assembling them, for the parent to do less.
+
+    Attributes:
+        scrub: scrub every span with a scrubber of this configuration (the sink's); the
+            parent then queues them with `PreparedSink.export_scrubbed`, so only where no
+            sampler drops spans (it judges them before they are scrubbed). None: the spans go
+            nowhere (no destination), nothing to scrub.
+        encode: also encode each scrubbed span for the OTLP JSON file (`encode_record`).
+        records: send the scrubbed records too; without them (when every destination is the
+            OTLP JSON file, which needs only the texts, or there is none) the parent gets each
+            span's id and text (`PreparedSink.export_encoded`), and neither side pickles
+            records.
+    """
+
+    scrub: ScrubberConfig | None
+    encode: bool = False
+    records: bool = True
+
+
+class PreparedSink(Protocol):
+    """Where the parent queues what the workers prepared (`SpanSink`)."""
+
+    def export_scrubbed(
+        self, records: Sequence[SpanRecord], encoded: Sequence[str] | None = None
+    ) -> object: ...
+
+    def export_encoded(
+        self, span_ids: Sequence[int], encoded: Sequence[str] | None = None
+    ) -> object: ...
+
+
+@dataclass(frozen=True, slots=True)
 class _Task:
     logs: tuple[LogFile, ...]  # consecutive logs, read one after the other
     config: AssemblerConfig
     max_line_bytes: int
     observe: bool  # record metric observations (the parent has somewhere to send them)
+    prepare: Prepare | None = None
 
 
 @dataclass
 class SessionResult:
-    """Everything reading one session log produced, as values the parent can replay."""
+    """Everything reading one session log produced, as values the parent can replay.
+
+    `encoded`: with `Prepare.encode`, the `encode_record` text of each span of each batch;
+    else empty. `span_ids`: without `Prepare.records`, the span ids of each batch (`batches`
+    is then empty)."""
 
     batches: list[list[SpanRecord]]
     observations: list[Observation]
     summary: ReplaySummary
     stats: AssemblerStats
     log_records: list[logging.LogRecord] = field(default_factory=list)
+    encoded: list[list[str]] = field(default_factory=list)
+    span_ids: list[list[int]] = field(default_factory=list)
 
 
 class _Capture(logging.Handler):
@@ -208,22 +258,34 @@ def _alive(pid: int) -> bool:
 
 def _replay_task(task: _Task) -> list[SessionResult]:
     """In a worker: read the task's logs, each as `replay_logs` does, keeping what each
-    produced."""
-    return [_replay_one(log, task) for log in task.logs]
+    produced (scrubbed and encoded as `task.prepare` says)."""
+    how = task.prepare
+    scrubber = Scrubber(how.scrub) if how is not None and how.scrub is not None else None
+    return [_replay_one(log, task, scrubber) for log in task.logs]
 
 
-def _replay_one(log: LogFile, task: _Task) -> SessionResult:
+def _replay_one(log: LogFile, task: _Task, scrubber: Scrubber | None = None) -> SessionResult:
     _CAPTURE.records = []
     recorder = RecordingRecorder()
     assembler = Assembler(task.config, metrics=recorder if task.observe else None)
-    batches: list[list[SpanRecord]] = []
-    summary = replay_logs(
-        [log],
-        assembler,
-        lambda records: batches.append(records) if records else None,
-        max_line_bytes=task.max_line_bytes,
-    )
-    return SessionResult(batches, recorder.calls, summary, assembler.stats, _CAPTURE.records)
+    result = SessionResult([], recorder.calls, ReplaySummary(), assembler.stats)
+    prepare = task.prepare
+
+    def keep(records: list[SpanRecord]) -> None:
+        if not records:
+            return
+        if scrubber is not None:
+            records = scrubber.records(records)
+        if prepare is not None and prepare.encode:
+            result.encoded.append([encode_record(record) for record in records])
+        if prepare is None or prepare.records:
+            result.batches.append(records)
+        else:
+            result.span_ids.append([record.span_id for record in records])
+
+    result.summary = replay_logs([log], assembler, keep, max_line_bytes=task.max_line_bytes)
+    result.log_records = _CAPTURE.records
+    return result
 
 
 class Workers:
@@ -279,6 +341,7 @@ def replay_logs_parallel(
     workers: Workers | None = None,
     on_progress: Callable[[int], None] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    prepare: tuple[Prepare, PreparedSink] | None = None,
 ) -> ReplaySummary:
     """`replay_logs` with the logs read in `jobs` worker processes; the same spans, metrics,
     log lines and summary, in the same order. One job (or one log) is `replay_logs` itself.
@@ -286,7 +349,11 @@ def replay_logs_parallel(
     `assembler` gives the configuration, receives the metric observations (on its recorder)
     and the counts (`assembler.stats`); `emit` and `on_progress` are called in the calling
     process only, `on_progress` once per log. `workers`: ones started beforehand (their
-    owner closes them); else they are started here, and closed here.
+    owner closes them); else they are started here, and closed here. `prepare`: the workers
+    also scrub (and encode) the spans as the `Prepare` says, and the parent queues them in
+    the `PreparedSink` instead of calling `emit`: the work a single parent would otherwise do
+    for every span is shared out (with one process, `emit` gets them all and its sink does
+    it).
     """
     jobs = min(jobs, len(logs))
     if jobs <= 1:
@@ -294,7 +361,10 @@ def replay_logs_parallel(
             logs, assembler, emit, on_progress=on_progress, max_line_bytes=max_line_bytes
         )
     observe = not isinstance(assembler.metrics, NullRecorder)
-    tasks = [_Task(group, assembler.config, max_line_bytes, observe) for group in _groups(logs)]
+    how = prepare[0] if prepare is not None else None
+    tasks = [
+        _Task(group, assembler.config, max_line_bytes, observe, how) for group in _groups(logs)
+    ]
     summary = ReplaySummary()
     own = workers is None
     pool = Workers(jobs) if workers is None else workers
@@ -304,8 +374,11 @@ def replay_logs_parallel(
                 logging.getLogger(record.name).handle(record)
             replay_into(result.observations, assembler.metrics)
             _add_stats(assembler.stats, result.stats)
-            for batch in result.batches:
-                emit(batch)
+            if prepare is None:
+                for batch in result.batches:
+                    emit(batch)
+            else:
+                _queue_prepared(result, prepare[1])
             summary.merge(result.summary)
             if on_progress is not None:
                 on_progress(result.summary.bytes)
@@ -315,6 +388,19 @@ def replay_logs_parallel(
     if own:
         pool.close()
     return summary
+
+
+def _queue_prepared(result: SessionResult, sink: PreparedSink) -> None:
+    """Queue a log's prepared spans: ids and texts, or records (with their texts)."""
+    texts: list[list[str] | None] = [*result.encoded]
+    if result.span_ids:
+        texts += [None] * (len(result.span_ids) - len(texts))
+        for span_ids, maybe in zip(result.span_ids, texts, strict=True):
+            sink.export_encoded(span_ids, maybe)
+        return
+    texts += [None] * (len(result.batches) - len(texts))
+    for batch, maybe in zip(result.batches, texts, strict=True):
+        sink.export_scrubbed(batch, maybe)
 
 
 def _groups(logs: Sequence[LogFile]) -> Iterator[tuple[LogFile, ...]]:

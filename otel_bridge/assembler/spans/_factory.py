@@ -94,7 +94,8 @@ class SpanFactory:
         (`_spanmetrics`; `agent_type`: of a tool call, the one label not on its span)."""
         self._stats.spans += 1
         self._out.append(record)
-        observe_span(self._meter, record, agent_type)
+        if self._meter.observing:
+            observe_span(self._meter, record, agent_type)
 
     def take(self) -> list[SpanRecord]:
         """The spans emitted since the last call."""
