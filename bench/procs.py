@@ -35,6 +35,9 @@ def bridge_env(pythonpath: Path, extra: Mapping[str, str] | None = None) -> dict
     the path, and `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
     env["PYTHONPATH"] = str(pythonpath)
+    # `python -m` would put the working directory first on the path, before PYTHONPATH: started
+    # inside another checkout, the harness would measure that one (Python 3.11's safe path).
+    env["PYTHONSAFEPATH"] = "1"
     env.update(extra or {})
     return env
 
