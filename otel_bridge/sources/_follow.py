@@ -60,7 +60,7 @@ class TailOptions:
     rescan_seconds: float = 5.0
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     watch: bool = True
-    checkpoint_seconds: float = 0.2
+    checkpoint_seconds: float = 0.05
     evict_seconds: float = 60.0
     shard: Shard | None = None
 
