@@ -226,12 +226,13 @@ def test_paths_decides_how_the_working_directory_and_git_root_go_out(
     assert out[sc.COPILOT_GIT_ROOT].startswith(expected)
     if mode == "hash":
         assert "demo" not in str(out[sc.COPILOT_CWD])
-    # a key used as a directory name is still redacted, an ordinary long path is not
+    # kept, a path is scrubbed as a whole: a key or a URL with a password used as a directory
+    # name is redacted; an ordinary path is not
     keep = Scrubber()
-    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-    assert "ghp_" not in str(keep.path(f"/home/dev/{token}/x"))
-    long = "/tmp/record-fixtures-ihpf5xmy/git_repo/project"
-    assert keep.path(long) == long
+    assert "QT3lmTuc" not in keep.path("/var/lib/app/atLAKAspQT3lmTuc/egZkE5i4ublpzzxHdn8J8W0")
+    assert "ADyb22" not in keep.path("/tmp/mysql://root:ADyb22UhmB88Qua4d6@127.0.0.1/shop")
+    ordinary = "/home/dev/src/github.com/octo-org/demo-project"
+    assert keep.path(ordinary) == ordinary
 
 
 # --- metrics ----------------------------------------------------------------------------------

@@ -203,14 +203,15 @@ class Scrubber:
 
     def path(self, path: str) -> str:
         """A value that is a path as a whole (a working directory), as `--paths` says: kept,
-        its last part, or its hash (the same hash a path in text gets). Kept or cut, each part
-        is scrubbed on its own: a secret used as a directory name is still found, while a long
-        path of ordinary names is not taken for a high-entropy token as a whole."""
+        its last part, or its hash (the same hash a path in text gets). What is kept is
+        scrubbed as a whole, like any text: a secret used as a directory name (a URL with a
+        password, a key with `/` in it) is redacted, and so, rarely, is a long path that looks
+        like a key (digits or mixed case and above 4 bits a character, over 32 characters)."""
         if self.config.paths == "hash":
             return "path:" + hashlib.sha256(path.encode()).hexdigest()[:16]
         if self.config.paths == "basename":
             path = (path.rstrip("/\\") or path).replace("\\", "/").rsplit("/", 1)[-1]
-        return "/".join(self.text(part) for part in path.split("/"))
+        return self.text(path)
 
     def value(self, value: AttributeValue) -> AttributeValue:
         """An attribute value with its strings scrubbed."""
