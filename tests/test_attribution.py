@@ -8,6 +8,7 @@ branch `feature/attribution` with a commit, and the resumed process starts there
 
 from __future__ import annotations
 
+import getpass
 import json
 import re
 from pathlib import Path
@@ -357,7 +358,12 @@ def test_the_user_and_resource_attributes_given_win() -> None:
 def test_user_option_puts_enduser_id_on_the_spans_resource(tmp_path: Path) -> None:
     out = tmp_path / "traces.jsonl"
     env_free = ["replay", str(GIT_LOG), "--traces-file", str(out)]
-    for extra, expected in ((["--user", "dev-42"], "dev-42"), ([], None)):
+    cases = (
+        (["--user", "dev-42"], "dev-42"),
+        (["--user", "os"], getpass.getuser()),
+        ([], None),
+    )
+    for extra, expected in cases:
         assert main([*env_free, *extra]) == 0
         request = json.loads(out.read_text().splitlines()[0])
         resource = {

@@ -157,13 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--user",
-        nargs="?",
-        const="os",
         default=None,
-        metavar="ID",
-        help="put enduser.id on the resource of every span and metric: the OS user running "
-        "the bridge (--user, or --user os) or the ID given. Off by default: it is personal "
-        "data (docs/attribution.md)",
+        metavar="os|ID",
+        help="put enduser.id on the resource of every span and metric: the name of the OS "
+        "user running the bridge (os) or the ID given. Off by default: it is personal data "
+        "(docs/attribution.md)",
     )
     common.add_argument(
         "--metric-labels",
