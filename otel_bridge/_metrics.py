@@ -66,7 +66,7 @@ _GENAI = ("gen_ai.operation.name", "gen_ai.provider.name")
 REPOSITORY_LABELS = ("vcs.owner.name", "vcs.repository.name")
 #: The further attribution labels `--metric-labels` may add to those same metrics, by the name
 #: the option takes. Off by default: each multiplies the series (docs/metrics.md). Paths,
-#: commits and session ids are never labels (tests/test_metrics.py goes over every label).
+#: commits and session ids are never labels (tests/test_attribution.py goes over every label).
 OPTIONAL_LABELS: Mapping[str, str] = {
     "branch": "vcs.ref.head.name",
     "host": "copilot.repository.host",

@@ -137,6 +137,14 @@ def test_the_attribution_survives_a_checkpoint_and_an_eviction() -> None:
     for span in spans:
         assert span.attributes[sc.VCS_REPOSITORY_NAME] == "demo-project", span.name
         assert span.attributes[sc.VCS_REF_HEAD_REVISION] == "a" * 40
+    # the tailer's eviction: the router hands the snapshot out and takes it back
+    router = Assembler()
+    router.feed("log", first)
+    evicted = router.evict("log")
+    assert evicted is not None and router.resident == 0
+    router.session("log").restore(json.loads(json.dumps(evicted)))
+    (span, *_) = router.feed("log", second)
+    assert span.attributes[sc.VCS_OWNER_NAME] == "octo-org"
     # what a checkpoint restores is only attribution, as strings
     saved["attribution"]["gen_ai.conversation.id"] = "forged"
     saved["attribution"][sc.VCS_REF_HEAD_NAME] = 7

@@ -36,7 +36,7 @@ class AssemblerConfig:
             (`sources.read_client_name`; `LiveBridge` says sdk). None: no client name.
         metric_labels: attribution labels to add, beside the repository, to the metrics that
             carry it (`_metrics.OPTIONAL_LABELS`: branch, repository host, provider, client;
-            docs/metrics.md, "Attribution labels"). None by default: each multiplies series.
+            docs/metrics.md, "Attribution labels"). None by default: each multiplies the series.
     """
 
     capture_content: bool = False
