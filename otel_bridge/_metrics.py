@@ -21,6 +21,8 @@ from ._records import AttributeValue
 
 __all__ = [
     "CATALOGUE",
+    "OPTIONAL_LABELS",
+    "REPOSITORY_LABELS",
     "Instrument",
     "MetricSpec",
     "MetricsRecorder",
@@ -55,6 +57,22 @@ TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4
 COUNT_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 _GENAI = ("gen_ai.operation.name", "gen_ai.provider.name")
+
+# --- attribution labels (docs/metrics.md, "Attribution labels") -------------------------------
+#: Every metric with a model label also carries the session's repository: its owner and its
+#: name (the VCS conventions split `owner/name`; the owner adds no series of its own). Absent
+#: for a session outside a git checkout with a remote. A test checks that no model metric lacks
+#: them; the assembler's meter adds them to whatever metric lists them (`SessionMeter`).
+REPOSITORY_LABELS = ("vcs.owner.name", "vcs.repository.name")
+#: The further attribution labels `--metric-labels` may add to those same metrics, by the name
+#: the option takes. Off by default: each multiplies the series (docs/metrics.md). Paths,
+#: commits and session ids are never labels (tests/test_attribution.py goes over every label).
+OPTIONAL_LABELS: Mapping[str, str] = {
+    "branch": "vcs.ref.head.name",
+    "host": "copilot.repository.host",
+    "provider": "vcs.provider.name",
+    "client": "copilot.client.name",
+}
 
 CATALOGUE: tuple[MetricSpec, ...] = (
     # --- mission metrics -------------------------------------------------------------------
@@ -153,14 +171,20 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         Instrument.HISTOGRAM,
         "{token}",
         "Tokens per LLM call, by token type (input, output) and model",
-        (*_GENAI, "gen_ai.token.type", "gen_ai.request.model", "gen_ai.response.model"),
+        (
+            *_GENAI,
+            "gen_ai.token.type",
+            "gen_ai.request.model",
+            "gen_ai.response.model",
+            *REPOSITORY_LABELS,
+        ),
     ),
     MetricSpec(
         "gen_ai.client.operation.duration",
         Instrument.HISTOGRAM,
         "s",
         "LLM call duration as the CLI measured it",
-        (*_GENAI, "gen_ai.request.model", "gen_ai.response.model"),
+        (*_GENAI, "gen_ai.request.model", "gen_ai.response.model", *REPOSITORY_LABELS),
     ),
     MetricSpec(
         "gen_ai.invoke_agent.duration",

@@ -25,6 +25,7 @@ from .assembler import Assembler, AssemblerConfig
 from .export import (
     MetricsOptions,
     MetricsPipeline,
+    ResourceOptions,
     SpanSink,
     build_metrics,
     build_resource,
@@ -68,6 +69,8 @@ class PipelineConfig:
         collector_check: "skip"; "fail": raise `CollectorUnreachable` before anything is built
             when an OTLP endpoint refuses connections; "warn": build anyway and say why in
             `Pipeline.unreachable`.
+        resource: `enduser.id` (off by default) and what sets this bridge's
+            `service.instance.id` apart (docs/attribution.md).
     """
 
     assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
@@ -81,6 +84,7 @@ class PipelineConfig:
     export_linger_seconds: float = 0.0
     metrics: MetricsOptions | None = None
     collector_check: str = "skip"
+    resource: ResourceOptions = field(default_factory=ResourceOptions)
 
     def __post_init__(self) -> None:
         if not 0 <= self.sample_ratio <= 1:
@@ -149,7 +153,7 @@ class Pipeline:
             )
             if self.unreachable is not None and config.collector_check == "fail":
                 raise CollectorUnreachable(self.unreachable)
-        self.resource = resource or build_resource(environ)
+        self.resource = resource or build_resource(environ, config.resource)
         scrubber = scrubber or Scrubber(config.scrubber)
         self.metrics: MetricsPipeline | None = None
         if config.metrics is not None:

@@ -111,7 +111,7 @@ class StatsCollector:
         if model:
             stats.model = model
         if cwd and stats.directory is None:
-            stats.directory = self._scrubber.text(cwd)
+            stats.directory = self._scrubber.path(cwd)
 
     def count_llm_call(self, session_id: str) -> None:
         """One LLM call whose tokens are unknown (no usage record)."""

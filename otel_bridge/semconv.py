@@ -251,3 +251,51 @@ END_AUTOPILOT_LIMIT: Final = "autopilot_limit"
 AUTOPILOT_CAP_REACHED: Final = "cap_reached"
 METRIC_SKILLS_INVOKED: Final = "copilot.skills.invoked"
 METRIC_AUTOPILOT_LIMIT_STOPS: Final = "copilot.autopilot.limit_stops"
+
+# --- attribution: the repository, branch and client of a session; who and where the bridge
+# runs (docs/attribution.md) -------------------------------------------------------------------
+# From `session.start` / `session.resume` / `session.context_changed` `data.context` (the CLI's
+# `WorkingDirectoryContext`), on every span of the session. Names from the OpenTelemetry VCS
+# registry (https://opentelemetry.io/docs/specs/semconv/registry/attributes/vcs/, status
+# Development, in schema 1.44.0): `vcs.repository.name` is the repository's name alone, without
+# its owner ("It SHOULD NOT include any additional identifier like ... organization in
+# GitHub"), which goes in `vcs.owner.name`; `vcs.repository.url.full` is the canonical HTTPS URL
+# without `.git`; `vcs.ref.head.name` / `.revision` / `.type` describe "where you are right
+# now" (the branch and its commit), `vcs.ref.base.revision` the branch's base commit;
+# `vcs.provider.name` is one of github, gitlab, gitea, bitbucket (the CLI's `hostType`: github,
+# or ado for Azure DevOps, written as it comes).
+VCS_REPOSITORY_NAME: Final = "vcs.repository.name"
+VCS_OWNER_NAME: Final = "vcs.owner.name"
+VCS_REPOSITORY_URL_FULL: Final = "vcs.repository.url.full"
+VCS_PROVIDER_NAME: Final = "vcs.provider.name"
+VCS_REF_HEAD_NAME: Final = "vcs.ref.head.name"
+VCS_REF_HEAD_REVISION: Final = "vcs.ref.head.revision"
+VCS_REF_HEAD_TYPE: Final = "vcs.ref.head.type"
+VCS_REF_BASE_REVISION: Final = "vcs.ref.base.revision"
+VCS_REF_TYPE_BRANCH: Final = "branch"
+# No convention for these: the repository's host as the remote names it (github.com, a GHE
+# host, dev.azure.com), the repository as the CLI writes it (`owner/name`), the session's
+# working directory and git root (paths: `--paths` applies to them as a whole, docs/privacy.md),
+# and the client that ran the session (`client_name` of workspace.yaml: github/cli, sdk).
+COPILOT_REPOSITORY: Final = "copilot.repository"
+COPILOT_REPOSITORY_HOST: Final = "copilot.repository.host"
+COPILOT_CWD: Final = "copilot.cwd"
+COPILOT_GIT_ROOT: Final = "copilot.git.root"
+COPILOT_CLIENT_NAME: Final = "copilot.client.name"
+#: client_name of a live SDK session (`LiveBridge`): what the CLI writes in its workspace.yaml.
+CLIENT_SDK: Final = "sdk"
+# Resource attributes (https://opentelemetry.io/docs/specs/semconv/resource/): `host.name`
+# (host), `os.type` (os: windows, linux, darwin, freebsd...), `os.version`, `service.version`
+# and `service.instance.id` (service: a UUID; "free to use an inherent unique ID as the source
+# of this value if stability is desirable. In that case, the ID SHOULD be used as source of a
+# UUID Version 5 and SHOULD use the following UUID as the namespace"), and `enduser.id`
+# (https://opentelemetry.io/docs/specs/semconv/registry/attributes/enduser/: PII, so only on
+# request, `--user`).
+HOST_NAME: Final = "host.name"
+OS_TYPE: Final = "os.type"
+OS_VERSION: Final = "os.version"
+SERVICE_NAME: Final = "service.name"
+SERVICE_VERSION: Final = "service.version"
+SERVICE_INSTANCE_ID: Final = "service.instance.id"
+SERVICE_INSTANCE_NAMESPACE: Final = "4d63009a-8d0f-11ee-aad7-4c796ed8e320"
+ENDUSER_ID: Final = "enduser.id"

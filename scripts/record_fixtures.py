@@ -314,9 +314,12 @@ def collect(
     staging.mkdir(parents=True)
     shutil.copyfile(log, staging / "events.jsonl")
     shutil.copyfile(script_path, staging / "script.json")  # the script, byte for byte
+    scenario = SCENARIOS.get(target.name)
+    # a git scenario keeps workspace.yaml too: tests read its client_name (docs/attribution.md)
+    keep_workspace = all_files or (scenario is not None and scenario.git_origin is not None)
+    if keep_workspace and (log.parent / "workspace.yaml").exists():
+        shutil.copyfile(log.parent / "workspace.yaml", staging / "workspace.yaml")
     if all_files:
-        if (log.parent / "workspace.yaml").exists():
-            shutil.copyfile(log.parent / "workspace.yaml", staging / "workspace.yaml")
         for path in work.iterdir():
             if path.is_file() and path.name.startswith(
                 ("live-events", "stderr", "native-otel", "requests")

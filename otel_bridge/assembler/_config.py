@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from .._metrics import OPTIONAL_LABELS
 
 __all__ = ["AssemblerConfig", "AssemblerStats"]
 
@@ -27,6 +30,13 @@ class AssemblerConfig:
             interaction's root as a span event (its id, and its data's size; the data itself
             only with content capture on), so that nothing a newer CLI writes is dropped
             silently. Off by default: they are only counted (otel_bridge.events.unknown).
+        client_name_of: given a stream (a log's path), the `client_name` of its session
+            (github/cli, sdk: the CLI's workspace.yaml beside the log), or None; called when a
+            segment starts. A function of the source's, since the assembler does no I/O
+            (`sources.read_client_name`; `LiveBridge` says sdk). None: no client name.
+        metric_labels: attribution labels to add, beside the repository, to the metrics that
+            carry it (`_metrics.OPTIONAL_LABELS`: branch, repository host, provider, client;
+            docs/metrics.md, "Attribution labels"). None by default: each multiplies the series.
     """
 
     capture_content: bool = False
@@ -34,6 +44,16 @@ class AssemblerConfig:
     hash_salt: str | None = None
     background_wait_seconds: float = 900.0
     keep_unknown_events: bool = False
+    client_name_of: Callable[[str], str | None] | None = None
+    metric_labels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [label for label in self.metric_labels if label not in OPTIONAL_LABELS.values()]
+        if unknown:
+            raise ValueError(
+                f"not an optional metric label: {', '.join(unknown)} "
+                f"(one of {', '.join(OPTIONAL_LABELS.values())})"
+            )
 
 
 @dataclass

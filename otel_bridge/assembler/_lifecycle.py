@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import semconv as sc
 from .._events import Event
+from ._attribution import restore_attribution
 from ._config import AssemblerStats
 from ._fields import read_str
 from ._meter import SessionMeter
@@ -277,6 +278,7 @@ def snapshot(facts: SessionFacts) -> dict[str, Any]:
         else None,
         "previous_in_segment": facts.previous_in_segment,
         "previous_ids": list(facts.previous_ids),
+        "attribution": dict(facts.attribution),
     }
 
 
@@ -303,3 +305,4 @@ def restore(facts: SessionFacts, saved: Mapping[str, Any]) -> None:
     facts.previous_ids = (
         tuple(i for i in ids if isinstance(i, str))[:MAX_IDS] if isinstance(ids, list) else ()
     )
+    facts.attribution = restore_attribution(saved.get("attribution"))

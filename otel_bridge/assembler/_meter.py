@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from .. import semconv as sc
 from .._event_types import KNOWN_EVENT_TYPES
 from .._events import printable_type
-from .._metrics import MetricsRecorder, NullRecorder
+from .._metrics import CATALOGUE, REPOSITORY_LABELS, MetricsRecorder, NullRecorder
 from .._records import AttributeValue
 from ._config import AssemblerStats
 from ._state import SessionFacts
@@ -21,30 +21,55 @@ __all__ = ["SessionMeter"]
 #: At most this many distinct unknown event types are named in a metric label; the rest are
 #: "other", so that a hostile log cannot blow up the metric's cardinality.
 MAX_UNKNOWN_TYPES = 50
+#: The metrics that carry the session's attribution labels: those whose catalogue entry lists
+#: the repository (every metric with a model label; docs/metrics.md, "Attribution labels").
+ATTRIBUTED = frozenset(s.name for s in CATALOGUE if "vcs.repository.name" in s.attributes)
 
 
 class SessionMeter:
     """Counts and histograms of one session (names from `semconv`, defined in `CATALOGUE`)."""
 
-    __slots__ = ("_facts", "_recorder", "_stats", "observing")
+    __slots__ = ("_facts", "_labels", "_recorder", "_stats", "observing")
 
     def __init__(
-        self, recorder: MetricsRecorder, facts: SessionFacts, stats: AssemblerStats
+        self,
+        recorder: MetricsRecorder,
+        facts: SessionFacts,
+        stats: AssemblerStats,
+        labels: tuple[str, ...] = (),
     ) -> None:
         self._recorder = recorder
         self._facts = facts
         self._stats = stats
+        #: the attribution labels of the ATTRIBUTED metrics: the repository's, and those the
+        #: caller opted in to (`AssemblerConfig.metric_labels`)
+        self._labels = (*REPOSITORY_LABELS, *labels)
         #: False when observations go nowhere (no metrics: replay's default), so that the
         #: observations a span makes need not be worked out (`SpanFactory.emit`).
         self.observing = not isinstance(recorder, NullRecorder)
 
     def add(self, name: str, attributes: Mapping[str, AttributeValue] | None = None) -> None:
         """Count one."""
-        self._recorder.add(name, 1, attributes or {}, self._facts.session_id)
+        self._recorder.add(
+            name, 1, self._attributed(name, attributes or {}), self._facts.session_id
+        )
 
     def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
         """Record one value in a histogram."""
-        self._recorder.record(name, value, attributes, self._facts.session_id)
+        self._recorder.record(
+            name, value, self._attributed(name, attributes), self._facts.session_id
+        )
+
+    def _attributed(
+        self, name: str, attributes: Mapping[str, AttributeValue]
+    ) -> Mapping[str, AttributeValue]:
+        """`attributes`, plus the session's attribution labels when `name` carries them (a
+        label the session has no value for, outside a git checkout, is left out)."""
+        attribution = self._facts.attribution
+        if name not in ATTRIBUTED or not attribution:
+            return attributes
+        extra = {key: attribution[key] for key in self._labels if key in attribution}
+        return {**attributes, **extra} if extra else attributes
 
     def unknown_event(self, event_type: str) -> None:
         """An event of a type the schema does not declare (the CLI has moved on)."""

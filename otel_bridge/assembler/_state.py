@@ -216,6 +216,9 @@ class SessionFacts:
     # The CLI's interactionIds of the previous interaction: a steering message that names one
     # after the bridge ended that task (the loop stopped as it was sent) still joins it.
     previous_ids: tuple[str, ...] = ()
+    # What every span of the session carries for attribution: repository, branch, commit,
+    # directories and client (`_attribution`, docs/attribution.md); replaced per segment.
+    attribution: dict[str, AttributeValue] = field(default_factory=dict)
 
 
 class SeenSet:

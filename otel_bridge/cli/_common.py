@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import re
 from collections.abc import Mapping
 
@@ -10,9 +11,10 @@ from .._exceptions import ConfigError
 from .._lines import MAX_UNKNOWN_TYPES, ReadStats
 from .._pipeline import PipelineConfig
 from ..assembler import AssemblerConfig
-from ..export import MetricsOptions, SpanSink
+from ..export import MetricsOptions, ResourceOptions, SpanSink
 from ..export._sink import DEFAULT_QUEUE_SPANS
 from ..processors import ScrubberConfig
+from ..sources._discovery import read_client_name
 
 __all__ = [
     "CONTENT_ENV",
@@ -54,7 +56,21 @@ def pipeline_config(
         collector_check=collector_check,
         queue_spans=queue_spans,
         export_linger_seconds=export_linger_seconds,
+        resource=_resource_options(args),
     )
+
+
+def _resource_options(args: argparse.Namespace) -> ResourceOptions:
+    """`--user` (the OS user for `os`), and what sets this bridge's service.instance.id apart
+    from others on the machine: its command, state directory and shard."""
+    user = getattr(args, "user", None)
+    if user == "os":
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError) as exc:  # no name for this uid (a container's)
+            raise ConfigError(f"--user os: the OS user has no name here ({exc})") from exc
+    key = "\x00".join(str(getattr(args, name, None)) for name in ("command", "state_dir", "shard"))
+    return ResourceOptions(enduser_id=user or None, instance_key=key)
 
 
 def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AssemblerConfig:
@@ -64,6 +80,8 @@ def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> A
         hash_salt=args.content_hash_salt,
         background_wait_seconds=args.background_wait,
         keep_unknown_events=args.keep_unknown_events,
+        client_name_of=read_client_name,
+        metric_labels=tuple(getattr(args, "metric_labels", None) or ()),
     )
 
 

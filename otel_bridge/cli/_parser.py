@@ -20,6 +20,7 @@ from ..sources._parallel import WORKERS_FROM_BYTES, usable_cores
 from ..sources._shard import Shard, parse_shard
 from ._common import CONTENT_ENV
 from ._types import (
+    metric_labels,
     metrics_interval,
     non_negative_float,
     poll_interval,
@@ -153,6 +154,24 @@ def build_parser() -> argparse.ArgumentParser:
         default="keep",
         help="file paths in text: keep them, keep only their last part, or "
         "replace them by a hash (default: keep)",
+    )
+    common.add_argument(
+        "--user",
+        default=None,
+        metavar="os|ID",
+        help="put enduser.id on the resource of every span and metric: the name of the OS "
+        "user running the bridge (os) or the ID given. Off by default: it is personal data "
+        "(docs/attribution.md)",
+    )
+    common.add_argument(
+        "--metric-labels",
+        type=metric_labels,
+        default=(),
+        metavar="LIST",
+        help="also label the metrics that carry the repository (those with a model label) by "
+        "these, comma-separated: branch, host (the repository's), provider, client (github/cli, "
+        "sdk). Each multiplies the series (docs/metrics.md); paths, commits and session ids "
+        "are never labels (default: none)",
     )
     common.add_argument(
         "--sample-ratio",

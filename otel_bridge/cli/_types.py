@@ -12,7 +12,10 @@ import argparse
 import math
 from collections.abc import Callable
 
+from .._metrics import OPTIONAL_LABELS
+
 __all__ = [
+    "metric_labels",
     "metrics_interval",
     "non_negative_float",
     "poll_interval",
@@ -81,3 +84,16 @@ def ratio(text: str) -> float:
 
 def non_negative_float(text: str) -> float:
     return _number(text, lambda v: 0 <= v <= _MAX_SECONDS, f"a number from 0 to {_MAX_SECONDS:.0f}")
+
+
+def metric_labels(text: str) -> tuple[str, ...]:
+    """`branch,client`: the attribute keys of those optional metric labels
+    (`_metrics.OPTIONAL_LABELS`), in the order given, each once."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in OPTIONAL_LABELS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of optional metric labels: "
+            f"comma-separated, from {', '.join(OPTIONAL_LABELS)}"
+        )
+    return tuple(dict.fromkeys(OPTIONAL_LABELS[name] for name in names))

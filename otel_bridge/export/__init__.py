@@ -2,7 +2,7 @@
 
 from ._exporters import build_span_exporters, trace_exporter_names
 from ._metrics import MetricsOptions, MetricsPipeline, OtelMetricsRecorder, build_metrics
-from ._otel import DEFAULT_SERVICE_NAME, build_resource, to_readable_span
+from ._otel import DEFAULT_SERVICE_NAME, ResourceOptions, build_resource, to_readable_span
 from ._sink import ExportStats, SpanSink
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "MetricsOptions",
     "MetricsPipeline",
     "OtelMetricsRecorder",
+    "ResourceOptions",
     "SpanSink",
     "build_metrics",
     "build_resource",

@@ -8,7 +8,13 @@ not do.
 
 from __future__ import annotations
 
+import platform
+import socket
+import sys
+import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event as SdkEvent
@@ -23,7 +29,7 @@ from .. import semconv
 from .._records import SpanKind, SpanRecord, StatusCode
 from .._version import __version__
 
-__all__ = ["DEFAULT_SERVICE_NAME", "build_resource", "to_readable_span"]
+__all__ = ["DEFAULT_SERVICE_NAME", "ResourceOptions", "build_resource", "to_readable_span"]
 
 
 #: service.name when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES names one. The CLI's
@@ -40,16 +46,96 @@ _STATUS = {
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)  # without it exporters and processors drop the span
 
 
-def build_resource(environ: Mapping[str, str]) -> Resource:
-    """The resource of every span: the SDK's (it reads OTEL_SERVICE_NAME and
-    OTEL_RESOURCE_ATTRIBUTES), with our default service name when the user gave none."""
-    attributes: dict[str, str] = {"otel_bridge.version": __version__}
-    named = environ.get("OTEL_SERVICE_NAME") or "service.name=" in environ.get(
-        "OTEL_RESOURCE_ATTRIBUTES", ""
-    )
-    if not named:
-        attributes["service.name"] = DEFAULT_SERVICE_NAME
+@dataclass(frozen=True, slots=True)
+class ResourceOptions:
+    """What the resource says of who and where, beyond what the machine tells.
+
+    Attributes:
+        enduser_id: `enduser.id` (the OS user's name, or an id the user gave: `--user`); None
+            by default, since it is personal data (docs/attribution.md).
+        instance_key: what tells this bridge apart from others on the same machine (its
+            command, state directory and shard), hashed into `service.instance.id`.
+    """
+
+    enduser_id: str | None = None
+    instance_key: str = ""
+
+
+#: `os.type` values of the resource conventions, by `sys.platform` prefix.
+_OS_TYPES = (
+    ("linux", "linux"),
+    ("darwin", "darwin"),
+    ("win32", "windows"),
+    ("cygwin", "windows"),
+    ("freebsd", "freebsd"),
+    ("openbsd", "openbsd"),
+    ("netbsd", "netbsd"),
+    ("aix", "aix"),
+    ("sunos", "solaris"),
+)
+_MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
+
+
+def build_resource(environ: Mapping[str, str], options: ResourceOptions | None = None) -> Resource:
+    """The resource of every span and metric: the SDK's (it reads OTEL_SERVICE_NAME and
+    OTEL_RESOURCE_ATTRIBUTES, where a team or cost centre goes), with our defaults for what
+    the user did not set: `service.name` (github-copilot), `service.version` (the bridge's),
+    a stable `service.instance.id`, `host.name`, `os.type` and `os.version`, and `enduser.id`
+    when asked for. A key in OTEL_RESOURCE_ATTRIBUTES wins over ours (on Kubernetes, the node's
+    name as `host.name` from the downward API, say). The variables are read from `environ`
+    (not only `os.environ`, which the SDK reads), so that a caller's mapping counts."""
+    options = options or ResourceOptions()
+    given = _given(environ)
+    host = socket.gethostname()
+    ours: dict[str, str] = {
+        "otel_bridge.version": __version__,
+        semconv.SERVICE_VERSION: __version__,
+        semconv.SERVICE_INSTANCE_ID: instance_id(host, options.instance_key),
+        semconv.HOST_NAME: host,
+        semconv.OS_TYPE: os_type(),
+        semconv.OS_VERSION: platform.release(),
+    }
+    if options.enduser_id:
+        ours[semconv.ENDUSER_ID] = options.enduser_id
+    ours[semconv.SERVICE_NAME] = DEFAULT_SERVICE_NAME
+    attributes = {key: value for key, value in ours.items() if value}
+    attributes.update(given)
+    if environ.get("OTEL_SERVICE_NAME"):
+        attributes[semconv.SERVICE_NAME] = environ["OTEL_SERVICE_NAME"]
     return Resource.create(attributes)
+
+
+def _given(environ: Mapping[str, str]) -> dict[str, str]:
+    """What OTEL_RESOURCE_ATTRIBUTES sets: `key=value,key=value`, values percent-decoded, as
+    the SDK's OTELResourceDetector parses it."""
+    given = {}
+    for part in environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
+        key, sep, value = part.partition("=")
+        if sep and key.strip():
+            given[key.strip()] = unquote(value.strip())
+    return given
+
+
+def os_type() -> str:
+    """`os.type` of this machine, one of the convention's values (else `sys.platform`)."""
+    return next((t for prefix, t in _OS_TYPES if sys.platform.startswith(prefix)), sys.platform)
+
+
+def instance_id(host: str, key: str = "") -> str:
+    """A `service.instance.id` that stays the same across restarts of the same bridge: a UUID
+    version 5, in the namespace the service conventions name, of the machine's id (or, without
+    one, its host name) and `key`. Hashed, since the conventions ask that the data under it be
+    treated as confidential."""
+    machine = host
+    for path in _MACHINE_ID_FILES:
+        try:
+            with open(path, encoding="ascii", errors="replace") as file:
+                machine = file.read(64).strip() or host
+            break
+        except OSError:
+            continue
+    namespace = uuid.UUID(semconv.SERVICE_INSTANCE_NAMESPACE)
+    return str(uuid.uuid5(namespace, f"otel-bridge\x00{machine}\x00{host}\x00{key}"))
 
 
 def to_readable_span(record: SpanRecord, resource: Resource) -> ReadableSpan:

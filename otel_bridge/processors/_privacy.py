@@ -118,11 +118,16 @@ _JSON_CONTENT = frozenset(
 )
 _WHOLE_JSON_CUT = "copilot.event.data"
 _TEXT_CONTENT = frozenset({"gen_ai.tool.call.result", "copilot.error.message"})
+#: Attributes whose whole value is a path (the session's working directory and git root,
+#: docs/attribution.md): `--paths` applies to the value as a whole, whatever its shape (a path
+#: of one part, or one the text pattern would not take for a path).
+_PATH_VALUES = frozenset({"copilot.cwd", "copilot.git.root"})
 #: attribute key -> how its string value is scrubbed, for the keys not scrubbed as plain text
 _CONTENT_KIND = {
     **dict.fromkeys(_JSON_CONTENT, "json"),
     _WHOLE_JSON_CUT: "json_cut",
     **dict.fromkeys(_TEXT_CONTENT, "text"),
+    **dict.fromkeys(_PATH_VALUES, "path"),
 }
 #: attribute values of these types hold no text: sent as they are
 _PLAIN = frozenset({int, float, bool})
@@ -196,6 +201,18 @@ class Scrubber:
             return path.rsplit("/", 1)[-1]
         return "path:" + hashlib.sha256(path.encode()).hexdigest()[:16]
 
+    def path(self, path: str) -> str:
+        """A value that is a path as a whole (a working directory), as `--paths` says: kept,
+        its last part, or its hash (the same hash a path in text gets). What is kept is
+        scrubbed as a whole, like any text: a secret used as a directory name (a URL with a
+        password, a key with `/` in it) is redacted, and so, rarely, is a long path that looks
+        like a key (digits or mixed case and above 4 bits a character, over 32 characters)."""
+        if self.config.paths == "hash":
+            return "path:" + hashlib.sha256(path.encode()).hexdigest()[:16]
+        if self.config.paths == "basename":
+            path = (path.rstrip("/\\") or path).replace("\\", "/").rsplit("/", 1)[-1]
+        return self.text(path)
+
     def value(self, value: AttributeValue) -> AttributeValue:
         """An attribute value with its strings scrubbed."""
         if isinstance(value, str):
@@ -247,6 +264,8 @@ class Scrubber:
             return self.value(value)
         if content == "text":
             return self._cut(self.text(value))
+        if content == "path":
+            return self.path(value)
         scrubbed = self._json_content(value)
         if content == "json_cut":  # an unknown event's data: any size, cut as a whole
             return self._cut(scrubbed)

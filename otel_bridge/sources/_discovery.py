@@ -20,11 +20,17 @@ __all__ = [
     "LogFile",
     "default_session_state",
     "find_logs",
+    "read_client_name",
     "scan_session_state",
     "session_log",
 ]
 
 EVENTS_FILE = "events.jsonl"
+#: Beside each log the CLI keeps the session's workspace.yaml (`id`, `cwd`, `client_name`,
+#: `name`...): flat `key: value` lines, a few hundred bytes.
+WORKSPACE_FILE = "workspace.yaml"
+_WORKSPACE_MAX = 64 * 1024
+_CLIENT_NAME_MAX = 64
 
 logger = logging.getLogger(__name__)
 _REPORTED_LINKS: set[Path] = set()  # warned about once
@@ -128,3 +134,24 @@ def _unique(logs: Iterable[LogFile]) -> Iterable[LogFile]:
         if key not in seen:
             seen.add(key)
             yield log
+
+
+def read_client_name(stream: str) -> str | None:
+    """The `client_name` of the session whose log is `stream` (a path), from the workspace.yaml
+    beside it: `github/cli` for the CLI, `sdk` for an SDK app. None when there is no such file
+    or line. Read with a line scan, not a YAML parser: the CLI writes the key as a plain
+    scalar or a quoted one, and nothing else of the file is needed. Given to the assembler as
+    `AssemblerConfig.client_name_of`, called when a segment starts."""
+    try:
+        with open(Path(stream).with_name(WORKSPACE_FILE), "rb") as file:
+            text = file.read(_WORKSPACE_MAX).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key == "client_name":
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            return value[:_CLIENT_NAME_MAX] or None
+    return None

@@ -29,6 +29,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from .. import semconv
 from .._events import event_from_json
 from .._exceptions import ConfigError, EventDecodeError
 from .._metrics import MetricsRecorder
@@ -77,6 +78,11 @@ def _resolve_parent(
     return parent_from_traceparent(parent)
 
 
+def sdk_client(_stream: str) -> str:
+    """The client of every live session: an SDK app (the CLI's workspace.yaml says `sdk`)."""
+    return semconv.CLIENT_SDK
+
+
 class LiveBridge:
     """Turns the live events of one or more SDK sessions into spans, as they happen.
 
@@ -121,6 +127,7 @@ class LiveBridge:
                 capture_content=capture_content,
                 parent=_resolve_parent(parent, env),
                 keep_unknown_events=keep_unknown_events,
+                client_name_of=sdk_client,
             ),
             sample_ratio=sample_ratio,
         )

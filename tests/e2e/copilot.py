@@ -390,6 +390,26 @@ GREETING_SKILL = (
     "Use when asked to greet.\n---\nGREETING-SKILL-BODY: greet with `echo hello-from-skill`.\n",
 )
 
+#: The `origin` of the `git_repo` scenario: a GitHub remote that is never contacted (offline).
+GIT_ORIGIN = "https://github.com/octo-org/demo-project.git"
+
+
+def git_checkout(project: Path, origin: str) -> None:
+    """Make `project` a git checkout: `main` with one commit of what is there, an identity of
+    its own (HOME is the workspace's: no global configuration), and `origin` as its remote."""
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.name", "Test User")
+    git("config", "user.email", "test@example.com")
+    git("config", "commit.gpgsign", "false")
+    git("add", "-A")
+    git("commit", "-q", "-m", "first commit")
+    git("remote", "add", "origin", origin)
+
+
 #: Scripts of scenarios that have no recorded fixture (the fixtures keep their own script.json).
 INLINE_SCRIPTS: dict[str, dict[str, Any]] = {
     "one_tool": {
@@ -449,6 +469,9 @@ class Scenario:
     mcp_servers: tuple[str, ...] = ()  # names of demo MCP servers to configure
     files: tuple[tuple[str, str], ...] = ()  # (path in the project, text) written before the run
     cli: str | None = None  # the CLI version it is recorded with (None: the selected one)
+    #: run in a git checkout (`git init`, a first commit on `main`) with this `origin` remote,
+    #: so that session.start carries the repository context (docs/attribution.md)
+    git_origin: str | None = None
 
     def script(self, fixtures: Path = FIXTURES) -> dict[str, Any]:
         if self.fixture is not None:
@@ -565,6 +588,12 @@ SCENARIOS: dict[str, Scenario] = _scenarios(
         allow_all_tools=False,
     ),
     Scenario(
+        "git_repo",
+        ("GIT-PROMPT: start a feature branch.", "RESUME-GIT-PROMPT: what is on the branch?"),
+        fixture="git_repo",
+        git_origin=GIT_ORIGIN,
+    ),
+    Scenario(
         "mcp_tools",
         ("MCP-PROMPT: look a key up, then crash the server.",),
         fixture="mcp_tools",
@@ -634,6 +663,8 @@ def run_scenario(
         path = workspace.project / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    if scenario.git_origin is not None:
+        git_checkout(workspace.project, scenario.git_origin)
     script = script if script is not None else scenario.script()
     runs: list[CliRun] = []
     with FakeLLM(script, log_path=root / "requests.jsonl" if log_requests else None) as fake:

@@ -41,6 +41,7 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
         "session.compaction_start": session_events.on_context_event,
         "session.compaction_complete": session_events.on_compaction_complete,
         "session.truncation": session_events.on_context_event,
+        "session.context_changed": session_events.on_context_changed,  # attribution
         # messages and turns (_messages.py)
         "user.message": messages.on_user_message,
         "assistant.turn_start": messages.on_turn_start,

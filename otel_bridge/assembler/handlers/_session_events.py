@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ... import semconv as sc
 from ..._events import Event
 from ..._records import AttributeValue, SpanEventRecord
+from .._attribution import context_attributes
 from .._fields import read_str, snake_case
 
 if TYPE_CHECKING:
@@ -39,6 +40,31 @@ def _segment_facts(session: SessionAssembler, event: Event) -> None:
         facts.model = model
     facts.mode = sc.MODE_INTERACTIVE
     facts.agent_name = None  # a new process: the default agent unless `--agent` selects again
+    _attribute(session, context_attributes(event.data.get("context")) or {}, new_process=True)
+
+
+def on_context_changed(session: SessionAssembler, event: Event) -> None:
+    """session.context_changed: the working directory (and so perhaps the repository and
+    branch) changed; the CLI's preliminary notice (`pendingGitContext`) is skipped for the
+    settled one that follows it."""
+    attributes = context_attributes(event.data)
+    if attributes is not None:
+        _attribute(session, attributes, new_process=False)
+
+
+def _attribute(
+    session: SessionAssembler, attributes: dict[str, AttributeValue], *, new_process: bool
+) -> None:
+    """From now on the session's spans carry `attributes` and the client's name: read again
+    (through the source's reader, `AssemblerConfig.client_name_of`) when a new process starts a
+    segment, kept otherwise (docs/attribution.md)."""
+    client = session.facts.attribution.get(sc.COPILOT_CLIENT_NAME)
+    reader = session.config.client_name_of
+    if new_process and reader is not None:
+        client = reader(session.stream) or client
+    if isinstance(client, str) and client:
+        attributes[sc.COPILOT_CLIENT_NAME] = client
+    session.facts.attribution = attributes
 
 
 def on_resume(session: SessionAssembler, event: Event) -> None:

@@ -91,7 +91,13 @@ class SpanFactory:
 
     def emit(self, record: SpanRecord, *, agent_type: str | None = None) -> None:
         """Hand a finished span out, and observe the metrics that follow from it
-        (`_spanmetrics`; `agent_type`: of a tool call, the one label not on its span)."""
+        (`_spanmetrics`; `agent_type`: of a tool call, the one label not on its span). Every
+        span of a session carries its attribution (repository, branch, commit, client: the
+        segment's, when the span ends; docs/attribution.md): the record's attributes are its
+        own dict (`OpenSpan.finish`), so they are added in place."""
+        attributes = record.attributes
+        if self._facts.attribution and isinstance(attributes, dict):
+            attributes.update(self._facts.attribution)
         self._stats.spans += 1
         self._out.append(record)
         if self._meter.observing:
