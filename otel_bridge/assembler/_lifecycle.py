@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import semconv as sc
 from .._events import Event
+from ._accounting import Totals
 from ._config import AssemblerStats
 from ._fields import read_str
 from ._meter import SessionMeter
@@ -277,6 +278,9 @@ def snapshot(facts: SessionFacts) -> dict[str, Any]:
         else None,
         "previous_in_segment": facts.previous_in_segment,
         "previous_ids": list(facts.previous_ids),
+        "accounting": facts.accounting.to_json() if facts.accounting is not None else None,
+        "byok_calls": facts.byok_calls,
+        "billed_calls": facts.billed_calls,
     }
 
 
@@ -303,3 +307,9 @@ def restore(facts: SessionFacts, saved: Mapping[str, Any]) -> None:
     facts.previous_ids = (
         tuple(i for i in ids if isinstance(i, str))[:MAX_IDS] if isinstance(ids, list) else ()
     )
+    # the last accounting snapshot: a session resumed after a restart counts only what its
+    # next shutdown adds (assembler/_accounting.py)
+    facts.accounting = Totals.from_json(saved.get("accounting"))
+    for name in ("byok_calls", "billed_calls"):
+        count = saved.get(name)
+        setattr(facts, name, count if isinstance(count, int) and count >= 0 else 0)

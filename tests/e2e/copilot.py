@@ -480,6 +480,11 @@ SCENARIOS: dict[str, Scenario] = _scenarios(
         fixture="resume",
     ),
     Scenario(
+        "edit_resume",
+        ("EDIT-FIRST: create notes.txt.", "EDIT-SECOND: edit notes.txt."),
+        fixture="edit_resume",
+    ),
+    Scenario(
         "parallel_tools",
         ("Run several tools at once, then a failing command.",),
         fixture="parallel_tools",
