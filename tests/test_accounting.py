@@ -362,3 +362,33 @@ def test_a_snapshot_smaller_than_the_previous_counts_nothing_negative() -> None:
     assemble(log.events(), recorder=recorder)
     assert all(value >= 0 for _, value, _, _ in recorder.added)
     assert recorder.total("copilot.code.lines", {"copilot.change": "added"}) == 10
+
+
+def test_byok_calls_beside_billed_ones_count_no_cost_and_unreported_credits_are_absent() -> None:
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    log.usage("u1", cost=0.0, isByok=True, aiCreditsStatus="unavailable", model="local")
+    log.message(turn="0")
+    log.turn_end("0")
+    log.turn("1")
+    log.usage("u2", cost=1.0, isByok=False, aiCreditsStatus="unavailable")
+    log.message(turn="1")
+    log.turn_end("1")
+    log.add("session.shutdown", **snapshot(1.0, 0, 0, 0, 0, {"gpt-4.1": 1.0, "local": 0.0}))
+    recorder = Recorder()
+    spans = assemble(log.events(), recorder=recorder)
+    local, billed_chat = sorted(by_name(spans, "chat "), key=lambda s: s.start_ns)
+    assert local.attributes["copilot.usage.byok"] is True
+    assert "copilot.usage.cost" not in local.attributes
+    assert billed_chat.attributes["copilot.usage.cost"] == 1.0
+    assert "copilot.usage.byok" not in billed_chat.attributes
+    # an amount the CLI marks unavailable is not an amount of 0
+    assert "copilot.usage.ai_credits" not in billed_chat.attributes
+    assert "copilot.ai_credits" not in recorder.names()
+    assert recorder.total("copilot.premium_requests") == 1.0
+    assert recorder.total("copilot.premium_requests", {"gen_ai.request.model": "local"}) == 0
+    # a session with one billed call has a known cost, 0 included for the BYOK model
+    assert recorder.total("copilot.session.premium_requests") == 1.0
+    assert "copilot.session.ai_credits" in recorder.names()  # the snapshot says complete

@@ -174,16 +174,19 @@ def read_totals(data: Mapping[str, Any]) -> Totals | None:
 def call_attributes(usage: Mapping[str, Any]) -> dict[str, AttributeValue]:
     """A usage record's cost on its chat span: `copilot.usage.cost` (premium requests) and
     `copilot.usage.ai_credits` (nano-AIU, when the call reported an amount), or, for a
-    bring-your-own-key call, `copilot.usage.byok=true` and no cost (its 0 is not a price)."""
+    bring-your-own-key call, `copilot.usage.byok=true` and no cost (its 0 is not a price; a
+    cost above 0, which the CLI does not write for one, would be kept, so that the chat spans'
+    costs always sum to the usage records')."""
     status = read_str(usage, "aiCreditsStatus")
-    if usage.get("isByok") is True:
+    cost = read_num(usage, "cost")
+    if usage.get("isByok") is True and not cost:
         return compact({sc.COPILOT_USAGE_BYOK: True, sc.COPILOT_USAGE_AI_CREDITS_STATUS: status})
     credits = read_num(read_obj(usage, "copilotUsage"), "totalNanoAiu")
     if status == CREDITS_UNAVAILABLE:
         credits = None
     return compact(
         {
-            sc.COPILOT_USAGE_COST: read_num(usage, "cost"),
+            sc.COPILOT_USAGE_COST: cost,
             sc.COPILOT_USAGE_AI_CREDITS: credits,
             sc.COPILOT_USAGE_AI_CREDITS_STATUS: status,
         }
