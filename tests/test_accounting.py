@@ -26,6 +26,12 @@ from tests.spantree import by_name
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EDIT_RESUME = FIXTURES / "edit_resume" / "events.jsonl"
+#: A sub-agent creates a file, the main agent edits it; resumed, two edits at once.
+EDIT_SUBAGENT = FIXTURES / "edit_subagent" / "events.jsonl"
+#: Real CLI 1.0.102 logs (offline, a scripted BYOK model) with file edits across a resume.
+EDIT_LOGS = pytest.mark.parametrize(
+    "path", [EDIT_RESUME, EDIT_SUBAGENT], ids=lambda p: p.parent.name
+)
 
 
 class Recorder:
@@ -80,12 +86,13 @@ def last_snapshot(events: list[dict[str, Any]]) -> dict[str, Any]:
 # --- a real CLI log: file edits across a resume -------------------------------------------------
 
 
-def test_real_log_chat_costs_sum_to_the_usage_records_and_byok_says_so() -> None:
-    events = raw(EDIT_RESUME)
+@EDIT_LOGS
+def test_real_log_chat_costs_sum_to_the_usage_records_and_byok_says_so(path: Path) -> None:
+    events = raw(path)
     records = [e["data"]["usage"] for e in events if e["type"] == "session.usage_record"]
-    assert len(records) == 4 and all(r["isByok"] is True for r in records)
+    assert len(records) >= 4 and all(r["isByok"] is True for r in records)
     recorder = Recorder()
-    spans = assemble(read_events(EDIT_RESUME), EDIT_RESUME.parent.name, recorder)
+    spans = assemble(read_events(path), path.parent.name, recorder)
     chats = by_name(spans, "chat ")
     assert len(chats) == len(records)
     assert sum(c.attributes.get("copilot.usage.cost", 0.0) for c in chats) == sum(
@@ -99,23 +106,47 @@ def test_real_log_chat_costs_sum_to_the_usage_records_and_byok_says_so() -> None
     assert not {"copilot.premium_requests", "copilot.session.premium_requests"} & (recorder.names())
 
 
-def test_real_log_lines_are_counted_once_across_the_resume() -> None:
-    events = raw(EDIT_RESUME)
+@pytest.mark.parametrize(
+    ("path", "figures"),
+    [(EDIT_RESUME, [(3, 0), (5, 1)]), (EDIT_SUBAGENT, [(5, 1), (7, 3)])],
+    ids=["edit_resume", "edit_subagent"],
+)
+def test_real_log_lines_are_counted_once_across_the_resume(
+    path: Path, figures: list[tuple[int, int]]
+) -> None:
+    events = raw(path)
     snapshots = [
         e["data"]["accountingSnapshot"]["codeChanges"]
         for e in events
         if e["type"] == "session.shutdown"
     ]
     # the CLI's figures are cumulative: the second shutdown repeats the first one's lines
-    assert [(s["linesAdded"], s["linesRemoved"]) for s in snapshots] == [(3, 0), (5, 1)]
+    assert [(s["linesAdded"], s["linesRemoved"]) for s in snapshots] == figures
     recorder = Recorder()
-    spans = assemble(read_events(EDIT_RESUME), EDIT_RESUME.parent.name, recorder)
+    spans = assemble(read_events(path), path.parent.name, recorder)
     last = last_snapshot(events)["codeChanges"]
     assert recorder.total("copilot.code.lines", {"copilot.change": "added"}) == last["linesAdded"]
     assert (
         recorder.total("copilot.code.lines", {"copilot.change": "removed"}) == last["linesRemoved"]
     )
-    assert recorder.total("copilot.code.files_modified") == last["filesModifiedCount"]
+    # distinct paths (filesModifiedCount said 1 for the two files of edit_subagent)
+    assert recorder.total("copilot.code.files_modified") == len(last["filesModified"])
+    # the edit tools' own figures, on their spans, add up to the same here (every change was
+    # made by create and edit)
+    tools = by_name(spans, "execute_tool ")
+    assert (
+        sum(int(t.attributes.get("copilot.code.lines_added", 0)) for t in tools)
+        == last["linesAdded"]
+    )
+    assert (
+        sum(int(t.attributes.get("copilot.code.lines_removed", 0)) for t in tools)
+        == last["linesRemoved"]
+    )
+    roots = by_name(spans, "invoke_agent copilot")
+    assert (
+        sum(int(r.attributes.get("copilot.task.lines_added", 0)) for r in roots)
+        == last["linesAdded"]
+    )
     # a task already exported is not changed, and no span is made for the snapshot
     assert not [s for s in spans if "copilot.session.lines_added" in s.attributes]
     assert {s.name.split()[0] for s in spans} == {"invoke_agent", "turn", "chat", "execute_tool"}
@@ -182,6 +213,7 @@ def test_real_log_stats_show_byok_and_the_last_snapshots_lines() -> None:
 def test_no_metric_label_carries_a_path_or_an_id() -> None:
     logs = [
         EDIT_RESUME,
+        EDIT_SUBAGENT,
         FIXTURES / "subagent" / "events.jsonl",
         FIXTURES / "resume" / "events.jsonl",
     ]
@@ -392,3 +424,24 @@ def test_byok_calls_beside_billed_ones_count_no_cost_and_unreported_credits_are_
     # a session with one billed call has a known cost, 0 included for the BYOK model
     assert recorder.total("copilot.session.premium_requests") == 1.0
     assert "copilot.session.ai_credits" in recorder.names()  # the snapshot says complete
+
+
+def test_real_log_a_subagents_edit_is_on_its_tool_span_and_counted_by_the_snapshot() -> None:
+    recorder = Recorder()
+    spans = assemble(read_events(EDIT_SUBAGENT), EDIT_SUBAGENT.parent.name, recorder)
+    by_id = {s.span_id: s for s in spans}
+    (create, *_) = sorted(by_name(spans, "execute_tool create"), key=lambda s: s.start_ns)
+    assert (
+        create.attributes["copilot.code.lines_added"],
+        create.attributes["copilot.code.lines_removed"],
+    ) == (4, 0)
+    agent = by_id[by_id[create.parent_span_id].parent_span_id]  # turn, then its agent
+    assert agent.name == "invoke_agent general-purpose"
+    first = min(by_name(spans, "invoke_agent copilot"), key=lambda s: s.start_ns)
+    assert (
+        first.attributes["copilot.task.lines_added"],
+        first.attributes["copilot.task.lines_removed"],
+    ) == (5, 1)  # the sub-agent's 4 and the main agent's edit
+    # per-call counters: none, every call was BYOK; the sub-agent's calls are spans all the same
+    assert len(by_name(spans, "chat ")) == 7
+    assert "copilot.premium_requests" not in recorder.names()

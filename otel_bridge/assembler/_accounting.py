@@ -148,10 +148,10 @@ def read_totals(data: Mapping[str, Any]) -> Totals | None:
     changes = read_obj(source, "codeChanges")
     if premium is None and nano is None and changes is None:
         return None
-    files = read_int(changes, "filesModifiedCount")
-    if files is None:
-        listed = changes.get("filesModified") if changes is not None else None
-        files = len(listed) if isinstance(listed, list) else 0
+    # The list of distinct paths, rather than `filesModifiedCount`: CLI 1.0.102 was seen to
+    # list two files with a count of 1 after a resume (the edit_subagent fixture).
+    listed = changes.get("filesModified") if changes is not None else None
+    files = len(listed) if isinstance(listed, list) else read_int(changes, "filesModifiedCount")
     models: dict[str, list[float]] = {}
     metrics = read_obj(source, "modelMetrics") or {}
     for model, metric in list(metrics.items())[:MAX_MODELS]:
@@ -163,7 +163,7 @@ def read_totals(data: Mapping[str, Any]) -> Totals | None:
         credits_status=status,
         lines_added=read_int(changes, "linesAdded") or 0,
         lines_removed=read_int(changes, "linesRemoved") or 0,
-        files=files,
+        files=files or 0,
         models=models,
     )
 

@@ -485,6 +485,11 @@ SCENARIOS: dict[str, Scenario] = _scenarios(
         fixture="edit_resume",
     ),
     Scenario(
+        "edit_subagent",
+        ("EDIT-MAIN: have a sub-agent write todo.md, then edit it.", "EDIT-AGAIN: edit again."),
+        fixture="edit_subagent",
+    ),
+    Scenario(
         "parallel_tools",
         ("Run several tools at once, then a failing command.",),
         fixture="parallel_tools",
