@@ -165,6 +165,54 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "{session}",
         "Sessions whose agent is working now (an interaction is open)",
     ),
+    # --- cost and code changes (docs/metrics.md, "Cost and code changes") ----------------------
+    MetricSpec(
+        "copilot.premium_requests",
+        Instrument.COUNTER,
+        "{request}",
+        "Premium requests per LLM call, from its usage record's cost (bring-your-own-key "
+        "calls not counted: their 0 is not a price)",
+        ("gen_ai.request.model", "gen_ai.agent.name", "copilot.agent.type", "copilot.mode"),
+    ),
+    MetricSpec(
+        "copilot.ai_credits",
+        Instrument.COUNTER,
+        "{nanoAIU}",
+        "AI credits in nano-AIU per LLM call, from its usage record (calls that reported an "
+        "amount)",
+        ("gen_ai.request.model", "gen_ai.agent.name", "copilot.agent.type", "copilot.mode"),
+    ),
+    MetricSpec(
+        "copilot.session.premium_requests",
+        Instrument.COUNTER,
+        "{request}",
+        "Premium requests from the CLI's session accounting (session.shutdown): what each "
+        "snapshot adds to the previous one; user-initiated cost only, as the CLI counts it",
+        ("gen_ai.request.model",),
+    ),
+    MetricSpec(
+        "copilot.session.ai_credits",
+        Instrument.COUNTER,
+        "{nanoAIU}",
+        "AI credits in nano-AIU from the CLI's session accounting (session.shutdown), each "
+        "snapshot's addition, when the CLI had amounts",
+        ("gen_ai.request.model",),
+    ),
+    MetricSpec(
+        "copilot.code.lines",
+        Instrument.COUNTER,
+        "{line}",
+        "Lines of code added and removed, from the CLI's session accounting "
+        "(session.shutdown codeChanges), each snapshot's addition",
+        ("copilot.change",),
+    ),
+    MetricSpec(
+        "copilot.code.files_modified",
+        Instrument.COUNTER,
+        "{file}",
+        "Files newly modified in a session, from the CLI's session accounting "
+        "(session.shutdown codeChanges), each snapshot's addition",
+    ),
     # --- GenAI semantic conventions ---------------------------------------------------------
     MetricSpec(
         "gen_ai.client.token.usage",

@@ -30,6 +30,8 @@ _COUNTED = frozenset(
         "copilot.tool.calls",
         "copilot.turns_per_message",
         "gen_ai.client.token.usage",
+        "copilot.session.premium_requests",
+        "copilot.code.lines",
     }
 )
 
@@ -52,6 +54,13 @@ class SessionStats:
     llm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    #: premium requests as the CLI's session accounting (session.shutdown) reports them,
+    #: summed over the differences the metric counts; None when no shutdown said (or when
+    #: every call went to a bring-your-own-key provider: then `byok_calls` says why)
+    premium_requests: float | None = None
+    byok_calls: int = 0  # LLM calls to a bring-your-own-key provider (no cost to show)
+    lines_added: int = 0  # from the session accounting's codeChanges, counted once
+    lines_removed: int = 0
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
 
     @property
@@ -72,8 +81,13 @@ class SessionStats:
             "llm_calls",
             "input_tokens",
             "output_tokens",
+            "byok_calls",
+            "lines_added",
+            "lines_removed",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        if other.premium_requests is not None:
+            self.premium_requests = (self.premium_requests or 0.0) + other.premium_requests
         for outcome, count in other.outcomes.items():
             self.outcomes[outcome] = self.outcomes.get(outcome, 0) + count
 
@@ -117,6 +131,10 @@ class StatsCollector:
         """One LLM call whose tokens are unknown (no usage record)."""
         self._of(session_id).llm_calls += 1
 
+    def count_byok_call(self, session_id: str) -> None:
+        """One LLM call to a bring-your-own-key provider: its cost of 0 is not a price."""
+        self._of(session_id).byok_calls += 1
+
     def _of(self, session_id: str) -> SessionStats:
         stats = self.sessions.get(session_id)
         if stats is None:
@@ -129,8 +147,16 @@ class StatsCollector:
         if name not in _COUNTED:
             return
         stats = self._of(session_id)
+        if name == "copilot.session.premium_requests":
+            stats.premium_requests = (stats.premium_requests or 0.0) + value
+            return
         count = int(value)
-        if name == "copilot.user_messages":
+        if name == "copilot.code.lines":
+            if attributes.get("copilot.change") == "removed":
+                stats.lines_removed += count
+            else:
+                stats.lines_added += count
+        elif name == "copilot.user_messages":
             if attributes.get("copilot.continuation"):
                 stats.continuations += count
             else:
@@ -214,11 +240,20 @@ class StatsAssembler(Assembler):
 
     def _count_calls_without_usage(self, records: Iterable[SpanRecord]) -> None:
         """LLM calls of CLIs that write no usage records (< 1.0.102) have no token metric to be
-        counted from: their chat spans (`copilot.usage.unknown`) are counted instead."""
+        counted from: their chat spans (`copilot.usage.unknown`) are counted instead. Calls to
+        a bring-your-own-key provider (`copilot.usage.byok`) are noted too: a session of those
+        only shows no cost, not a cost of 0."""
         for record in records:
-            if record.attributes.get(sc.COPILOT_USAGE_UNKNOWN) is True:
-                session_id = record.attributes.get(sc.GEN_AI_CONVERSATION_ID)
+            attributes = record.attributes
+            if attributes.get(sc.COPILOT_USAGE_UNKNOWN) is True:
+                session_id = attributes.get(sc.GEN_AI_CONVERSATION_ID)
                 self._collector.count_llm_call(str(session_id))
+            elif (
+                attributes.get(sc.COPILOT_USAGE_BYOK) is True
+                and attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT
+            ):
+                session_id = attributes.get(sc.GEN_AI_CONVERSATION_ID)
+                self._collector.count_byok_call(str(session_id))
 
 
 def _start_time(event: Event) -> int:

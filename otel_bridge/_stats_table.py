@@ -66,6 +66,19 @@ def _per_message(stats: SessionStats) -> str:
     return f"{per_message:.2f}" if per_message is not None else "-"
 
 
+def _premium(stats: SessionStats) -> str:
+    """Premium requests as the CLI's session accounting reports them; "n/a (BYOK)" when every
+    call went to a bring-your-own-key provider (whose 0 is not a price), "-" when no
+    shutdown said."""
+    if stats.premium_requests is None:
+        return "n/a (BYOK)" if stats.byok_calls else "-"
+    return f"{stats.premium_requests:.2f}".rstrip("0").rstrip(".")
+
+
+def _lines(stats: SessionStats) -> str:
+    return f"+{stats.lines_added}/-{stats.lines_removed}"
+
+
 def _tasks_ok(stats: SessionStats) -> str:
     return f"{stats.outcomes.get('completed', 0)}/{stats.tasks}"
 
@@ -90,6 +103,8 @@ _TURNS = _Column("turns", lambda s: str(s.turns))
 _PER_MESSAGE = _Column("turns/msg", _per_message)
 _TOOLS = _Column("tools", lambda s: str(s.tool_calls))
 _TOOL_ERRORS = _Column("tool err", lambda s: str(s.tool_failures))
+#: What the session cost and changed (its shutdowns' accounting): dropped in the narrowest layout.
+_COST = [_Column("premium req", _premium), _Column("lines +/-", _lines)]
 
 #: Where a session ran and what it did: the same in the three widest layouts.
 _WHERE = [_STARTED, _MODEL, _DIRECTORY]
@@ -103,6 +118,7 @@ _LAYOUTS: list[list[_Column]] = [
         *_OUTCOME_COLUMNS,
         _Column("in tokens", lambda s: f"{s.input_tokens:,}"),
         _Column("out tokens", lambda s: f"{s.output_tokens:,}"),
+        *_COST,
     ],
     [
         _SESSION,
@@ -111,8 +127,16 @@ _LAYOUTS: list[list[_Column]] = [
         *_OUTCOME_COLUMNS,
         _Column("in tok", lambda s: compact_count(s.input_tokens)),
         _Column("out tok", lambda s: compact_count(s.output_tokens)),
+        *_COST,
     ],
-    [_SESSION, *_WHERE, *_WORK, _Column("ok/tasks", _tasks_ok), _Column("tokens in/out", _tokens)],
+    [
+        _SESSION,
+        *_WHERE,
+        *_WORK,
+        _Column("ok/tasks", _tasks_ok),
+        _Column("tokens in/out", _tokens),
+        *_COST,
+    ],
     [
         _SESSION,
         _DATE,
@@ -135,10 +159,13 @@ def render_table(
 
     `turns` counts every turn (sub-agents' too); `turns/msg` is main-agent turns per task, as
     the `copilot.turns_per_message` metric; `tools`/`tool err` are tool calls and those that
-    failed; the five outcome columns are tasks by outcome. With no `width`, every column; when
+    failed; the five outcome columns are tasks by outcome; `premium req` and `lines +/-` are
+    what the session's shutdowns say it cost and changed (once across resumes; "n/a (BYOK)"
+    for a session of bring-your-own-key calls only). With no `width`, every column; when
     narrower, the first of `_LAYOUTS` that fits: the full session id becomes its first 8
     characters and tokens are shortened (12.3k), then the outcomes become completed/all
-    ("ok/tasks"), then messages and turns per message go and the start shows its date only;
+    ("ok/tasks"), then messages, turns per message, cost and lines go and the start shows its
+    date only;
     then long model and directory names are cut, and at last the lines.
     """
     for columns in _LAYOUTS:

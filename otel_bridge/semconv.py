@@ -74,6 +74,35 @@ COPILOT_INCOMPLETE: Final = "copilot.incomplete"
 COPILOT_SYNTHETIC: Final = "copilot.synthetic"
 COPILOT_USAGE_COST: Final = "copilot.usage.cost"
 COPILOT_USAGE_DURATION_MS: Final = "copilot.usage.duration_ms"
+# --- cost and code changes (assembler/_accounting.py, docs/metrics.md "Cost and code changes").
+# The GenAI conventions define tokens and durations but no cost (semantic-conventions-genai,
+# docs/gen-ai/gen-ai-metrics.md and gen-ai-token-metrics.md), and premium requests and AI
+# credits are GitHub's own units: so copilot.*.
+#: A chat span's AI credits in nano-AIU (`copilotUsage.totalNanoAiu`), when the call reported
+#: an amount; and the CLI's `aiCreditsStatus` (complete, partial, unavailable).
+COPILOT_USAGE_AI_CREDITS: Final = "copilot.usage.ai_credits"
+COPILOT_USAGE_AI_CREDITS_STATUS: Final = "copilot.usage.ai_credits.status"
+#: A bring-your-own-key call (`isByok`): its cost of 0 is not a price, so it carries none.
+COPILOT_USAGE_BYOK: Final = "copilot.usage.byok"
+#: What a session segment added to the CLI's accounting (session.shutdown: the difference from
+#: the previous snapshot), on the task the shutdown ends, if one is still open.
+COPILOT_SESSION_PREMIUM_REQUESTS: Final = "copilot.session.premium_requests"
+COPILOT_SESSION_AI_CREDITS: Final = "copilot.session.ai_credits"
+COPILOT_SESSION_AI_CREDITS_STATUS: Final = "copilot.session.ai_credits.status"
+COPILOT_SESSION_LINES_ADDED: Final = "copilot.session.lines_added"
+COPILOT_SESSION_LINES_REMOVED: Final = "copilot.session.lines_removed"
+COPILOT_SESSION_FILES_MODIFIED: Final = "copilot.session.files_modified"
+#: Lines an edit tool added and removed and the files it wrote (paths, rewritten by --paths),
+#: on its span; the lines its task's edit tools changed, on the task's root.
+COPILOT_CODE_LINES_ADDED: Final = "copilot.code.lines_added"
+COPILOT_CODE_LINES_REMOVED: Final = "copilot.code.lines_removed"
+COPILOT_CODE_FILES: Final = "copilot.code.files"
+COPILOT_TASK_LINES_ADDED: Final = "copilot.task.lines_added"
+COPILOT_TASK_LINES_REMOVED: Final = "copilot.task.lines_removed"
+#: copilot.code.lines label: added or removed.
+COPILOT_CHANGE: Final = "copilot.change"
+CHANGE_ADDED: Final = "added"
+CHANGE_REMOVED: Final = "removed"
 #: On a chat span made from assistant.message (a CLI that writes no usage records, < 1.0.102):
 #: its tokens are unknown, so it has no gen_ai.usage.* (absent, not zero).
 COPILOT_USAGE_UNKNOWN: Final = "copilot.usage.unknown"
@@ -299,3 +328,10 @@ SERVICE_VERSION: Final = "service.version"
 SERVICE_INSTANCE_ID: Final = "service.instance.id"
 SERVICE_INSTANCE_NAMESPACE: Final = "4d63009a-8d0f-11ee-aad7-4c796ed8e320"
 ENDUSER_ID: Final = "enduser.id"
+# --- cost and code changes (docs/metrics.md, "Cost and code changes") -------------------------
+METRIC_PREMIUM_REQUESTS: Final = "copilot.premium_requests"
+METRIC_AI_CREDITS: Final = "copilot.ai_credits"
+METRIC_SESSION_PREMIUM_REQUESTS: Final = "copilot.session.premium_requests"
+METRIC_SESSION_AI_CREDITS: Final = "copilot.session.ai_credits"
+METRIC_CODE_LINES: Final = "copilot.code.lines"
+METRIC_CODE_FILES_MODIFIED: Final = "copilot.code.files_modified"

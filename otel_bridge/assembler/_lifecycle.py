@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import semconv as sc
 from .._events import Event
+from ._accounting import Totals
 from ._attribution import restore_attribution
 from ._config import AssemblerStats
 from ._fields import read_str
@@ -279,6 +280,9 @@ def snapshot(facts: SessionFacts) -> dict[str, Any]:
         "previous_in_segment": facts.previous_in_segment,
         "previous_ids": list(facts.previous_ids),
         "attribution": dict(facts.attribution),
+        "accounting": facts.accounting.to_json() if facts.accounting is not None else None,
+        "byok_calls": facts.byok_calls,
+        "billed_calls": facts.billed_calls,
     }
 
 
@@ -306,3 +310,9 @@ def restore(facts: SessionFacts, saved: Mapping[str, Any]) -> None:
         tuple(i for i in ids if isinstance(i, str))[:MAX_IDS] if isinstance(ids, list) else ()
     )
     facts.attribution = restore_attribution(saved.get("attribution"))
+    # the last accounting snapshot: a session resumed after a restart counts only what its
+    # next shutdown adds (assembler/_accounting.py)
+    facts.accounting = Totals.from_json(saved.get("accounting"))
+    for name in ("byok_calls", "billed_calls"):
+        count = saved.get(name)
+        setattr(facts, name, count if isinstance(count, int) and count >= 0 else 0)

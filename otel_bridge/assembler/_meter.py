@@ -54,6 +54,10 @@ class SessionMeter:
             name, 1, self._attributed(name, attributes or {}), self._facts.session_id
         )
 
+    def add_value(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
+        """Add `value` (a cost, a number of lines) to a counter."""
+        self._recorder.add(name, value, attributes, self._facts.session_id)
+
     def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
         """Record one value in a histogram."""
         self._recorder.record(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .. import semconv as sc
 from .._records import (
@@ -21,6 +22,9 @@ from .._records import (
     SpanRecord,
     StatusCode,
 )
+
+if TYPE_CHECKING:
+    from ._accounting import Totals
 
 __all__ = [
     "MAIN",
@@ -219,6 +223,13 @@ class SessionFacts:
     # What every span of the session carries for attribution: repository, branch, commit,
     # directories and client (`_attribution`, docs/attribution.md); replaced per segment.
     attribution: dict[str, AttributeValue] = field(default_factory=dict)
+    # The figures of the last session.shutdown's accounting snapshot (cumulative over the
+    # session): the next snapshot counts only what it adds (`_accounting`).
+    accounting: Totals | None = None
+    # LLM calls by a bring-your-own-key provider, and others: a session of BYOK calls only
+    # has no cost to show (its 0 is not a price).
+    byok_calls: int = 0
+    billed_calls: int = 0
 
 
 class SeenSet:

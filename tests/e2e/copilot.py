@@ -503,6 +503,16 @@ SCENARIOS: dict[str, Scenario] = _scenarios(
         fixture="resume",
     ),
     Scenario(
+        "edit_resume",
+        ("EDIT-FIRST: create notes.txt.", "EDIT-SECOND: edit notes.txt."),
+        fixture="edit_resume",
+    ),
+    Scenario(
+        "edit_subagent",
+        ("EDIT-MAIN: have a sub-agent write todo.md, then edit it.", "EDIT-AGAIN: edit again."),
+        fixture="edit_subagent",
+    ),
+    Scenario(
         "parallel_tools",
         ("Run several tools at once, then a failing command.",),
         fixture="parallel_tools",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ... import semconv as sc
 from ..._events import Event
 from ..._records import SpanEventRecord
+from .._accounting import count_call
 from .._fields import compact, read_obj, read_str
 from .._state import Interaction, Message
 
@@ -216,4 +217,5 @@ def on_usage(session: SessionAssembler, event: Event) -> None:
         return  # the same call seen twice (disk record and live event)
     interaction.chat_keys.add(call_key)
     agent = session.lifecycle.agent_for(event, interaction, read_str(usage, "parentToolCallId"))
-    session.spans.chat.from_usage(interaction, agent, event, usage, call_key)
+    record = session.spans.chat.from_usage(interaction, agent, event, usage, call_key)
+    count_call(session, record.attributes, agent)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ... import semconv as sc
 from ..._events import Event
 from ..._records import AttributeValue, SpanEventRecord
+from .._accounting import on_shutdown_accounting
 from .._attribution import context_attributes
 from .._fields import read_str, snake_case
 
@@ -75,7 +76,9 @@ def on_resume(session: SessionAssembler, event: Event) -> None:
 
 def on_shutdown(session: SessionAssembler, event: Event) -> None:
     """session.shutdown (disk only): the segment is over; so is an interaction still open
-    (unless background sub-agents still run: see `Lifecycle.shutdown`)."""
+    (unless background sub-agents still run: see `Lifecycle.shutdown`). Its accounting
+    snapshot first, so that it can go on the task it ends (`_accounting`)."""
+    on_shutdown_accounting(session, event)
     session.lifecycle.shutdown(event.timestamp_ns)
 
 

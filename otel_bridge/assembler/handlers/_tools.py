@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ... import semconv as sc
 from ..._events import Event
 from ..._records import SpanEventRecord
+from .._accounting import tool_changes
 from .._fields import compact, read_int, read_obj, read_str
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ def on_tool_complete(session: SessionAssembler, event: Event) -> None:
         return
     tool = interaction.tools[tool_call_id]
     shell = tool.span.attributes.get(sc.GEN_AI_TOOL_NAME) in SHELL_TOOLS and not tool.detached
+    tool_changes(interaction, tool.span, event.data)  # lines and files an edit tool changed
     session.spans.tool.complete(interaction, tool_call_id, event)
     if shell and event.data.get("success") is not False:
         match = BACKGROUND_RESULT.search(read_str(read_obj(event.data, "result"), "content") or "")

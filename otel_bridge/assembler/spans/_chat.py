@@ -8,7 +8,8 @@ from typing import Any
 
 from ... import semconv as sc
 from ..._events import Event
-from ..._records import SpanKind
+from ..._records import SpanKind, SpanRecord
+from .._accounting import call_attributes
 from .._content import ContentPolicy
 from .._fields import compact, read_int, read_num, read_str
 from .._state import Agent, Interaction, OpenSpan, SessionFacts, Turn
@@ -34,9 +35,9 @@ class ChatSpans:
         event: Event,
         usage: Mapping[str, Any],
         call_key: str,
-    ) -> None:
+    ) -> SpanRecord:
         """A usage record (or live assistant.usage): ends at the event, starts `duration` ms
-        earlier but never before its parent."""
+        earlier but never before its parent. Its cost: `_accounting.call_attributes`."""
         turn = agent.turn
         parent = agent.current_span
         if turn is not None:
@@ -67,12 +68,12 @@ class ChatSpans:
                     if ttft is not None
                     else None,
                     sc.COPILOT_INITIATOR: read_str(usage, "initiator"),
-                    sc.COPILOT_USAGE_COST: read_num(usage, "cost"),
                     sc.COPILOT_USAGE_DURATION_MS: duration_ms,
                     sc.COPILOT_TURN_ID: turn.turn_id if turn is not None else None,
                 }
             )
         )
+        attributes.update(call_attributes(usage))
         span = OpenSpan(
             interaction.trace_id,
             self._factory.span_id(ID_CHAT, call_key, event.key),
@@ -83,7 +84,9 @@ class ChatSpans:
             attributes=attributes,
             root_span_id=interaction.root.span_id,
         )
-        self._factory.emit(span.finish(end_ns))
+        record = span.finish(end_ns)
+        self._factory.emit(record)
+        return record
 
     def from_messages(self, turn: Turn) -> None:
         """Logs without usage records (CLI < 1.0.102): one chat span per model call, told
