@@ -172,7 +172,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "{request}",
         "Premium requests per LLM call, from its usage record's cost (bring-your-own-key "
         "calls not counted: their 0 is not a price)",
-        ("gen_ai.request.model", "gen_ai.agent.name", "copilot.agent.type", "copilot.mode"),
+        (
+            "gen_ai.request.model",
+            "gen_ai.agent.name",
+            "copilot.agent.type",
+            "copilot.mode",
+            *REPOSITORY_LABELS,
+        ),
     ),
     MetricSpec(
         "copilot.ai_credits",
@@ -180,7 +186,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "{nanoAIU}",
         "AI credits in nano-AIU per LLM call, from its usage record (calls that reported an "
         "amount)",
-        ("gen_ai.request.model", "gen_ai.agent.name", "copilot.agent.type", "copilot.mode"),
+        (
+            "gen_ai.request.model",
+            "gen_ai.agent.name",
+            "copilot.agent.type",
+            "copilot.mode",
+            *REPOSITORY_LABELS,
+        ),
     ),
     MetricSpec(
         "copilot.session.premium_requests",
@@ -188,7 +200,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "{request}",
         "Premium requests from the CLI's session accounting (session.shutdown): what each "
         "snapshot adds to the previous one; user-initiated cost only, as the CLI counts it",
-        ("gen_ai.request.model",),
+        ("gen_ai.request.model", *REPOSITORY_LABELS),
     ),
     MetricSpec(
         "copilot.session.ai_credits",
@@ -196,7 +208,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "{nanoAIU}",
         "AI credits in nano-AIU from the CLI's session accounting (session.shutdown), each "
         "snapshot's addition, when the CLI had amounts",
-        ("gen_ai.request.model",),
+        ("gen_ai.request.model", *REPOSITORY_LABELS),
     ),
     MetricSpec(
         "copilot.code.lines",
@@ -204,7 +216,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "{line}",
         "Lines of code added and removed, from the CLI's session accounting "
         "(session.shutdown codeChanges), each snapshot's addition",
-        ("copilot.change",),
+        ("copilot.change", *REPOSITORY_LABELS),
     ),
     MetricSpec(
         "copilot.code.files_modified",
@@ -212,6 +224,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "{file}",
         "Files newly modified in a session, from the CLI's session accounting "
         "(session.shutdown codeChanges), each snapshot's addition",
+        REPOSITORY_LABELS,
     ),
     # --- GenAI semantic conventions ---------------------------------------------------------
     MetricSpec(

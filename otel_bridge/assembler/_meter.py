@@ -56,7 +56,7 @@ class SessionMeter:
 
     def add_value(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
         """Add `value` (a cost, a number of lines) to a counter."""
-        self._recorder.add(name, value, attributes, self._facts.session_id)
+        self._recorder.add(name, value, self._attributed(name, attributes), self._facts.session_id)
 
     def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
         """Record one value in a histogram."""
