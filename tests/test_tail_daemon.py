@@ -250,27 +250,35 @@ def whole_spans(root: Path, clock: Clock) -> list:
     return sorted(spans, key=lambda s: s.span_id)
 
 
+def asleep(tmp_path: Path, count: int, *, watch: bool = False, emit=None):
+    """`count` logs read, then quiet long enough to sleep: (logs, clock, store, out, tailer)."""
+    root = tmp_path / "session-state"
+    logs = sessions(root, count)
+    clock = Clock(max(os.path.getmtime(p) for p in logs))
+    store = CheckpointStore(tmp_path / "state")
+    out: list = []
+    tailer = Tailer(
+        [root],
+        Assembler(),
+        emit or out.extend,
+        TailOptions(rescan_seconds=0, evict_seconds=30, watch=watch),
+        clock=clock,
+        checkpoints=store,
+    )
+    tailer.start()
+    tailer.poll_once()
+    settle(tailer, clock)
+    assert tailer.sleeping == count and tailer.followed_count == count
+    return logs, clock, store, out, tailer
+
+
 @pytest.mark.parametrize("watch", [False, True])
 def test_a_quiet_checkpointed_log_sleeps_and_wakes_giving_the_same_spans(tmp_path, watch) -> None:
     """Asleep, a log keeps nothing in memory but its inode and size; growing, it wakes from
     its checkpoint (by its notification, or the sweep without them) and goes on as if it had
     never slept."""
-    root = tmp_path / "session-state"
-    logs = sessions(root, 6)
-    clock = Clock(max(os.path.getmtime(p) for p in logs))
-    out: list = []
-    tailer = Tailer(
-        [root],
-        Assembler(),
-        out.extend,
-        TailOptions(rescan_seconds=0, evict_seconds=30, watch=watch),
-        clock=clock,
-        checkpoints=CheckpointStore(tmp_path / "state"),
-    )
-    tailer.start()
-    tailer.poll_once()
-    settle(tailer, clock)
-    assert tailer.sleeping == 6 and tailer.followed_count == 6 and tailer.resident == 0
+    logs, clock, _, out, tailer = asleep(tmp_path, 6, watch=watch)
+    assert tailer.resident == 0
     grown = list(logs.items())[:2]
     for round_ in ("second", "third"):
         for path, log in grown:
@@ -284,30 +292,14 @@ def test_a_quiet_checkpointed_log_sleeps_and_wakes_giving_the_same_spans(tmp_pat
         settle(tailer, clock)
         assert tailer.sleeping == 6
     tailer.close()
-    assert sorted(out, key=lambda s: s.span_id) == whole_spans(root, clock)
+    assert sorted(out, key=lambda s: s.span_id) == whole_spans(tmp_path / "session-state", clock)
     roots = [s for s in out if s.name == "invoke_agent copilot"]
     assert len(roots) == 10 and sum(bool(s.links) for s in roots) == 4  # linked to the last
 
 
 def test_a_sleeping_log_removed_is_forgotten_and_one_replaced_is_read_anew(tmp_path) -> None:
-    root = tmp_path / "session-state"
-    logs = sessions(root, 3)
+    logs, _, store, out, tailer = asleep(tmp_path, 3)
     paths = list(logs)
-    clock = Clock(max(os.path.getmtime(p) for p in logs))
-    store = CheckpointStore(tmp_path / "state")
-    out: list = []
-    tailer = Tailer(
-        [root],
-        Assembler(),
-        out.extend,
-        TailOptions(rescan_seconds=0, evict_seconds=30, watch=False),
-        clock=clock,
-        checkpoints=store,
-    )
-    tailer.start()
-    tailer.poll_once()
-    settle(tailer, clock)
-    assert tailer.sleeping == 3
     os.remove(paths[0])
     other = Log(session="sess-0001")
     other.start()
