@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ... import semconv as sc
 from ..._events import Event
 from ..._records import LinkRecord
-from .._content import ContentPolicy, as_messages
+from .._content import ContentPolicy, as_messages, task_title
 from .._fields import read_str
 from .._state import MAIN, Agent, Error, Interaction, OpenSpan, SessionFacts
 from ._factory import ID_INTERACTION, ID_SUBAGENT, ID_TOOL, SpanFactory
@@ -19,7 +21,7 @@ UNNAMED_AGENT = "subagent"
 class AgentSpans:
     """`invoke_agent` spans: the interaction's root (the main agent) and sub-agents."""
 
-    __slots__ = ("_content", "_factory", "_facts", "_parent")
+    __slots__ = ("_content", "_factory", "_facts", "_parent", "_session_name")
 
     def __init__(
         self,
@@ -27,11 +29,13 @@ class AgentSpans:
         content: ContentPolicy,
         facts: SessionFacts,
         parent: tuple[int, int] | None,
+        session_name: Callable[[], str | None] | None = None,
     ) -> None:
         self._factory = factory
         self._content = content
         self._facts = facts
         self._parent = parent
+        self._session_name = session_name
 
     def root(self, event: Event, *, synthetic: bool) -> Interaction:
         """A new interaction opened by `event` (a user message, or work with no message)."""
@@ -86,14 +90,23 @@ class AgentSpans:
         return Interaction(trace_id, root, Agent(MAIN, root), root_exported=True, last_ns=start_ns)
 
     def prompt(self, interaction: Interaction, text: str) -> None:
-        """The user's message on the root: size, hash, text (content policy)."""
+        """The user's message on the root: size, hash, text (content policy). With content
+        capture on, also where LLM viewers look (docs/viewers.md): the root's `input.value`,
+        and a readable title beside the fixed span name (its first words, and the session's
+        name when the source can read it)."""
+        attributes = interaction.root.attributes
         self._content.put(
-            interaction.root.attributes,
-            sc.COPILOT_PROMPT,
-            text,
-            sc.GEN_AI_INPUT_MESSAGES,
-            as_messages("user"),
+            attributes, sc.COPILOT_PROMPT, text, sc.GEN_AI_INPUT_MESSAGES, as_messages("user")
         )
+        if not self._content.capture:
+            return
+        self._content.show(attributes, sc.INPUT_VALUE, sc.INPUT_MIME_TYPE, text)
+        title = task_title(text)
+        if title:
+            attributes[sc.COPILOT_TASK_TITLE] = title
+        name = self._session_name() if self._session_name is not None else None
+        if name:
+            attributes[sc.COPILOT_SESSION_NAME] = name
 
     def aborted(self, interaction: Interaction, reason: str | None) -> None:
         """An abort's reason on the root (the root ends with the rest, as aborted)."""
