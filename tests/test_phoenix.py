@@ -302,8 +302,13 @@ def test_phoenix_shows_the_task_input_output_and_one_kind_of_turn(
         copilot = root_attributes["copilot"]
         assert copilot["task"]["title"] == "MAIN-TASK: delegate to an agent that delegates again."
         assert copilot["session"]["name"] == _SESSION_NAME
-        main_chats = [s for s in spans if s["name"].startswith("chat ") and s["input"] is not None]
-        assert [s["input"]["value"] for s in main_chats] == [prompt, prompt]
+        # every LLM call and sub-agent shows what its agent was asked
+        asked = sorted(s["input"]["value"] for s in spans if s["name"].startswith("chat "))
+        outer = "SUB-OUTER: delegate `echo deep` to another agent."
+        inner = "SUB-INNER: run `echo deep` and report."
+        assert asked == sorted([prompt, outer, inner] * 2)  # two turns each
+        sub_agents = [s for s in spans if s["name"] == "invoke_agent general-purpose"]
+        assert {s["input"]["value"] for s in sub_agents} == {outer, inner}
     else:
         assert root["input"] is None and root["output"] is None
         copilot = root_attributes["copilot"]

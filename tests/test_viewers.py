@@ -92,20 +92,20 @@ def test_with_content_the_root_shows_the_message_and_the_final_answer() -> None:
     }
     turn_outputs = [s.attributes.get(sc.OUTPUT_VALUE) for s in spans if s.name.startswith("turn ")]
     assert answer in turn_outputs
-    # the main agent's LLM calls are asked the user's message
-    main_chats = [
-        s
-        for s in spans
-        if s.name.startswith("chat ")
-        and s.parent_span_id
-        in {
-            t.span_id
-            for t in spans
-            if t.name.startswith("turn ") and t.parent_span_id == root.span_id
-        }
-    ]
-    assert len(main_chats) == 2
-    assert all(s.attributes[sc.INPUT_VALUE] == prompt for s in main_chats)
+    # each agent is asked its own message (a sub-agent: its `task` call's prompt), and so is
+    # each of its LLM calls
+    by_id = {s.span_id: s for s in spans}
+    agents = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert {s.attributes[sc.INPUT_VALUE] for s in agents} == {
+        prompt,
+        "SUB-OUTER: delegate `echo deep` to another agent.",
+        "SUB-INNER: run `echo deep` and report.",
+    }
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len(chats) == 6  # two turns of each agent
+    for chat in chats:
+        agent = by_id[by_id[chat.parent_span_id].parent_span_id]  # chat -> turn -> agent
+        assert chat.attributes[sc.INPUT_VALUE] == agent.attributes[sc.INPUT_VALUE], chat.name
 
 
 @pytest.mark.parametrize("capture", [False, True], ids=["content-off", "content-on"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from ... import semconv as sc
@@ -169,6 +170,12 @@ class AgentSpans:
         )
         if name:
             span.attributes[sc.GEN_AI_AGENT_NAME] = name
+        self._content.show(
+            span.attributes,
+            sc.INPUT_VALUE,
+            sc.INPUT_MIME_TYPE,
+            task_prompt(interaction, tool_call_id),
+        )
         agent = Agent(tool_call_id, span)
         interaction.subagents[tool_call_id] = agent
         return agent
@@ -206,3 +213,19 @@ class AgentSpans:
         """End a sub-agent: completed, failed with `error`, or incomplete."""
         agent.done = True
         self._factory.finish(agent.span, end_ns, error, incomplete)
+
+
+def task_prompt(interaction: Interaction, tool_call_id: str) -> str:
+    """What a sub-agent was asked: the `prompt` argument of the `task` call that spawned it,
+    as its `execute_tool` span holds it (`gen_ai.tool.call.arguments`, there only with content
+    capture on); "" when unknown (the call not started yet, other arguments)."""
+    tool = interaction.tools.get(tool_call_id)
+    arguments = tool.span.attributes.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS) if tool else None
+    if not isinstance(arguments, str):
+        return ""
+    try:
+        decoded = json.loads(arguments)
+    except ValueError:
+        return ""
+    prompt = decoded.get("prompt") if isinstance(decoded, dict) else None
+    return prompt if isinstance(prompt, str) else ""
