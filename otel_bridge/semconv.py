@@ -335,3 +335,28 @@ METRIC_SESSION_PREMIUM_REQUESTS: Final = "copilot.session.premium_requests"
 METRIC_SESSION_AI_CREDITS: Final = "copilot.session.ai_credits"
 METRIC_CODE_LINES: Final = "copilot.code.lines"
 METRIC_CODE_FILES_MODIFIED: Final = "copilot.code.files_modified"
+# --- LLM viewers: OpenInference (docs/viewers.md) ---------------------------------------------
+# Arize Phoenix and other OpenInference viewers read these, not the GenAI names, for a span's
+# kind and its input and output columns (spec/semantic_conventions.md of Arize-ai/openinference:
+# "openinference.span.kind ... is required for all OpenInference spans"; `input.value`,
+# `output.value` and their `*.mime_type`, "If unspecified, the type is plain text"). Phoenix
+# 20.x derives them from the GenAI names when a span has none (phoenix/trace/gen_ai/
+# conversion.py: kind from gen_ai.operation.name, and an LLM span's output.value from
+# gen_ai.response.id and .model), and never overrides one the span carries. The texts go out
+# only with content capture on, as every text from the log (assembler/_content.py).
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OPENINFERENCE_CHAIN: Final = "CHAIN"
+INPUT_VALUE: Final = "input.value"
+INPUT_MIME_TYPE: Final = "input.mime_type"
+OUTPUT_VALUE: Final = "output.value"
+OUTPUT_MIME_TYPE: Final = "output.mime_type"
+MIME_TEXT: Final = "text/plain"
+# A readable name for a task, beside the span name the GenAI conventions fix (`invoke_agent
+# copilot`): the first words of the user's message, and the session's name (`name:` of
+# workspace.yaml, which the CLI sets to the first message unless the user renamed it). Both
+# are text from the log: only with content capture on.
+COPILOT_TASK_TITLE: Final = "copilot.task.title"
+COPILOT_SESSION_NAME: Final = "copilot.session.name"
+#: Words and characters of the user's message kept in `copilot.task.title`.
+TASK_TITLE_WORDS: Final = 12
+TASK_TITLE_MAX_CHARS: Final = 80

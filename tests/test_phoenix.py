@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -193,3 +194,124 @@ def test_phoenix_shows_the_tree_the_bridge_built(phoenix: PhoenixServer, tmp_pat
     ]
     for row in sub_agents:
         assert by_id[row[2]][3] == "execute_tool task"
+
+
+# --- what a viewer shows of a task: its input, output, kinds and title (docs/viewers.md) ------
+
+_VIEW_QUERY = """
+query ($traceId: ID!) {
+  projects { edges { node { name
+    trace(traceId: $traceId) {
+      rootSpan { name input { value mimeType } output { value mimeType } attributes }
+      spans(first: 1000) { edges { node {
+        name spanKind attributes input { value mimeType } output { value mimeType }
+      } } }
+    }
+  } } }
+}
+"""
+_SESSION_NAME = "Nested delegation, as the CLI lists it"
+
+
+def _log_copy(directory: Path, session_id: str) -> Path:
+    """The fixture under another session id (its trace and span ids are derived from it: the
+    same ids sent to a second project would be taken for the first project's spans), beside a
+    workspace.yaml that names the session as the CLI does."""
+    original = json.loads(LOG.read_text().splitlines()[0])["data"]["sessionId"]
+    directory.mkdir()
+    log = directory / "events.jsonl"
+    log.write_text(LOG.read_text().replace(original, session_id))
+    (directory / "workspace.yaml").write_text(
+        f"id: {session_id}\nclient_name: github/cli\nname: '{_SESSION_NAME}'\n"
+    )
+    return log
+
+
+def _first_and_last(log: Path) -> tuple[str, str]:
+    """The log's user message and the main agent's last answer (sub-agents' events name their
+    parent call or come from `agent-...`)."""
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    main = [
+        e
+        for e in events
+        if not e["data"].get("parentToolCallId")
+        and not str(e["data"].get("source", "")).startswith("agent-")
+    ]
+    prompt = next(e["data"]["content"] for e in main if e["type"] == "user.message")
+    answers = [
+        e["data"]["content"]
+        for e in main
+        if e["type"] == "assistant.message" and e["data"].get("content")
+    ]
+    return prompt, answers[-1]
+
+
+@pytest.mark.parametrize("capture", [True, False], ids=["content-on", "content-off"])
+def test_phoenix_shows_the_task_input_output_and_one_kind_of_turn(
+    phoenix: PhoenixServer, tmp_path: Path, capture: bool
+) -> None:
+    """As a new user sees a replay in Phoenix: with --capture-content the trace's input and
+    output columns (the root span's input.value / output.value, as the API gives them) are the
+    user's message and the final answer, and the root carries a title; without it, none of
+    that text. Either way every turn is one kind, CHAIN, and the root stays an AGENT named
+    `invoke_agent copilot`."""
+    project = f"otel-bridge-viewers-{'on' if capture else 'off'}"
+    session_id = f"00000000-0000-4000-8000-00000000000{1 if capture else 2}"
+    log = _log_copy(tmp_path / session_id, session_id)
+    prompt, answer = _first_and_last(log)
+    assert answer == "Nested delegation finished. Done."
+    traces_file = tmp_path / "bridge.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
+    env.update(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": phoenix.url,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}",
+        }
+    )
+    command = [sys.executable, "-m", "otel_bridge", "replay", str(log), "--no-progress"]
+    command += ["--traces-file", str(traces_file)] + (["--capture-content"] if capture else [])
+    result = phoenix.run(command, env=env, cwd=ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+    expected = bridge_rows(traces_file)
+    phoenix.wait_for_spans(project, len(expected))
+    (trace_id,) = {row[0] for row in expected}
+    projects = phoenix.graphql(_VIEW_QUERY, traceId=trace_id)["projects"]["edges"]
+    (trace,) = [p["node"]["trace"] for p in projects if p["node"]["name"] == project]
+    spans = [edge["node"] for edge in trace["spans"]["edges"]]
+    assert len(spans) == len(expected)
+    root = trace["rootSpan"]
+    root_attributes = json.loads(root["attributes"])
+    assert root["name"] == "invoke_agent copilot"
+
+    kinds: dict[str, set[str]] = {}
+    for span in spans:
+        kinds.setdefault(span["name"].split(" ")[0], set()).add(span["spanKind"])
+    assert kinds == {
+        "invoke_agent": {"agent"},
+        "turn": {"chain"},
+        "chat": {"llm"},
+        "execute_tool": {"tool"},
+    }
+
+    everything = json.dumps(trace)
+    if capture:
+        assert root["input"] == {"value": prompt, "mimeType": "text"}
+        assert root["output"] == {"value": answer, "mimeType": "text"}
+        copilot = root_attributes["copilot"]
+        assert copilot["task"]["title"] == "MAIN-TASK: delegate to an agent that delegates again."
+        assert copilot["session"]["name"] == _SESSION_NAME
+        # every LLM call and sub-agent shows what its agent was asked
+        asked = sorted(s["input"]["value"] for s in spans if s["name"].startswith("chat "))
+        outer = "SUB-OUTER: delegate `echo deep` to another agent."
+        inner = "SUB-INNER: run `echo deep` and report."
+        assert asked == sorted([prompt, outer, inner] * 2)  # two turns each
+        sub_agents = [s for s in spans if s["name"] == "invoke_agent general-purpose"]
+        assert {s["input"]["value"] for s in sub_agents} == {outer, inner}
+    else:
+        assert root["input"] is None and root["output"] is None
+        copilot = root_attributes["copilot"]
+        assert "title" not in copilot["task"] and "name" not in copilot.get("session", {})
+        for text in (prompt, answer, _SESSION_NAME, "MAIN-TASK", "Inner agent"):
+            assert text not in everything

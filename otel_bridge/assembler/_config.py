@@ -34,6 +34,9 @@ class AssemblerConfig:
             (github/cli, sdk: the CLI's workspace.yaml beside the log), or None; called when a
             segment starts. A function of the source's, since the assembler does no I/O
             (`sources.read_client_name`; `LiveBridge` says sdk). None: no client name.
+        session_name_of: given a stream, the session's name (`name` of the CLI's workspace.yaml
+            beside the log), or None; called for each user message, and only with content
+            capture on (`sources.read_session_name`; docs/viewers.md). None: no session name.
         metric_labels: attribution labels to add, beside the repository, to the metrics that
             carry it (`_metrics.OPTIONAL_LABELS`: branch, repository host, provider, client;
             docs/metrics.md, "Attribution labels"). None by default: each multiplies the series.
@@ -45,6 +48,7 @@ class AssemblerConfig:
     background_wait_seconds: float = 900.0
     keep_unknown_events: bool = False
     client_name_of: Callable[[str], str | None] | None = None
+    session_name_of: Callable[[str], str | None] | None = None
     metric_labels: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from .. import semconv as sc
 from .._records import AttributeValue
 
-__all__ = ["ContentPolicy", "as_json", "as_messages"]
+__all__ = ["ContentPolicy", "as_json", "as_messages", "task_title"]
 
 
 class ContentPolicy:
@@ -52,6 +52,18 @@ class ContentPolicy:
         if self.capture:
             attributes[content_key] = encode(text) if encode is not None else text
 
+    def show(
+        self, attributes: dict[str, AttributeValue], value_key: str, mime_key: str, text: str
+    ) -> None:
+        """A text where OpenInference viewers (Arize Phoenix) look for a span's input or output:
+        `value_key` (`input.value`, `output.value`) with `mime_key` text/plain; only with content
+        capture on. The same text as the GenAI attribute beside it, not encoded as messages:
+        Phoenix shows `input.value` / `output.value` of a trace's root span as the trace's
+        input and output columns (docs/viewers.md)."""
+        if self.capture and text:
+            attributes[value_key] = text
+            attributes[mime_key] = sc.MIME_TEXT
+
     def opt_in(self, text: str | None) -> str | None:
         """An error message from the log (it can quote the request): only with capture on."""
         return text if self.capture else None
@@ -77,3 +89,18 @@ def as_json(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
         return str(value)
+
+
+def task_title(text: str) -> str:
+    """The first words of a user's message, on one line: a name to tell tasks apart by in a
+    list of traces (`copilot.task.title`), whose span names are all `invoke_agent copilot`.
+    Whole words only, up to `TASK_TITLE_WORDS` of them while they fit in
+    `TASK_TITLE_MAX_CHARS` (the first always): a word cut in two could be a secret cut where
+    the scrubber's patterns no longer see it (they run on export, after this)."""
+    words = text.split()
+    title = words[0] if words else ""
+    for word in words[1 : sc.TASK_TITLE_WORDS]:
+        if len(title) + 1 + len(word) > sc.TASK_TITLE_MAX_CHARS:
+            break
+        title += " " + word
+    return title

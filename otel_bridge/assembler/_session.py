@@ -97,6 +97,7 @@ class SessionAssembler:
             self.content,
             self.facts,
             self.config.parent,
+            self._session_name if self.config.session_name_of is not None else None,
         )
         self.lifecycle = Lifecycle(self.facts, self.stats, self.spans, self.meter)
         self.permissions: dict[str, tuple[int, str | None]] = {}
@@ -129,6 +130,13 @@ class SessionAssembler:
     def has_open_interaction(self) -> bool:
         """True while an interaction's spans are still open."""
         return self.lifecycle.interaction is not None
+
+    def _session_name(self) -> str | None:
+        """The session's name, through the source's reader (`AssemblerConfig.session_name_of`:
+        the assembler does no I/O of its own); the span builders call it only with content
+        capture on."""
+        reader = self.config.session_name_of
+        return reader(self.stream) if reader is not None else None
 
     def feed(self, event: Event) -> list[SpanRecord]:
         """Take one event; return the spans it finished. Never raises: an event whose handling

@@ -14,7 +14,7 @@ from ..assembler import AssemblerConfig
 from ..export import MetricsOptions, ResourceOptions, SpanSink
 from ..export._sink import DEFAULT_QUEUE_SPANS
 from ..processors import ScrubberConfig
-from ..sources._discovery import read_client_name
+from ..sources._discovery import read_client_name, read_session_name
 
 __all__ = [
     "CONTENT_ENV",
@@ -81,6 +81,7 @@ def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> A
         background_wait_seconds=args.background_wait,
         keep_unknown_events=args.keep_unknown_events,
         client_name_of=read_client_name,
+        session_name_of=read_session_name,
         metric_labels=tuple(getattr(args, "metric_labels", None) or ()),
     )
 

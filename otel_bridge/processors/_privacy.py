@@ -117,7 +117,19 @@ _JSON_CONTENT = frozenset(
     }
 )
 _WHOLE_JSON_CUT = "copilot.event.data"
-_TEXT_CONTENT = frozenset({"gen_ai.tool.call.result", "copilot.error.message"})
+_TEXT_CONTENT = frozenset(
+    # input.value / output.value: the OpenInference copies of prompts and answers for LLM
+    # viewers, and the task's title and session's name (docs/viewers.md): scrubbed and cut
+    # as the GenAI ones are
+    {
+        "gen_ai.tool.call.result",
+        "copilot.error.message",
+        "input.value",
+        "output.value",
+        "copilot.task.title",
+        "copilot.session.name",
+    }
+)
 #: Attributes whose whole value is a path (the session's working directory and git root,
 #: docs/attribution.md): `--paths` applies to the value as a whole, whatever its shape (a path
 #: of one part, or one the text pattern would not take for a path).

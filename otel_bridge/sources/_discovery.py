@@ -21,6 +21,7 @@ __all__ = [
     "default_session_state",
     "find_logs",
     "read_client_name",
+    "read_session_name",
     "scan_session_state",
     "session_log",
 ]
@@ -139,9 +140,27 @@ def _unique(logs: Iterable[LogFile]) -> Iterable[LogFile]:
 def read_client_name(stream: str) -> str | None:
     """The `client_name` of the session whose log is `stream` (a path), from the workspace.yaml
     beside it: `github/cli` for the CLI, `sdk` for an SDK app. None when there is no such file
-    or line. Read with a line scan, not a YAML parser: the CLI writes the key as a plain
-    scalar or a quoted one, and nothing else of the file is needed. Given to the assembler as
-    `AssemblerConfig.client_name_of`, called when a segment starts."""
+    or line. Given to the assembler as `AssemblerConfig.client_name_of`, called when a segment
+    starts."""
+    return _workspace_value(stream, "client_name", _CLIENT_NAME_MAX)
+
+
+def read_session_name(stream: str) -> str | None:
+    """The `name` of the session whose log is `stream` (a path), from the workspace.yaml beside
+    it: what the CLI lists the session as (its first message, unless the user renamed it).
+    None when there is no such file or line. Given to the assembler as
+    `AssemblerConfig.session_name_of`, called for each user message when content capture is
+    on (the name is text from the log; docs/viewers.md). Not cut here: the scrubber redacts
+    it, then cuts it to `--content-max-chars`."""
+    return _workspace_value(stream, "name")
+
+
+def _workspace_value(stream: str, wanted: str, limit: int | None = None) -> str | None:
+    """One top-level key of the workspace.yaml beside the log `stream`, cut to `limit`
+    characters if given (not text from the log: that is cut on export, after its secrets are
+    redacted, which a cut before could hide). Read with a line scan, not a YAML parser: the
+    CLI writes each key on one line as a plain scalar or a quoted one, and nothing else of
+    the file is needed."""
     try:
         with open(Path(stream).with_name(WORKSPACE_FILE), "rb") as file:
             text = file.read(_WORKSPACE_MAX).decode("utf-8", "replace")
@@ -149,9 +168,13 @@ def read_client_name(stream: str) -> str | None:
         return None
     for line in text.splitlines():
         key, sep, value = line.partition(":")
-        if sep and key == "client_name":
+        if sep and key == wanted:
             value = value.strip()
+            if value[:1] in ("|", ">"):  # a block scalar, on the lines after: not read
+                return None
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            return value[:_CLIENT_NAME_MAX] or None
+                quote, value = value[0], value[1:-1]
+                if quote == "'":  # YAML's one escape in single quotes: '' for '
+                    value = value.replace("''", "'")
+            return value[:limit] or None
     return None

@@ -13,6 +13,8 @@ the lifecycle, which call them. Every span is finished and emitted through the `
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .._content import ContentPolicy
 from .._state import SessionFacts
 from ._agent import UNNAMED_AGENT, AgentSpans
@@ -43,9 +45,10 @@ class SpanBuilders:
         content: ContentPolicy,
         facts: SessionFacts,
         parent: tuple[int, int] | None,
+        session_name: Callable[[], str | None] | None = None,
     ) -> None:
         self.factory = factory
-        self.agent = AgentSpans(factory, content, facts, parent)
+        self.agent = AgentSpans(factory, content, facts, parent, session_name)
         self.chat = ChatSpans(factory, content, facts)
         self.turn = TurnSpans(factory, content, self.chat)
         self.tool = ToolSpans(factory, content)

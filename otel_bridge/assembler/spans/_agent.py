@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+
 from ... import semconv as sc
 from ..._events import Event
 from ..._records import LinkRecord
-from .._content import ContentPolicy, as_messages
+from .._content import ContentPolicy, as_messages, task_title
 from .._fields import read_str
 from .._state import MAIN, Agent, Error, Interaction, OpenSpan, SessionFacts
 from ._factory import ID_INTERACTION, ID_SUBAGENT, ID_TOOL, SpanFactory
@@ -19,7 +22,7 @@ UNNAMED_AGENT = "subagent"
 class AgentSpans:
     """`invoke_agent` spans: the interaction's root (the main agent) and sub-agents."""
 
-    __slots__ = ("_content", "_factory", "_facts", "_parent")
+    __slots__ = ("_content", "_factory", "_facts", "_parent", "_session_name")
 
     def __init__(
         self,
@@ -27,11 +30,13 @@ class AgentSpans:
         content: ContentPolicy,
         facts: SessionFacts,
         parent: tuple[int, int] | None,
+        session_name: Callable[[], str | None] | None = None,
     ) -> None:
         self._factory = factory
         self._content = content
         self._facts = facts
         self._parent = parent
+        self._session_name = session_name
 
     def root(self, event: Event, *, synthetic: bool) -> Interaction:
         """A new interaction opened by `event` (a user message, or work with no message)."""
@@ -86,14 +91,23 @@ class AgentSpans:
         return Interaction(trace_id, root, Agent(MAIN, root), root_exported=True, last_ns=start_ns)
 
     def prompt(self, interaction: Interaction, text: str) -> None:
-        """The user's message on the root: size, hash, text (content policy)."""
+        """The user's message on the root: size, hash, text (content policy). With content
+        capture on, also where LLM viewers look (docs/viewers.md): the root's `input.value`,
+        and a readable title beside the fixed span name (its first words, and the session's
+        name when the source can read it)."""
+        attributes = interaction.root.attributes
         self._content.put(
-            interaction.root.attributes,
-            sc.COPILOT_PROMPT,
-            text,
-            sc.GEN_AI_INPUT_MESSAGES,
-            as_messages("user"),
+            attributes, sc.COPILOT_PROMPT, text, sc.GEN_AI_INPUT_MESSAGES, as_messages("user")
         )
+        if not self._content.capture:
+            return
+        self._content.show(attributes, sc.INPUT_VALUE, sc.INPUT_MIME_TYPE, text)
+        title = task_title(text)
+        if title:
+            attributes[sc.COPILOT_TASK_TITLE] = title
+        name = self._session_name() if self._session_name is not None else None
+        if name:
+            attributes[sc.COPILOT_SESSION_NAME] = name
 
     def aborted(self, interaction: Interaction, reason: str | None) -> None:
         """An abort's reason on the root (the root ends with the rest, as aborted)."""
@@ -156,6 +170,12 @@ class AgentSpans:
         )
         if name:
             span.attributes[sc.GEN_AI_AGENT_NAME] = name
+        self._content.show(
+            span.attributes,
+            sc.INPUT_VALUE,
+            sc.INPUT_MIME_TYPE,
+            task_prompt(interaction, tool_call_id),
+        )
         agent = Agent(tool_call_id, span)
         interaction.subagents[tool_call_id] = agent
         return agent
@@ -193,3 +213,19 @@ class AgentSpans:
         """End a sub-agent: completed, failed with `error`, or incomplete."""
         agent.done = True
         self._factory.finish(agent.span, end_ns, error, incomplete)
+
+
+def task_prompt(interaction: Interaction, tool_call_id: str) -> str:
+    """What a sub-agent was asked: the `prompt` argument of the `task` call that spawned it,
+    as its `execute_tool` span holds it (`gen_ai.tool.call.arguments`, there only with content
+    capture on); "" when unknown (the call not started yet, other arguments)."""
+    tool = interaction.tools.get(tool_call_id)
+    arguments = tool.span.attributes.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS) if tool else None
+    if not isinstance(arguments, str):
+        return ""
+    try:
+        decoded = json.loads(arguments)
+    except ValueError:
+        return ""
+    prompt = decoded.get("prompt") if isinstance(decoded, dict) else None
+    return prompt if isinstance(prompt, str) else ""

@@ -8,7 +8,7 @@ from typing import Any
 
 from ... import semconv as sc
 from ..._events import Event
-from ..._records import SpanKind, SpanRecord
+from ..._records import AttributeValue, SpanKind, SpanRecord
 from .._accounting import call_attributes
 from .._content import ContentPolicy
 from .._fields import compact, read_int, read_num, read_str
@@ -74,6 +74,7 @@ class ChatSpans:
             )
         )
         attributes.update(call_attributes(usage))
+        ask(agent, attributes)
         span = OpenSpan(
             interaction.trace_id,
             self._factory.span_id(ID_CHAT, call_key, event.key),
@@ -88,7 +89,7 @@ class ChatSpans:
         self._factory.emit(record)
         return record
 
-    def from_messages(self, turn: Turn) -> None:
+    def from_messages(self, turn: Turn, agent: Agent) -> None:
         """Logs without usage records (CLI < 1.0.102): one chat span per model call, told
         apart by apiCallId, else one per assistant.message; each ends at its message."""
         start = turn.span.start_ns
@@ -112,6 +113,7 @@ class ChatSpans:
                     }
                 )
             )
+            ask(agent, attributes)
             span = OpenSpan(
                 turn.span.trace_id,
                 self._factory.span_id(ID_CHAT, call, message.key),
@@ -163,3 +165,16 @@ class ChatSpans:
         )
         message = self._content.opt_in(read_str(data, "errorMessage"))
         self._factory.finish(span, event.timestamp_ns, (error_type, message))
+
+
+def ask(agent: Agent, attributes: dict[str, AttributeValue]) -> None:
+    """An LLM call's `input.value` for OpenInference viewers: the text its agent was asked
+    (the user's message, on the root), when its agent span has one (content capture on,
+    docs/viewers.md). Its output stays the GenAI `gen_ai.response.id` (Phoenix shows it as
+    `{"id", "model"}`): the log writes a call's usage record before its message, and the
+    span goes out when the record is read, so the call's text is on its turn's
+    `output.value`."""
+    text = agent.span.attributes.get(sc.INPUT_VALUE)
+    if isinstance(text, str):
+        attributes[sc.INPUT_VALUE] = text
+        attributes[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT

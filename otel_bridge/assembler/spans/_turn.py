@@ -35,6 +35,12 @@ class TurnSpans:
             event.timestamp_ns,
             attributes=compact(
                 {
+                    # One kind for every turn: a step that groups an LLM call and the tools it
+                    # asked for is a CHAIN in OpenInference ("a link between different LLM
+                    # application steps", spec/semantic_conventions.md). Without it Phoenix
+                    # guesses from the GenAI names: LLM when the turn names a model, else
+                    # UNKNOWN (phoenix/trace/gen_ai/conversion.py, `_infer_span_kind`).
+                    sc.OPENINFERENCE_SPAN_KIND: sc.OPENINFERENCE_CHAIN,
                     sc.COPILOT_TURN_ID: turn_id,
                     sc.COPILOT_TURN_INDEX: agent.turns,
                     sc.COPILOT_INTERACTION_ID: read_str(event.data, "interactionId"),
@@ -49,13 +55,16 @@ class TurnSpans:
     def finish(
         self, agent: Agent, end_ns: int, *, error: Error | None = None, incomplete: bool = False
     ) -> None:
-        """End the agent's open turn, if any, with its chats (old logs) and its answer."""
+        """End the agent's open turn, if any, with its chats (old logs) and its answer. With
+        content capture on the answer is also the turn's `output.value`, and its agent's
+        (the root, or a sub-agent's span): the last answer of an agent is its output, the
+        task's final answer on the root (docs/viewers.md)."""
         turn = agent.turn
         if turn is None:
             return
         agent.turn = None
         if turn.llm_calls == 0:
-            self._chats.from_messages(turn)
+            self._chats.from_messages(turn, agent)
         if turn.answer:
             self._content.put(
                 turn.span.attributes,
@@ -64,4 +73,8 @@ class TurnSpans:
                 sc.GEN_AI_OUTPUT_MESSAGES,
                 as_messages("assistant"),
             )
+            for span in (turn.span, agent.span):
+                self._content.show(
+                    span.attributes, sc.OUTPUT_VALUE, sc.OUTPUT_MIME_TYPE, turn.answer
+                )
         self._factory.finish(turn.span, end_ns, error, incomplete)
