@@ -407,11 +407,14 @@ def test_the_filter_variables_are_multi_value_with_all_matching_everything(name:
         assert spec["type"] == "query" and spec["datasource"] == DATASOURCE, variable
         assert spec["includeAll"] is True and spec["multi"] is True, variable
         # "All" as `.*`, not Grafana's default (a|b|c of the values it saw): it matches a series
-        # without the label too, so All takes the sessions outside a git checkout
-        assert spec["allValue"] == ".*", variable
+        # without the label too, so All takes the sessions outside a git checkout. Except the
+        # job: its All is the jobs of the bridges only (the values listed), so that `up` of
+        # the health dashboard shows the bridges, not every target of the Prometheus.
+        assert spec.get("allValue") == (None if variable == "job" else ".*"), variable
         selector, label = label_values_query(spec["query"])
         assert label in FILTER_VARIABLES and FILTER_VARIABLES[label] == variable
         assert promql_metric_names(selector) <= allowed_metric_labels().keys()
+    assert variables["job"]["query"] == "label_values(otel_bridge_files_followed, job)"
     assert variables["instance"]["query"] == 'label_values(up{job=~"$job"}, instance)'
 
 
