@@ -36,6 +36,7 @@ from tests.prometheus import (  # noqa: F401  (prometheus_factory: a fixture, us
     free_port,
     grafana_to_promql,
     prometheus_factory,
+    promql_label_names,
     promql_selectors,
 )
 from tests.test_accounting import two_segments
@@ -254,9 +255,13 @@ def test_every_dashboard_and_alert_query_finds_data(scraped_bridge) -> None:
             if variable == "repository" and not {"demo-project", BILLED_REPOSITORY} <= values:
                 problems.append(f"{name} variable repository lists {sorted(values)}")
     # one repository chosen: the panels by repository show it alone
-    for where, ref, expr in all_dashboard_queries():
-        if "$repository" not in expr or "vcs_repository_name" not in expr.split("(", 2)[1]:
-            continue  # only the queries grouped by repository
+    by_repository = [
+        (where, ref, expr)
+        for where, ref, expr in all_dashboard_queries()
+        if "vcs_repository_name" in promql_label_names(expr)[1]
+    ]
+    assert len(by_repository) >= 5  # premium requests (2), lines, tasks, completion rate
+    for where, ref, expr in by_repository:
         chosen = grafana_to_promql(expr.replace("$repository", BILLED_REPOSITORY))
         try:
             found = prometheus.wait_for(core_expression(chosen), timeout=remaining())
