@@ -89,7 +89,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         Instrument.COUNTER,
         "{task}",
         "Tasks (top-level user messages) by how they ended",
-        ("copilot.task.outcome", "copilot.mode"),
+        ("copilot.task.outcome", "copilot.mode", *REPOSITORY_LABELS),
     ),
     MetricSpec(
         "copilot.turns",

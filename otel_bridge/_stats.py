@@ -3,8 +3,8 @@
 The numbers come from the same observations the assembler makes for the OpenTelemetry metrics
 (a `MetricsRecorder` that keeps them in memory, per session), so the table and a dashboard can
 never disagree about what a task or a tool failure is. What tells sessions apart for a person
-(when it started, the model, the directory it ran in) is not a metric: `StatsAssembler` notes
-it from the events on their way through.
+(when it started, the model, the directory and repository it ran in) is not a metric:
+`StatsAssembler` notes it from the events on their way through.
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ class SessionStats:
     started: str | None = None  # ISO 8601, UTC: the session.start (else the first event)
     model: str | None = None  # the main agent's model at the end of the log
     directory: str | None = None  # the working directory, as --paths says to show it
+    #: the repository the session ran in (owner/name, from the CLI's context.repository, as
+    #: the metrics' vcs_owner_name and vcs_repository_name); None outside a git checkout
+    repository: str | None = None
     user_messages: int = 0
     continuations: int = 0
     tasks: int = 0
@@ -116,8 +119,10 @@ class StatsCollector:
         started_ns: int | None = None,
         model: str | None = None,
         cwd: str | None = None,
+        repository: str | None = None,
     ) -> None:
-        """Note what a session is: its first start and directory stay, the model follows."""
+        """Note what a session is: its first start and directory stay, the model and the
+        repository follow (a session moved to another checkout is shown in the last one)."""
         stats = self._of(session_id)
         if started_ns is not None and stats.started is None:
             moment = datetime.fromtimestamp(started_ns / 1e9, tz=timezone.utc)
@@ -126,6 +131,8 @@ class StatsCollector:
             stats.model = model
         if cwd and stats.directory is None:
             stats.directory = self._scrubber.path(cwd)
+        if repository:
+            stats.repository = self._scrubber.text(repository)
 
     def count_llm_call(self, session_id: str) -> None:
         """One LLM call whose tokens are unknown (no usage record)."""
@@ -196,9 +203,10 @@ class StatsCollector:
 
 
 class StatsAssembler(Assembler):
-    """An assembler that also tells `collector` when each session started, its model and
-    directory: from `session.start` (`startTime`, `context.cwd`; `session.resume` for logs
-    that lost it) and the main agent's model as the assembler follows it."""
+    """An assembler that also tells `collector` when each session started, its model,
+    directory and repository: from `session.start` (`startTime`, `context.cwd`;
+    `session.resume` for logs that lost it), the main agent's model and the session's
+    repository (`copilot.repository`, owner/name) as the assembler follows them."""
 
     def __init__(self, collector: StatsCollector, config: AssemblerConfig | None = None) -> None:
         super().__init__(config, metrics=collector)
@@ -222,8 +230,13 @@ class StatsAssembler(Assembler):
             if event.type == "session.start":
                 started = _start_time(event)
                 break
+        repository = session.facts.attribution.get(sc.COPILOT_REPOSITORY)
         self._collector.describe(
-            session.session_id, started_ns=started, model=session.model, cwd=cwd
+            session.session_id,
+            started_ns=started,
+            model=session.model,
+            cwd=cwd,
+            repository=repository if isinstance(repository, str) else None,
         )
         self._count_calls_without_usage(records)
         return records

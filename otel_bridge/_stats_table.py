@@ -40,7 +40,7 @@ class _Column:
     cell: Callable[[SessionStats], str]
     left: bool = False  # text, aligned left; numbers go right
     group: str = ""  # a heading over adjacent columns of the same group
-    cut: bool = False  # may be cut ("...") to fit: long model and directory names
+    cut: bool = False  # may be cut ("...") to fit: long model, directory and repository names
 
 
 def _short(stats: SessionStats) -> str:
@@ -89,6 +89,13 @@ _STARTED = _Column("started", _started(False), left=True)
 _DATE = _Column("started", _started(True), left=True)
 _MODEL = _Column("model", lambda s: s.model or "", left=True, cut=True)
 _DIRECTORY = _Column("directory", lambda s: s.directory or "", left=True, cut=True)
+#: owner/name, "-" outside a git checkout (the total has none: blank)
+_REPOSITORY = _Column(
+    "repository",
+    lambda s: "" if s.session == "total" else s.repository or "-",
+    left=True,
+    cut=True,
+)
 
 
 def _outcome(outcome: str) -> Callable[[SessionStats], str]:
@@ -106,8 +113,9 @@ _TOOL_ERRORS = _Column("tool err", lambda s: str(s.tool_failures))
 #: What the session cost and changed (its shutdowns' accounting): dropped in the narrowest layout.
 _COST = [_Column("premium req", _premium), _Column("lines +/-", _lines)]
 
-#: Where a session ran and what it did: the same in the three widest layouts.
-_WHERE = [_STARTED, _MODEL, _DIRECTORY]
+#: Where a session ran and what it did: the same in the three widest layouts (the fourth
+#: drops the repository, for a terminal that has room for the cost but not for it).
+_WHERE = [_STARTED, _MODEL, _DIRECTORY, _REPOSITORY]
 _WORK = [_MESSAGES, _TURNS, _PER_MESSAGE, _TOOLS, _TOOL_ERRORS]
 #: From the widest to the narrowest; the first that fits is printed (help of `stats` says so).
 _LAYOUTS: list[list[_Column]] = [
@@ -139,6 +147,14 @@ _LAYOUTS: list[list[_Column]] = [
     ],
     [
         _SESSION,
+        *(c for c in _WHERE if c is not _REPOSITORY),
+        *_WORK,
+        _Column("ok/tasks", _tasks_ok),
+        _Column("tokens in/out", _tokens),
+        *_COST,
+    ],
+    [
+        _SESSION,
         _DATE,
         _MODEL,
         _Column("dir", _DIRECTORY.cell, left=True, cut=True),
@@ -161,11 +177,11 @@ def render_table(
     the `copilot.turns_per_message` metric; `tools`/`tool err` are tool calls and those that
     failed; the five outcome columns are tasks by outcome; `premium req` and `lines +/-` are
     what the session's shutdowns say it cost and changed (once across resumes; "n/a (BYOK)"
-    for a session of bring-your-own-key calls only). With no `width`, every column; when
-    narrower, the first of `_LAYOUTS` that fits: the full session id becomes its first 8
-    characters and tokens are shortened (12.3k), then the outcomes become completed/all
-    ("ok/tasks"), then messages, turns per message, cost and lines go and the start shows its
-    date only;
+    for a session of bring-your-own-key calls only); `repository` is owner/name ("-" outside a
+    git checkout). With no `width`, every column; when narrower, the first of `_LAYOUTS` that
+    fits: the full session id becomes its first 8 characters and tokens are shortened (12.3k),
+    then the outcomes become completed/all ("ok/tasks"), then the repository goes, then
+    messages, turns per message, cost and lines go and the start shows its date only;
     then long model and directory names are cut, and at last the lines.
     """
     for columns in _LAYOUTS:

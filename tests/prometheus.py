@@ -304,13 +304,17 @@ _KEYWORDS = frozenset(
     }
 )
 _GRAFANA_VARIABLE = re.compile(r"\$\{?(__rate_interval|__interval|__range)(?::\w+)?\}?")
+#: a dashboard's own template variable (`$model`, `${repository}`, `${job:regex}`)
+_TEMPLATE_VARIABLE = re.compile(r"\$\{?(?!__)(\w+)(?::\w+)?\}?")
 _SET_OPERATOR = re.compile(r"\b(or|and|unless)\b")
 _COMPARISON = re.compile(r"(==|!=|>=|<=|>|<)(\s*bool\b)?")
 
 
-def grafana_to_promql(expr: str, window: str = "1m") -> str:
-    """A dashboard query with Grafana's interval variables replaced by `window`."""
-    return _GRAFANA_VARIABLE.sub(window, expr)
+def grafana_to_promql(expr: str, window: str = "1m", all_value: str = ".*") -> str:
+    """A dashboard query as Grafana sends it: the interval variables replaced by `window` and
+    the dashboard's template variables by `all_value`, what they become with "All" selected
+    (the dashboards' `allValue`; they are only used inside regex matchers, `label=~"$x"`)."""
+    return _TEMPLATE_VARIABLE.sub(all_value, _GRAFANA_VARIABLE.sub(window, expr))
 
 
 def _blank(match: re.Match[str]) -> str:

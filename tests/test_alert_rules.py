@@ -91,6 +91,7 @@ def test_the_expected_alerts_exist() -> None:
         "CopilotToolErrorRateHigh",
         "CopilotRunawayAgentLoops",
         "CopilotSessionErrorsSpike",
+        "CopilotPremiumRequestsSpendHigh",
         "OtelBridgeDown",
         "OtelBridgeLagging",
         "OtelBridgeDroppingSpans",

@@ -236,6 +236,7 @@ def test_dashboard_is_importable_anywhere(dashboard: dict[str, Any]) -> None:
     assert variables["datasource"]["query"] == "prometheus"
     assert variables["traces_datasource"]["type"] == "datasource"
     assert variables["traces_datasource"]["query"] == "tempo"
+    defined = set(variables)
     panels = list(iter_panels(dashboard["panels"]))
     ids = [p["id"] for p in panels]
     assert len(ids) == len(set(ids)), "panel ids must be unique"
@@ -250,7 +251,8 @@ def test_dashboard_is_importable_anywhere(dashboard: dict[str, Any]) -> None:
             assert target.get("datasource", DATASOURCE) == DATASOURCE, where
             assert target["expr"].strip(), where
             used = set(re.findall(r"\$\{?(\w+)", target["expr"]))
-            assert used <= GRAFANA_VARIABLES, f"{where}: variables {used - GRAFANA_VARIABLES}"
+            known = GRAFANA_VARIABLES | defined
+            assert used <= known, f"{where}: variables {used - known}"
 
 
 def test_no_datasource_uid_is_fixed(dashboard: dict[str, Any]) -> None:
@@ -354,3 +356,119 @@ def test_the_name_check_catches_typos() -> None:
     assert promql_selectors(
         'sum by (le) (rate(a_bucket { le!="}", b=~"x|y"}[5m] offset 1m)) / on (job) up'
     ) == ['a_bucket{ le!="}", b=~"x|y"}', "up"]
+
+
+# ---------------------------------------------------------------------- template variables
+#: label -> the variable that filters it, on every selector of a series that has the label
+FILTER_VARIABLES = {
+    "job": "job",
+    "instance": "instance",
+    "gen_ai_request_model": "model",
+    "copilot_mode": "mode",
+    "vcs_repository_name": "repository",
+}
+#: the variables of each dashboard beyond the datasource and trace ones
+DASHBOARD_VARIABLES = {
+    "copilot-overview.json": ("job", "instance", "model", "mode", "repository"),
+    "otel-bridge-health.json": ("job", "instance"),
+}
+
+
+def template_variables(name: str) -> dict[str, dict[str, Any]]:
+    return {v["name"]: v for v in load_dashboard(name)["templating"]["list"]}
+
+
+def label_values_query(query: str) -> tuple[str, str]:
+    """(series selector, label) of a Grafana Prometheus `label_values(selector, label)`."""
+    match = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", query.strip())
+    assert match, f"not a label_values() query: {query!r}"
+    return match.group(1), match.group(2)
+
+
+def missing_filters(expr: str, variables: set[str]) -> list[str]:
+    """The selectors of `expr` that lack the matcher `label=~"$variable"` of a label their
+    series has, for each filter variable the dashboard defines."""
+    allowed = allowed_metric_labels()
+    missing = []
+    for selector in promql_selectors(expr):
+        name = selector.split("{", 1)[0]
+        for label, variable in FILTER_VARIABLES.items():
+            has = variable in variables and label in allowed.get(name, set())
+            if has and f'{label}=~"${variable}"' not in selector:
+                missing.append(f'{selector}: no {label}=~"${variable}"')
+    return missing
+
+
+@pytest.mark.parametrize("name", DASHBOARD_FILES)
+def test_the_filter_variables_are_multi_value_with_all_matching_everything(name: str) -> None:
+    variables = template_variables(name)
+    for variable in DASHBOARD_VARIABLES[name]:
+        spec = variables[variable]
+        assert spec["type"] == "query" and spec["datasource"] == DATASOURCE, variable
+        assert spec["includeAll"] is True and spec["multi"] is True, variable
+        # "All" as `.*`, not Grafana's default (a|b|c of the values it saw): it matches a series
+        # without the label too, so All takes the sessions outside a git checkout. Except the
+        # job: its All is the jobs of the bridges only (the values listed), so that `up` of
+        # the health dashboard shows the bridges, not every target of the Prometheus.
+        assert spec.get("allValue") == (None if variable == "job" else ".*"), variable
+        selector, label = label_values_query(spec["query"])
+        assert label in FILTER_VARIABLES and FILTER_VARIABLES[label] == variable
+        assert promql_metric_names(selector) <= allowed_metric_labels().keys()
+    assert variables["job"]["query"] == "label_values(otel_bridge_files_followed, job)"
+    assert variables["instance"]["query"] == 'label_values(up{job=~"$job"}, instance)'
+
+
+@pytest.mark.parametrize("name", DASHBOARD_FILES)
+def test_every_query_is_filtered_by_the_variables_of_its_labels(name: str) -> None:
+    variables = set(DASHBOARD_VARIABLES[name])
+    problems = []
+    for panel in iter_panels(load_dashboard(name)["panels"]):
+        for target in panel.get("targets", []):
+            problems += [
+                f"{panel['title']}: {m}" for m in missing_filters(target["expr"], variables)
+            ]
+            assert 'job="otel-bridge"' not in target["expr"], panel["title"]
+    assert problems == []
+
+
+def test_the_filter_check_catches_a_missing_matcher() -> None:
+    every = set(FILTER_VARIABLES.values())
+    good = (
+        'sum(copilot_tasks_total{job=~"$job", instance=~"$instance", copilot_mode=~"$mode", '
+        'vcs_repository_name=~"$repository"})'
+    )
+    assert missing_filters(good, every) == []
+    assert missing_filters(good.replace(', copilot_mode=~"$mode"', ""), every) != []
+    assert missing_filters('up{job="otel-bridge"}', every) != []
+    assert missing_filters('up{job=~"$job", instance=~"$instance"}', every) == []
+
+
+def _queries_of(name: str) -> list[str]:
+    return [
+        target["expr"]
+        for panel in iter_panels(load_dashboard(name)["panels"])
+        for target in panel.get("targets", [])
+    ]
+
+
+@pytest.mark.parametrize(
+    ("metric", "by"),
+    [
+        ("copilot_premium_requests_total", "gen_ai_request_model"),
+        ("copilot_premium_requests_total", "vcs_repository_name"),
+        ("copilot_session_premium_requests_total", "gen_ai_request_model"),
+        ("copilot_session_premium_requests_total", "vcs_repository_name"),
+        ("copilot_ai_credits_total", "gen_ai_request_model"),
+        ("copilot_session_ai_credits_total", "gen_ai_request_model"),
+        ("copilot_code_lines_total", "vcs_repository_name"),
+        ("copilot_tasks_total", "vcs_repository_name"),
+    ],
+)
+def test_the_overview_shows_cost_lines_and_tasks_by_model_and_repository(
+    metric: str, by: str
+) -> None:
+    queries = [q for q in _queries_of("copilot-overview.json") if metric in promql_metric_names(q)]
+    grouped = [q for q in queries if by in promql_label_names(q)[1]]
+    assert grouped, f"no panel shows {metric} by {by}"
+    if metric == "copilot_tasks_total":  # the completion rate: completed / all, by repository
+        assert any('copilot_task_outcome="completed"' in q for q in grouped)

@@ -2,9 +2,12 @@
 logs, Prometheus scrapes it, and every dashboard query and every alert rule must find data.
 
 The bridge gets every capture in tests/fixtures (tasks of every outcome, tools that fail, a
-provider error, aborts, sub-agents, autopilot), plus one log with a malformed line and an event
-of an unknown type; its OTLP trace exporter points at a port where nothing listens, so exports
-fail and spans are dropped (a file exporter beside it succeeds). So every metric of the
+provider error, aborts, sub-agents, autopilot, code changes, a session in a git checkout), plus
+one log with a malformed line and an event of an unknown type, and one built log of billed calls
+(premium requests, AI credits; the captures' calls are bring-your-own-key, which cost nothing
+countable) and code changes in another repository; its OTLP trace exporter points at a port
+where nothing listens, so exports fail and spans are dropped (a file exporter beside it
+succeeds). So every metric of the
 dashboards has something to show, and a query that finds nothing is a wrong query: a misspelt
 metric or label, a label the bridge does not set, a unit suffix the exporter does not add.
 """
@@ -33,10 +36,17 @@ from tests.prometheus import (  # noqa: F401  (prometheus_factory: a fixture, us
     free_port,
     grafana_to_promql,
     prometheus_factory,
+    promql_label_names,
     promql_selectors,
 )
+from tests.test_accounting import two_segments
 from tests.test_alert_rules import ALERTS, GROUP, alert_rules
-from tests.test_dashboards import all_dashboard_queries
+from tests.test_dashboards import (
+    DASHBOARD_FILES,
+    all_dashboard_queries,
+    label_values_query,
+    template_variables,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DEADLINE_S = 25.0  # for the bridge to read everything and Prometheus to see it
@@ -76,6 +86,27 @@ def bad_input_log() -> bytes:
         },
     ]
     return "".join((e if isinstance(e, str) else json.dumps(e)) + "\n" for e in events).encode()
+
+
+#: the repository of the built log of billed calls (tests/fixtures/git_repo has another)
+BILLED_OWNER, BILLED_REPOSITORY = "octo-org", "billing"
+
+
+def billed_log() -> bytes:
+    """A session in a git checkout whose calls are billed (premium requests, AI credits) and
+    whose shutdowns report code changes: tests/test_accounting.py's two segments, moved into
+    repository octo-org/billing under a fresh session id."""
+    log = two_segments()
+    start = log.raw[0]["data"]
+    start["sessionId"] = str(uuid.uuid4())
+    start["context"] = {
+        "cwd": "/src/billing",
+        "gitRoot": "/src/billing",
+        "repository": f"{BILLED_OWNER}/{BILLED_REPOSITORY}",
+        "repositoryHost": "github.com",
+        "branch": "main",
+    }
+    return log.jsonl()
 
 
 def start_bridge(state: Path, port: int, workdir: Path) -> subprocess.Popen[bytes]:
@@ -163,6 +194,7 @@ def scraped_bridge(
             log.parent.name: log.read_bytes() for log in sorted(FIXTURES.glob("*/events.jsonl"))
         }
         logs["bad_input"] = bad_input_log()
+        logs["billed"] = billed_log()
         for name, data in logs.items():
             (state / name).mkdir()
             (state / name / "events.jsonl").write_bytes(data[: data.index(b"\n") + 1])
@@ -202,6 +234,43 @@ def test_every_dashboard_and_alert_query_finds_data(scraped_bridge) -> None:
             problems.append(f"{where}: no data for {' '.join(core.split())}")
         except Exception as exc:
             problems.append(f"{where}: {exc}")
+    # every template variable lists values (Grafana's label_values: the label's values among
+    # the selected series), and the repository variable the repositories of the logs
+    for name in DASHBOARD_FILES:
+        for variable, spec in template_variables(name).items():
+            if spec["type"] != "query":
+                continue
+            selector, label = label_values_query(spec["query"])
+            promql = f"count by ({label}) ({grafana_to_promql(selector)})"
+            try:
+                found = prometheus.wait_for(
+                    promql,
+                    timeout=remaining(),
+                    check=lambda result, label=label: any(s["metric"].get(label) for s in result),
+                )
+            except TimeoutError:
+                problems.append(f"{name} variable {variable}: no values for {promql}")
+                continue
+            values = {series["metric"].get(label, "") for series in found}
+            if variable == "repository" and not {"demo-project", BILLED_REPOSITORY} <= values:
+                problems.append(f"{name} variable repository lists {sorted(values)}")
+    # one repository chosen: the panels by repository show it alone
+    by_repository = [
+        (where, ref, expr)
+        for where, ref, expr in all_dashboard_queries()
+        if "vcs_repository_name" in promql_label_names(expr)[1]
+    ]
+    assert len(by_repository) >= 5  # premium requests (2), lines, tasks, completion rate
+    for where, ref, expr in by_repository:
+        chosen = grafana_to_promql(expr.replace("$repository", BILLED_REPOSITORY))
+        try:
+            found = prometheus.wait_for(core_expression(chosen), timeout=remaining())
+        except TimeoutError:
+            problems.append(f"{where} [{ref}] for repository {BILLED_REPOSITORY}: no data")
+            continue
+        shown = {series["metric"].get("vcs_repository_name") for series in found}
+        if shown != {BILLED_REPOSITORY}:
+            problems.append(f"{where} [{ref}] for repository {BILLED_REPOSITORY} shows {shown}")
     # every selector on its own, so that a misspelt label value cannot hide behind `or`
     selectors = {s for _, expr, _ in checks for s in promql_selectors(grafana_to_promql(expr))}
     for selector in sorted(selectors):

@@ -16,6 +16,7 @@ from otel_bridge._stats import StatsAssembler, StatsCollector
 from otel_bridge._stats_table import render_table
 from otel_bridge.cli import main
 from otel_bridge.sources import find_logs, replay_logs
+from tests.builder import Log
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
@@ -142,3 +143,59 @@ def test_a_log_without_its_start_still_gets_a_date(tmp_path) -> None:
     second = json.loads(lines[1])["timestamp"].replace("Z", "+00:00")
     assert datetime.fromisoformat(entry.started or "") == datetime.fromisoformat(second)
     assert entry.directory is None and entry.model is None
+
+
+GIT_LOG = FIXTURES / "git_repo" / "events.jsonl"
+
+
+def test_each_session_shows_its_repository_or_a_dash(capsys) -> None:
+    """The repository of the session's context (owner/name), as the metrics' vcs labels;
+    "-" in the table and null in --json for a session outside a git checkout."""
+    assert main(["stats", str(FIXTURES), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    by_id = {s["session"]: s for s in report["sessions"]}
+    for path in LOGS:
+        start = first_event(path)["data"]
+        assert by_id[start["sessionId"]]["repository"] == start["context"].get("repository")
+    git_session = first_event(GIT_LOG)["data"]["sessionId"]
+    assert by_id[git_session]["repository"] == "octo-org/demo-project"
+    assert report["total"]["repository"] is None
+    lines = stats(str(FIXTURES)).stdout.splitlines()
+    at = lines[1].index("repository")  # where the column starts
+    for line in lines[3:-2]:
+        expected = "octo-org/demo-project" if line.startswith(git_session) else "-"
+        assert line[at:].split()[0] == expected, line
+    assert "repository" in lines[1] and "octo-org" not in lines[-1]  # the total has none
+
+
+def test_the_repository_follows_the_session_to_another_checkout() -> None:
+    log = Log()
+    log.start(context={"cwd": "/src/a", "repository": "o/a", "branch": "main"})
+    log.add("session.context_changed", cwd="/src/b", repository="o/b", branch="dev")
+    log.user()
+    log.simple_turn("0", "u1")
+    collector = StatsCollector()
+    StatsAssembler(collector).feed("s", log.events())
+    (entry,) = collector.sessions.values()
+    assert entry.repository == "o/b" and entry.directory == "a"
+
+
+def test_the_repository_goes_before_the_cost_when_the_table_narrows() -> None:
+    collector = collected()
+    sessions = sorted(collector.sessions.values(), key=lambda s: s.session)
+    total = collector.total()
+    with_repository = [
+        width
+        for width in range(100, 300)
+        if "repository" in render_table(sessions, total, width).splitlines()[0]
+    ]
+    assert with_repository, "no width shows the repository"
+    narrower = render_table(sessions, total, with_repository[0] - 1).splitlines()[0]
+    assert "repository" not in narrower
+    assert "premium req" in narrower and "lines +/-" in narrower
+
+
+def test_the_help_names_the_cost_lines_and_repository_columns() -> None:
+    text = stats("--help").stdout
+    for words in ("repository", "premium req", "lines +/-", "n/a (BYOK)"):
+        assert words in text, words

@@ -394,14 +394,18 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         help="print a table of what the sessions in some logs did",
         description="Read session logs and print, per session and in total: when it started, "
-        "its model and\ndirectory, user messages, turns, main-agent turns per "
-        "message, tool calls and failures,\ntasks by outcome and tokens. The numbers "
-        "are the same the metrics export.\n\nThe table fits the terminal ($COLUMNS "
+        "its model,\ndirectory and repository (owner/name, - outside a git checkout), "
+        "user messages, turns,\nmain-agent turns per message, tool calls and failures, "
+        'tasks by outcome, tokens, premium\nrequests and lines added/removed ("premium '
+        'req", "lines +/-": what the session\'s shutdowns\nreport, once across '
+        "resumes; n/a (BYOK) for bring-your-own-key calls only). The numbers\nare the "
+        "same the metrics export.\n\nThe table fits the terminal ($COLUMNS "
         "or its width; to a pipe or file it is printed whole).\nWhen narrow, the "
         "session id is cut to 8 characters and tokens shortened (12.3k); then the\n"
-        "five outcome columns become one (completed/tasks); then messages and "
-        "turns per message\nare dropped and the start shows its date only; then "
-        "long model and directory names are cut.\n--json has everything.",
+        "five outcome columns become one (completed/tasks); then the repository is "
+        "dropped; then\nmessages, turns per message, premium requests and lines are "
+        "dropped and the start shows\nits date only; then long model and directory "
+        "names are cut.\n--json has everything.",
     )
     stats.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="as for replay")
     stats.add_argument(
