@@ -264,7 +264,8 @@ def test_metrics_are_recorded_only_when_given_a_recorder_of_the_apps_provider() 
         "copilot.user_messages",
         "copilot.turns",
         "copilot.tasks",
-        "gen_ai.client.token.usage",
+        "gen_ai.client.inference.operation.input_tokens",
+        "gen_ai.client.inference.usage.output_tokens",
         "otel_bridge.events.read",
     } <= names
     provider.shutdown()

@@ -356,7 +356,7 @@ def test_subagents_nested(e2e: E2E) -> None:
         assert spawn is not None and spawn.name == "execute_tool task"
         call = spawn.attrs["gen_ai.tool.call.id"]
         assert agent.attrs["gen_ai.tool.call.id"] == call
-        assert agent.attrs["gen_ai.agent.id"] == started[call]["agentId"]
+        assert agent.attrs["copilot.agent.id"] == started[call]["agentId"]
         assert agent.status == "UNSET"
         assert len(turns_of(tree, agent)) == 2
         for turn in turns_of(tree, agent):
@@ -405,7 +405,7 @@ def test_subagents_in_parallel(e2e: E2E) -> None:
     assert [a.name for a in agents] == ["invoke_agent general-purpose"] * 2
     # both ran at the same time; their events interleave in the one log
     assert max(a.start_ns for a in agents) < min(a.end_ns for a in agents)
-    assert len({a.attrs["gen_ai.agent.id"] for a in agents}) == 2
+    assert len({a.attrs["copilot.agent.id"] for a in agents}) == 2
     tools = sorted(
         s.attrs["gen_ai.tool.name"]
         for a in agents
