@@ -300,9 +300,7 @@ def test_model_metrics_are_labelled_by_repository_and_nothing_else_by_default() 
         "gen_ai.client.inference.operation.input_tokens",
         "gen_ai.client.inference.duration",
         "gen_ai.client.inference.usage.input_tokens",
-    } <= {
-        name for name, _ in seen
-    }
+    } <= {name for name, _ in seen}
     for name, attributes in seen:
         assert attributes[sc.VCS_REPOSITORY_NAME] == "demo-project", name
         assert attributes[sc.VCS_OWNER_NAME] == "octo-org", name
