@@ -36,7 +36,9 @@ MISSION = (
     "copilot.aborts",
     "copilot.autopilot.continuations",
     "copilot.turns_per_message",
-    "gen_ai.client.token.usage",
+    "gen_ai.client.inference.operation.input_tokens",
+    "gen_ai.client.inference.operation.output_tokens",
+    "gen_ai.client.inference.usage.input_tokens",
     "gen_ai.invoke_agent.tool_calls",
 )
 
@@ -135,10 +137,11 @@ def test_one_tool_call(e2e: E2E) -> None:
     prompt_tokens = sum(r.usage["prompt_tokens"] for r in result.run.requests if r.usage)
     if not USAGE_RECORDS:  # the log has no tokens: none are counted
         prompt_tokens = 0
-    assert metrics.histogram("gen_ai.client.token.usage", gen_ai__token__type="input") == (
+    assert metrics.histogram("gen_ai.client.inference.operation.input_tokens") == (
         2 if USAGE_RECORDS else 0,
         prompt_tokens,
     )
+    assert metrics.total("gen_ai.client.inference.usage.input_tokens") == prompt_tokens
 
     stats = result.stats
     assert (
@@ -447,7 +450,7 @@ def test_provider_http_500_is_a_session_error(e2e: E2E) -> None:
         metrics.total("copilot.session.errors", error__type="query", copilot__agent__type="main")
         == 1
     )
-    assert metrics.histogram("gen_ai.client.token.usage") == (0, 0)
+    assert metrics.histogram("gen_ai.client.inference.operation.input_tokens") == (0, 0)
     assert result.stats["outcomes"]["error"] == 1 and result.stats["llm_calls"] == 0
 
 
