@@ -64,6 +64,8 @@ _GENAI = ("gen_ai.operation.name", "gen_ai.provider.name")
 #: for a session outside a git checkout with a remote. A test checks that no model metric lacks
 #: them; the assembler's meter adds them to whatever metric lists them (`SessionMeter`).
 REPOSITORY_LABELS = ("vcs.owner.name", "vcs.repository.name")
+#: Labels of the inference (LLM call) metrics.
+_INFERENCE = (*_GENAI, "gen_ai.request.model", "gen_ai.response.model", *REPOSITORY_LABELS)
 #: The further attribution labels `--metric-labels` may add to those same metrics, by the name
 #: the option takes. Off by default: each multiplies the series (docs/metrics.md). Paths,
 #: commits and session ids are never labels (tests/test_attribution.py goes over every label).
@@ -227,11 +229,70 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         REPOSITORY_LABELS,
     ),
     # --- GenAI semantic conventions ---------------------------------------------------------
+    # (semantic-conventions-genai docs/gen-ai/client-inference.md, gen-ai-token-metrics.md;
+    # the `--semconv` modes and the previous names: semconv.RENAMED, docs/metrics.md)
+    MetricSpec(
+        "gen_ai.client.inference.duration",
+        Instrument.HISTOGRAM,
+        "s",
+        "LLM call duration as the CLI measured it",
+        _INFERENCE,
+    ),
+    MetricSpec(
+        "gen_ai.client.inference.operation.input_tokens",
+        Instrument.HISTOGRAM,
+        "{token}",
+        "Input tokens per LLM call, by model",
+        _INFERENCE,
+    ),
+    MetricSpec(
+        "gen_ai.client.inference.operation.output_tokens",
+        Instrument.HISTOGRAM,
+        "{token}",
+        "Output tokens per LLM call, by model",
+        _INFERENCE,
+    ),
+    MetricSpec(
+        "gen_ai.client.inference.usage.input_tokens",
+        Instrument.COUNTER,
+        "{token}",
+        "Input tokens spent, by model (cached ones included)",
+        _INFERENCE,
+    ),
+    MetricSpec(
+        "gen_ai.client.inference.usage.output_tokens",
+        Instrument.COUNTER,
+        "{token}",
+        "Output tokens spent, by model (reasoning ones included)",
+        _INFERENCE,
+    ),
+    MetricSpec(
+        "gen_ai.client.inference.usage.cache_read.input_tokens",
+        Instrument.COUNTER,
+        "{token}",
+        "Input tokens read from the provider's cache, by model",
+        _INFERENCE,
+    ),
+    MetricSpec(
+        "gen_ai.client.inference.usage.cache_write.input_tokens",
+        Instrument.COUNTER,
+        "{token}",
+        "Input tokens written to the provider's cache, by model",
+        _INFERENCE,
+    ),
+    MetricSpec(
+        "gen_ai.client.inference.usage.reasoning.output_tokens",
+        Instrument.COUNTER,
+        "{token}",
+        "Output tokens spent on reasoning, by model",
+        _INFERENCE,
+    ),
     MetricSpec(
         "gen_ai.client.token.usage",
         Instrument.HISTOGRAM,
         "{token}",
-        "Tokens per LLM call, by token type (input, output) and model",
+        "Previous name (semantic-conventions 1.41.0; --semconv previous|both): tokens per LLM "
+        "call, by token type (input, output) and model",
         (
             *_GENAI,
             "gen_ai.token.type",
@@ -244,8 +305,9 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "gen_ai.client.operation.duration",
         Instrument.HISTOGRAM,
         "s",
-        "LLM call duration as the CLI measured it",
-        (*_GENAI, "gen_ai.request.model", "gen_ai.response.model", *REPOSITORY_LABELS),
+        "Previous name (semantic-conventions 1.41.0; --semconv previous|both) of "
+        "gen_ai.client.inference.duration",
+        _INFERENCE,
     ),
     MetricSpec(
         "gen_ai.invoke_agent.duration",
@@ -259,6 +321,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         Instrument.HISTOGRAM,
         "{call}",
         "Tool calls per task, sub-agents' included",
+        (*_GENAI, "gen_ai.agent.name"),
+    ),
+    MetricSpec(
+        "gen_ai.invoke_agent.inference_calls",
+        Instrument.HISTOGRAM,
+        "{call}",
+        "LLM calls per task, sub-agents' included",
         (*_GENAI, "gen_ai.agent.name"),
     ),
     MetricSpec(
@@ -348,8 +417,12 @@ CATALOGUE: tuple[MetricSpec, ...] = (
 BUCKETS: Mapping[str, tuple[float, ...]] = {
     "copilot.turns_per_message": TURN_BUCKETS,
     "copilot.permission.wait.duration": SECONDS_BUCKETS,
+    "gen_ai.client.inference.duration": SECONDS_BUCKETS,
+    "gen_ai.client.inference.operation.input_tokens": TOKEN_BUCKETS,
+    "gen_ai.client.inference.operation.output_tokens": TOKEN_BUCKETS,
     "gen_ai.client.token.usage": TOKEN_BUCKETS,
     "gen_ai.client.operation.duration": SECONDS_BUCKETS,
+    "gen_ai.invoke_agent.inference_calls": COUNT_BUCKETS,
     "gen_ai.invoke_agent.duration": SECONDS_BUCKETS,
     "gen_ai.invoke_agent.tool_calls": COUNT_BUCKETS,
     "gen_ai.execute_tool.duration": SECONDS_BUCKETS,

@@ -29,7 +29,8 @@ _COUNTED = frozenset(
         "copilot.tasks",
         "copilot.tool.calls",
         "copilot.turns_per_message",
-        "gen_ai.client.token.usage",
+        "gen_ai.client.inference.operation.input_tokens",
+        "gen_ai.client.inference.operation.output_tokens",
         "copilot.session.premium_requests",
         "copilot.code.lines",
     }
@@ -187,12 +188,11 @@ class StatsCollector:
         stats = self._of(session_id)
         if name == "copilot.turns_per_message":
             stats.task_turns += int(value)
-        elif name == "gen_ai.client.token.usage":
-            if attributes.get("gen_ai.token.type") == "input":
-                stats.input_tokens += int(value)
-                stats.llm_calls += 1
-            else:
-                stats.output_tokens += int(value)
+        elif name == "gen_ai.client.inference.operation.input_tokens":
+            stats.input_tokens += int(value)
+            stats.llm_calls += 1
+        elif name == "gen_ai.client.inference.operation.output_tokens":
+            stats.output_tokens += int(value)
 
     def total(self) -> SessionStats:
         """All sessions summed."""

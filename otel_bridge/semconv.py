@@ -1,9 +1,17 @@
 """Attribute names and values the bridge writes, in one place.
 
-GenAI names follow the OpenTelemetry semantic conventions as of schema 1.44.0 (the revision that
-opentelemetry-semantic-conventions 0.66b2 ships, under `_incubating`). They are copied here rather
-than imported because the Python package marks them incubating and moves them between releases;
-a rename upstream must be a deliberate change here, not a silent one in a dependency.
+GenAI names follow open-telemetry/semantic-conventions-genai, where the GenAI conventions moved
+after semantic-conventions 1.41.0 (1.42.0 deprecated the gen_ai.* names there), as read at
+commit 32c328e85013588c6fe32ebc30934ab5b1752b6a: that repository has made no release yet
+(CHANGELOG.md has only "Unreleased"; its README names the schema
+https://opentelemetry.io/schemas/gen-ai/1.42.0). They are the names GitHub Copilot CLI
+1.0.102's own telemetry emits. Other names (VCS, resource, error) follow semantic-conventions
+1.44.0 (the revision that opentelemetry-semantic-conventions 0.66b2 ships, under
+`_incubating`), whose schema URL the bridge's meter and tracer carry. Names are copied here
+rather than imported because the Python package marks them incubating and moves them between
+releases; a rename upstream must be a deliberate change here, not a silent one in a dependency.
+The names the GenAI move renamed are in `RENAMED`; `--semconv previous|both` still emits the
+old ones (docs/metrics.md, "Convention version").
 Copilot-specific facts live under `copilot.*`. The assembler writes no attribute, span event or
 metric name that is not defined here.
 """
@@ -19,6 +27,9 @@ GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+#: Previous name of a sub-agent's id (`copilot.agent.id` now): the genai repository's #242
+#: made gen_ai.agent.id "a stable hosted-agent identifier. Don't use transient instance IDs",
+#: and the CLI's agentId is one such transient id.
 GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
@@ -28,6 +39,8 @@ GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chun
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
+#: Previous name of gen_ai.usage.cache_write.input_tokens (genai repository #440).
 GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
 GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
@@ -37,7 +50,8 @@ GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
-GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"  # a metric attribute
+#: A label of the previous gen_ai.client.token.usage only (removed by genai repository #374).
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 ERROR_TYPE: Final = "error.type"
 
 # gen_ai.operation.name values
@@ -58,6 +72,8 @@ TOKEN_TYPE_OUTPUT: Final = "output"
 
 # --- Copilot-specific ----------------------------------------------------------------------
 COPILOT_VERSION: Final = "copilot.version"
+#: A sub-agent's id as the CLI gives it (`agentId`: transient, one per run).
+COPILOT_AGENT_ID: Final = "copilot.agent.id"
 COPILOT_INTERACTION_ID: Final = "copilot.interaction.id"
 COPILOT_TURN_ID: Final = "copilot.turn.id"
 COPILOT_TURN_INDEX: Final = "copilot.turn.index"
@@ -212,10 +228,23 @@ METRIC_ABORTS: Final = "copilot.aborts"
 METRIC_COMPACTIONS: Final = "copilot.compactions"
 METRIC_AUTOPILOT_CONTINUATIONS: Final = "copilot.autopilot.continuations"
 METRIC_PERMISSION_WAIT: Final = "copilot.permission.wait.duration"
+# GenAI inference metrics (semantic-conventions-genai docs/gen-ai/client-inference.md and
+# gen-ai-token-metrics.md): a histogram of each call's duration and of its input and output
+# tokens, and counters of the tokens spent, cached and reasoned.
+METRIC_INFERENCE_DURATION: Final = "gen_ai.client.inference.duration"
+METRIC_INFERENCE_INPUT_TOKENS: Final = "gen_ai.client.inference.operation.input_tokens"
+METRIC_INFERENCE_OUTPUT_TOKENS: Final = "gen_ai.client.inference.operation.output_tokens"
+METRIC_USAGE_INPUT_TOKENS: Final = "gen_ai.client.inference.usage.input_tokens"
+METRIC_USAGE_OUTPUT_TOKENS: Final = "gen_ai.client.inference.usage.output_tokens"
+METRIC_USAGE_CACHE_READ_TOKENS: Final = "gen_ai.client.inference.usage.cache_read.input_tokens"
+METRIC_USAGE_CACHE_WRITE_TOKENS: Final = "gen_ai.client.inference.usage.cache_write.input_tokens"
+METRIC_USAGE_REASONING_TOKENS: Final = "gen_ai.client.inference.usage.reasoning.output_tokens"
+# Previous names (semantic-conventions 1.41.0), emitted with --semconv previous|both only.
 METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 METRIC_INVOKE_AGENT_DURATION: Final = "gen_ai.invoke_agent.duration"
 METRIC_INVOKE_AGENT_TOOL_CALLS: Final = "gen_ai.invoke_agent.tool_calls"
+METRIC_INVOKE_AGENT_INFERENCE_CALLS: Final = "gen_ai.invoke_agent.inference_calls"
 METRIC_EXECUTE_TOOL_DURATION: Final = "gen_ai.execute_tool.duration"
 METRIC_EVENTS_UNKNOWN: Final = "otel_bridge.events.unknown"
 METRIC_EVENTS_FAILED: Final = "otel_bridge.events.failed"
@@ -250,7 +279,7 @@ EVENT_SESSION_WARNING: Final = "copilot.session.warning"
 COPILOT_WARNING_TYPE: Final = "copilot.warning.type"
 COPILOT_WARNING_MESSAGE: Final = "copilot.warning.message"  # content capture only
 # MCP tools. Names follow the OpenTelemetry semantic conventions for the Model Context
-# Protocol as published in semantic-conventions-genai v0.1.0 (docs/gen-ai/mcp.md; formerly
+# Protocol in semantic-conventions-genai (docs/gen-ai/mcp.md, not yet released; formerly
 # docs/gen-ai/mcp.md of open-telemetry/semantic-conventions 1.39/1.40, status Development):
 # an MCP `tools/call` carries `mcp.method.name` and `network.transport` (`pipe` for stdio,
 # `tcp` for HTTP). The CLI's `execute_tool` span is the call, so they go on it; the server's
@@ -360,3 +389,53 @@ COPILOT_SESSION_NAME: Final = "copilot.session.name"
 #: Words and characters of the user's message kept in `copilot.task.title`.
 TASK_TITLE_WORDS: Final = 12
 TASK_TITLE_MAX_CHARS: Final = 80
+
+# --- convention versions: the names the GenAI move renamed (docs/metrics.md, "Convention
+# version"; semantic-conventions-genai docs/gen-ai/non-normative/migration.md) ----------------
+#: `--semconv`: the released names only (default), the previous ones only (dashboards built on
+#: semantic-conventions 1.41.0), or both.
+SEMCONV_RELEASED: Final = "released"
+SEMCONV_PREVIOUS: Final = "previous"
+SEMCONV_BOTH: Final = "both"
+SEMCONV_MODES: Final = (SEMCONV_RELEASED, SEMCONV_PREVIOUS, SEMCONV_BOTH)
+#: (previous name, released name, what changed): every name the bridge emitted under
+#: semantic-conventions 1.41.0 that it now emits under another. docs/metrics.md's table is
+#: checked against it (tests/test_semconv_versions.py).
+RENAMED: Final[tuple[tuple[str, str, str], ...]] = (
+    (
+        METRIC_TOKEN_USAGE + " (gen_ai.token.type=input)",
+        METRIC_INFERENCE_INPUT_TOKENS,
+        "histogram, same values; genai #374",
+    ),
+    (
+        METRIC_TOKEN_USAGE + " (gen_ai.token.type=output)",
+        METRIC_INFERENCE_OUTPUT_TOKENS,
+        "histogram, same values; genai #374",
+    ),
+    (
+        METRIC_OPERATION_DURATION + " (gen_ai.operation.name=chat)",
+        METRIC_INFERENCE_DURATION,
+        "histogram, same values and labels; genai #521",
+    ),
+    (
+        GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+        GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
+        "chat span attribute; genai #440",
+    ),
+    (
+        GEN_AI_AGENT_ID,
+        COPILOT_AGENT_ID,
+        "sub-agent invoke_agent span attribute; genai #242",
+    ),
+)
+
+
+def attribute_keys(released: str, mode: str) -> tuple[str, ...]:
+    """The keys a span attribute named `released` goes under in `mode`: itself, its previous
+    name (from `RENAMED`), or both. A name that was not renamed goes under itself."""
+    previous = next((old for old, new, _ in RENAMED if new == released), None)
+    if previous is None or mode == SEMCONV_RELEASED:
+        return (released,)
+    if mode == SEMCONV_PREVIOUS:
+        return (previous,)
+    return (released, previous)

@@ -105,7 +105,7 @@ def test_a_subagents_own_selection_names_neither_the_root_nor_the_next_task() ->
     check_invariants(spans)
     assert [r.name for r in roots_of(spans)] == ["invoke_agent copilot"] * 2
     (explore,) = by_name(spans, "invoke_agent explore")
-    assert explore.attributes["gen_ai.agent.id"] == "a1"
+    assert explore.attributes["copilot.agent.id"] == "a1"
 
 
 def test_the_custom_agent_names_the_task_metrics_too() -> None:

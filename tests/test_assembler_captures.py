@@ -170,7 +170,7 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
         in_turn, agent_id = requested_in_turn[call_id]
         assert parent.name.startswith("turn " if in_turn else "invoke_agent"), call_id
         owner = by_id[parent.parent_span_id] if in_turn else parent
-        assert owner.attributes.get("gen_ai.agent.id") == agent_id
+        assert owner.attributes.get("copilot.agent.id") == agent_id
     # each sub-agent hangs under the `task` call that spawned it
     started = [e for e in events if e["type"] == "subagent.started"]
     subagents = [s for s in by_name(spans, "invoke_agent ") if s.parent_span_id is not None]
@@ -182,7 +182,7 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
             if s.attributes["gen_ai.tool.call.id"] == event["data"]["toolCallId"]
         ]
         assert span.name == f"invoke_agent {event['data']['agentName']}"
-        assert span.attributes["gen_ai.agent.id"] == event["agentId"]
+        assert span.attributes["copilot.agent.id"] == event["agentId"]
         assert span.parent_span_id == tools[event["data"]["toolCallId"]].span_id
         assert tools[event["data"]["toolCallId"]].name == "execute_tool task"
     # every chat span carries the tokens of its usage record
@@ -338,7 +338,7 @@ def test_custom_agent_names_the_task_root_and_explore_keeps_its_own_name() -> No
     assert root.name == "invoke_agent reviewer"
     assert root.attributes["gen_ai.agent.name"] == "reviewer"
     (explore,) = by_name(spans, "invoke_agent explore")
-    assert explore.attributes["gen_ai.agent.id"] == selected[1]["agentId"]
+    assert explore.attributes["copilot.agent.id"] == selected[1]["agentId"]
     assert explore.parent_span_id == by_name(spans, "execute_tool task")[0].span_id
     assert root.attributes["copilot.turns"] == sum(
         1 for e in events if e["type"] == "assistant.turn_start" and "agentId" not in e

@@ -321,7 +321,7 @@ def test_subagents_nested_and_parallel() -> None:
         "    chat gpt-4.1",
     ]
     explore = one(spans, "invoke_agent explore")
-    assert explore.attributes["gen_ai.agent.id"] == "A"
+    assert explore.attributes["copilot.agent.id"] == "A"
     assert explore.attributes["gen_ai.agent.name"] == "explore"
     assert all("copilot.incomplete" not in s.attributes for s in spans)
     assert len({s.trace_id for s in spans}) == 1

@@ -296,9 +296,11 @@ def test_model_metrics_are_labelled_by_repository_and_nothing_else_by_default() 
     seen = [(name, attrs) for _, name, _, attrs, _ in calls if name in attributed]
     # (this log's model is a bring-your-own-key provider and edits nothing: no cost or
     # code-change metric is observed; tests/test_accounting.py covers those)
-    assert {"gen_ai.client.token.usage", "gen_ai.client.operation.duration"} <= {
-        name for name, _ in seen
-    }
+    assert {
+        "gen_ai.client.inference.operation.input_tokens",
+        "gen_ai.client.inference.duration",
+        "gen_ai.client.inference.usage.input_tokens",
+    } <= {name for name, _ in seen}
     for name, attributes in seen:
         assert attributes[sc.VCS_REPOSITORY_NAME] == "demo-project", name
         assert attributes[sc.VCS_OWNER_NAME] == "octo-org", name

@@ -157,7 +157,7 @@ def test_cli_1_0_81_subagent_with_a_provider_error_is_an_error_though_it_complet
     spans = assemble_file(FIXTURES / "subagent_failed_cli1081" / "events.jsonl")
     check_invariants(spans)
     sub = one(spans, "invoke_agent general-purpose")
-    assert sub.attributes["gen_ai.agent.id"] == error["agentId"]
+    assert sub.attributes["copilot.agent.id"] == error["agentId"]
     assert sub.status is StatusCode.ERROR
     assert sub.attributes["error.type"] == error["data"]["errorType"]
     assert [e.name for e in sub.events] == ["copilot.session.error"]

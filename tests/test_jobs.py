@@ -77,7 +77,8 @@ def test_jobs_2_writes_the_spans_and_metrics_of_jobs_1(
     assert len(spans) > 300
     assert spans_in_order(two / "traces.jsonl") == spans  # the same spans, in the same order
     points = metric_points(one / "metrics.jsonl")
-    assert "copilot.tool.calls" in points and "gen_ai.client.token.usage" in points
+    assert "copilot.tool.calls" in points
+    assert "gen_ai.client.inference.operation.input_tokens" in points
     assert metric_points(two / "metrics.jsonl") == points
     assert messages(caplog) == logged_by_one  # the summary line included
 
@@ -161,7 +162,7 @@ def test_with_no_destination_jobs_2_says_what_jobs_1_says(
 def test_recorded_observations_are_made_again_in_order() -> None:
     recorder, target = RecordingRecorder(), RecordingRecorder()
     recorder.add("copilot.turns", 1, {"copilot.agent.type": "main"}, "s1")
-    recorder.record("gen_ai.client.token.usage", 12.5, {"gen_ai.token.type": "input"}, "s1")
+    recorder.record("gen_ai.client.inference.operation.input_tokens", 12.5, {}, "s1")
     recorder.add("otel_bridge.events.read", 3, {}, "")
     replay_into(recorder.calls, target)
     assert target.calls == recorder.calls

@@ -264,7 +264,8 @@ def test_metrics_are_recorded_only_when_given_a_recorder_of_the_apps_provider() 
         "copilot.user_messages",
         "copilot.turns",
         "copilot.tasks",
-        "gen_ai.client.token.usage",
+        "gen_ai.client.inference.operation.input_tokens",
+        "gen_ai.client.inference.usage.output_tokens",
         "otel_bridge.events.read",
     } <= names
     provider.shutdown()
@@ -291,3 +292,27 @@ def test_without_a_recorder_no_metric_is_recorded_and_nothing_fails() -> None:
         bridge.on_event(SessionEvent.from_dict(raw))
     assert type(bridge.assembler.metrics).__name__ == "NullRecorder"
     bridge.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "keys"),
+    [
+        ("released", {"gen_ai.usage.cache_write.input_tokens"}),
+        ("previous", {"gen_ai.usage.cache_creation.input_tokens"}),
+        (
+            "both",
+            {"gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_creation.input_tokens"},
+        ),
+    ],
+)
+def test_live_bridge_takes_the_semconv_mode_for_span_attributes(mode: str, keys: set[str]) -> None:
+    """LiveBridge(semconv=...) as `--semconv` (docs/metrics.md, "Convention version")."""
+    names = {"gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_creation.input_tokens"}
+    chats = [
+        s
+        for s in run_live(live_events(), semconv=mode)
+        if (s.attributes or {}).get("gen_ai.usage.input_tokens") is not None
+    ]
+    assert chats
+    for span in chats:
+        assert names & set(span.attributes or {}) == keys

@@ -154,12 +154,14 @@ def test_metrics_match_the_raw_log(path: Path) -> None:
     assert calls["error"] == sum(1 for c in starts if completes.get(c) is False)
     assert calls["incomplete"] + calls["aborted"] == sum(1 for c in starts if c not in completes)
     usage = [e["data"]["usage"] for e in events if e["type"] == "session.usage_record"]
-    assert sum(recorder.values("gen_ai.client.token.usage", gen_ai__token__type="input")) == sum(
-        u["inputTokens"] for u in usage
-    )
-    assert sum(recorder.values("gen_ai.client.token.usage", gen_ai__token__type="output")) == sum(
-        u["outputTokens"] for u in usage
-    )
+    for metric, key in (
+        ("gen_ai.client.inference.operation.input_tokens", "inputTokens"),
+        ("gen_ai.client.inference.operation.output_tokens", "outputTokens"),
+        ("gen_ai.client.inference.usage.input_tokens", "inputTokens"),
+        ("gen_ai.client.inference.usage.output_tokens", "outputTokens"),
+    ):
+        assert sum(recorder.values(metric)) == sum(u[key] for u in usage), metric
+    assert not recorder.values("gen_ai.client.token.usage")  # the previous name: recorder's
     assert len(recorder.values("copilot.user_messages", copilot__continuation=False)) == len(
         top_level
     ) + len(steering)
@@ -287,7 +289,11 @@ def test_prometheus_names_follow_the_exporter_rules() -> None:
     names = {s.name: prometheus_name(s) for s in CATALOGUE}
     assert names["copilot.tasks"] == "copilot_tasks_total"
     assert names["copilot.turns_per_message"] == "copilot_turns_per_message"
-    assert names["gen_ai.client.operation.duration"] == "gen_ai_client_operation_duration_seconds"
+    assert names["gen_ai.client.inference.duration"] == "gen_ai_client_inference_duration_seconds"
+    assert (
+        names["gen_ai.client.inference.usage.input_tokens"]
+        == "gen_ai_client_inference_usage_input_tokens_total"
+    )
     assert all(
         n.endswith("_total") == (s.instrument is Instrument.COUNTER)
         for s in CATALOGUE

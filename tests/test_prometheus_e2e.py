@@ -131,6 +131,10 @@ def start_bridge(state: Path, port: int, workdir: Path) -> subprocess.Popen[byte
                 str(state),
                 "--prometheus-port",
                 str(port),
+                # the released GenAI names and the previous ones: every dashboard query works
+                # with each (`<released> or <previous>`), and each selector is checked alone
+                "--semconv",
+                "both",
                 "--poll-interval",
                 "0.1",
                 "--no-checkpoints",
@@ -273,6 +277,13 @@ def test_every_dashboard_and_alert_query_finds_data(scraped_bridge) -> None:
             problems.append(f"{where} [{ref}] for repository {BILLED_REPOSITORY} shows {shown}")
     # every selector on its own, so that a misspelt label value cannot hide behind `or`
     selectors = {s for _, expr, _ in checks for s in promql_selectors(grafana_to_promql(expr))}
+    # the released GenAI names among them, each of which must find data on its own
+    released = {s.split("{")[0] for s in selectors if s.startswith("gen_ai_client_inference_")}
+    assert {
+        "gen_ai_client_inference_duration_seconds_bucket",
+        "gen_ai_client_inference_usage_input_tokens_total",
+        "gen_ai_client_inference_usage_output_tokens_total",
+    } <= released
     for selector in sorted(selectors):
         try:
             prometheus.wait_for(selector, timeout=remaining())

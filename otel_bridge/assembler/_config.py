@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .._metrics import OPTIONAL_LABELS
+from ..semconv import SEMCONV_MODES, SEMCONV_RELEASED
 
 __all__ = ["AssemblerConfig", "AssemblerStats"]
 
@@ -40,6 +41,9 @@ class AssemblerConfig:
         metric_labels: attribution labels to add, beside the repository, to the metrics that
             carry it (`_metrics.OPTIONAL_LABELS`: branch, repository host, provider, client;
             docs/metrics.md, "Attribution labels"). None by default: each multiplies the series.
+        semconv: the span attribute names the GenAI conventions renamed (`semconv.RENAMED`):
+            released (default), previous, or both keys. Metrics are named at the recorder
+            (`export.MetricsOptions.semconv_mode`).
     """
 
     capture_content: bool = False
@@ -50,8 +54,11 @@ class AssemblerConfig:
     client_name_of: Callable[[str], str | None] | None = None
     session_name_of: Callable[[str], str | None] | None = None
     metric_labels: tuple[str, ...] = ()
+    semconv: str = SEMCONV_RELEASED
 
     def __post_init__(self) -> None:
+        if self.semconv not in SEMCONV_MODES:
+            raise ValueError(f"semconv: one of {', '.join(SEMCONV_MODES)}, not {self.semconv!r}")
         unknown = [label for label in self.metric_labels if label not in OPTIONAL_LABELS.values()]
         if unknown:
             raise ValueError(

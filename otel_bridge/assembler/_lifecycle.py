@@ -224,18 +224,19 @@ class Lifecycle:
         if interaction.root_exported:
             return
         spans.agent.finish_root(interaction, end_ns, reason, incomplete=incomplete, error=error)
-        # Tool calls per task: a count of the state, not on any span.
-        self._meter.record(
-            sc.METRIC_INVOKE_AGENT_TOOL_CALLS,
-            interaction.tool_calls,
-            {
-                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-                sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
-                sc.GEN_AI_AGENT_NAME: interaction.root.attributes.get(
-                    sc.GEN_AI_AGENT_NAME, sc.MAIN_AGENT_NAME
-                ),
-            },
+        # Tool and LLM calls per task: counts of the state, not on any span.
+        labels = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+            sc.GEN_AI_PROVIDER_NAME: sc.PROVIDER_GITHUB,
+            sc.GEN_AI_AGENT_NAME: interaction.root.attributes.get(
+                sc.GEN_AI_AGENT_NAME, sc.MAIN_AGENT_NAME
+            ),
+        }
+        self._meter.record(sc.METRIC_INVOKE_AGENT_TOOL_CALLS, interaction.tool_calls, labels)
+        inference_calls = interaction.main.inference_calls + sum(
+            agent.inference_calls for agent in interaction.subagents.values()
         )
+        self._meter.record(sc.METRIC_INVOKE_AGENT_INFERENCE_CALLS, inference_calls, labels)
         self._facts.previous = (interaction.root.trace_id, interaction.root.span_id)
         self._facts.previous_in_segment = True
         self._facts.previous_ids = tuple(sorted(interaction.interaction_ids))[:MAX_IDS]

@@ -98,6 +98,7 @@ class SessionAssembler:
             self.facts,
             self.config.parent,
             self._session_name if self.config.session_name_of is not None else None,
+            semconv=self.config.semconv,
         )
         self.lifecycle = Lifecycle(self.facts, self.stats, self.spans, self.meter)
         self.permissions: dict[str, tuple[int, str | None]] = {}

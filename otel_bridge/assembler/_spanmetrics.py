@@ -8,8 +8,11 @@ metrics cannot disagree with the spans, and no handler counts them:
     invoke_agent   gen_ai.invoke_agent.duration (tasks and sub-agents); for a task (the root,
                    which carries copilot.task.outcome): copilot.tasks, copilot.turns_per_message,
                    copilot.autopilot.limit_stops (end reason autopilot_limit)
-    chat           gen_ai.client.operation.duration, gen_ai.client.token.usage (a usage record's
-                   call: the CLI's own duration and token counts, when the span carries them)
+    chat           gen_ai.client.inference.duration, gen_ai.client.inference.operation.
+                   {input,output}_tokens and the gen_ai.client.inference.usage.* counters (a
+                   usage record's call: the CLI's own duration and token counts, when the span
+                   carries them). Released names only: the previous ones (`--semconv`) are the
+                   metrics recorder's business (export/_metrics.py).
 
 The one label not on a span is the agent type of a tool call (main or sub-agent): the tool
 builder passes it. Metrics of what happens rather than of a finished span (a turn started, a
@@ -125,15 +128,29 @@ def _chat(meter: SessionMeter, record: SpanRecord) -> None:
     )
     duration_ms = attributes.get(sc.COPILOT_USAGE_DURATION_MS)
     if isinstance(duration_ms, int | float):
-        meter.record(sc.METRIC_OPERATION_DURATION, duration_ms / 1000.0, model_attributes)
-    for token_type, key in (
-        (sc.TOKEN_TYPE_INPUT, sc.GEN_AI_USAGE_INPUT_TOKENS),
-        (sc.TOKEN_TYPE_OUTPUT, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
+        meter.record(sc.METRIC_INFERENCE_DURATION, duration_ms / 1000.0, model_attributes)
+    for histogram, key in (
+        (sc.METRIC_INFERENCE_INPUT_TOKENS, sc.GEN_AI_USAGE_INPUT_TOKENS),
+        (sc.METRIC_INFERENCE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
     ):
         tokens = attributes.get(key)
         if isinstance(tokens, int):
-            meter.record(
-                sc.METRIC_TOKEN_USAGE,
-                tokens,
-                {**model_attributes, sc.GEN_AI_TOKEN_TYPE: token_type},
-            )
+            meter.record(histogram, tokens, model_attributes)
+    for counter, keys in _USAGE_COUNTERS:
+        tokens = next((attributes[k] for k in keys if k in attributes), None)
+        if isinstance(tokens, int) and tokens >= 0:
+            meter.add_value(counter, tokens, model_attributes)
+
+
+#: Each usage counter and the span attribute it adds (under its released name, or its previous
+#: one when `--semconv previous` put only that on the span).
+_USAGE_COUNTERS = (
+    (sc.METRIC_USAGE_INPUT_TOKENS, (sc.GEN_AI_USAGE_INPUT_TOKENS,)),
+    (sc.METRIC_USAGE_OUTPUT_TOKENS, (sc.GEN_AI_USAGE_OUTPUT_TOKENS,)),
+    (sc.METRIC_USAGE_CACHE_READ_TOKENS, (sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,)),
+    (
+        sc.METRIC_USAGE_CACHE_WRITE_TOKENS,
+        (sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS, sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS),
+    ),
+    (sc.METRIC_USAGE_REASONING_TOKENS, (sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,)),
+)

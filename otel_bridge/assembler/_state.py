@@ -130,6 +130,9 @@ class Agent:
     turns: int = 0
     agent_id: str | None = None
     done: bool = False
+    #: chat spans of this agent (LLM calls, failed ones included): gen_ai.invoke_agent.
+    #: inference_calls sums them over a task
+    inference_calls: int = 0
     #: a session.error of this sub-agent (CLI 1.0.81 ends it with subagent.completed after one)
     error: Error | None = None
 

@@ -14,6 +14,7 @@ from ..assembler import AssemblerConfig
 from ..export import MetricsOptions, ResourceOptions, SpanSink
 from ..export._sink import DEFAULT_QUEUE_SPANS
 from ..processors import ScrubberConfig
+from ..semconv import SEMCONV_RELEASED
 from ..sources._discovery import read_client_name, read_session_name
 
 __all__ = [
@@ -83,6 +84,7 @@ def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> A
         client_name_of=read_client_name,
         session_name_of=read_session_name,
         metric_labels=tuple(getattr(args, "metric_labels", None) or ()),
+        semconv=getattr(args, "semconv", SEMCONV_RELEASED),
     )
 
 

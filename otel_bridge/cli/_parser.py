@@ -16,6 +16,7 @@ from .._version import __version__
 from ..export._console import CONSOLE_FORMATS
 from ..export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
 from ..export._sink import DEFAULT_QUEUE_SPANS
+from ..semconv import SEMCONV_MODES, SEMCONV_RELEASED
 from ..sources._parallel import WORKERS_FROM_BYTES, usable_cores
 from ..sources._shard import Shard, parse_shard
 from ._common import CONTENT_ENV
@@ -172,6 +173,15 @@ def build_parser() -> argparse.ArgumentParser:
         "these, comma-separated: branch, host (the repository's), provider, client (github/cli, "
         "sdk). Each multiplies the series (docs/metrics.md); paths, commits and session ids "
         "are never labels (default: none)",
+    )
+    common.add_argument(
+        "--semconv",
+        choices=list(SEMCONV_MODES),
+        default=SEMCONV_RELEASED,
+        help="GenAI names: those of the semantic-conventions-genai repository (released), "
+        "those of semantic-conventions 1.41.0 (previous: gen_ai.client.token.usage, "
+        "gen_ai.client.operation.duration...), or both, for dashboards built on the previous "
+        'ones (docs/metrics.md, "Convention version"; default: released)',
     )
     common.add_argument(
         "--sample-ratio",

@@ -54,7 +54,12 @@ def _replay(
         traces_file_mode="w",
         # Metrics only where asked: their points carry the current time, not the logs'
         # (docs/architecture.md, "Metrics and old logs").
-        metrics=MetricsOptions(metrics_file=args.metrics_file, file_mode="w", prometheus_port=None),
+        metrics=MetricsOptions(
+            metrics_file=args.metrics_file,
+            file_mode="w",
+            prometheus_port=None,
+            semconv_mode=args.semconv,
+        ),
         # A collector that is not running is one clear line now, before --traces-file is
         # truncated, not a minute of retries and then every span failed.
         collector_check="fail",

@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             metrics_file=args.metrics_file,
             file_mode="a",
             export_interval_millis=int(args.metrics_interval * 1000),
+            semconv_mode=args.semconv,
         ),
         # A bad endpoint is an error (exit 2) before anything starts; one that refuses is a
         # warning: spans wait in the queue until it accepts them.

@@ -64,9 +64,25 @@ class OtelMetricsRecorder:
 
     Label values that come from logs (tool, model, agent names) are scrubbed like span
     attributes: a secret pasted where a tool name goes must not become a label.
+
+    The assembler speaks the released GenAI names only; `semconv` chooses what goes out
+    (`semconv.SEMCONV_MODES`): `previous` turns each released metric that was renamed into
+    its previous name (`_PREVIOUS`) and drops the metrics that did not exist then, `both`
+    records both. So dashboards built on semantic-conventions 1.41.0 keep working.
     """
 
-    def __init__(self, provider: MeterProvider, scrubber: Scrubber | None = None) -> None:
+    def __init__(
+        self,
+        provider: MeterProvider,
+        scrubber: Scrubber | None = None,
+        semconv_mode: str = semconv.SEMCONV_RELEASED,
+    ) -> None:
+        if semconv_mode not in semconv.SEMCONV_MODES:
+            raise ConfigError(
+                f"--semconv {semconv_mode!r}: use one of {', '.join(semconv.SEMCONV_MODES)}"
+            )
+        self._released = semconv_mode != semconv.SEMCONV_PREVIOUS
+        self._previous = semconv_mode != semconv.SEMCONV_RELEASED
         self._scrubber = scrubber or Scrubber()
         meter = provider.get_meter("otel_bridge", __version__, schema_url=semconv.SCHEMA_URL)
         self._meter = meter
@@ -92,6 +108,8 @@ class OtelMetricsRecorder:
     def add(
         self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
     ) -> None:
+        if not self._released and name in _RELEASED_ONLY:
+            return
         counter = self._counters.get(name)
         if counter is not None:  # the session id is never a label
             counter.add(value, self._labels(attributes))
@@ -99,6 +117,14 @@ class OtelMetricsRecorder:
     def record(
         self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
     ) -> None:
+        previous = _PREVIOUS.get(name)
+        if previous is not None and self._previous:
+            old_name, extra = previous
+            self._record(old_name, value, {**attributes, **extra})
+        if self._released or (previous is None and name not in _RELEASED_ONLY):
+            self._record(name, value, attributes)
+
+    def _record(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
         histogram = self._histograms.get(name)
         if histogram is not None:
             histogram.record(value, self._labels(attributes))
@@ -127,6 +153,33 @@ class OtelMetricsRecorder:
         )
 
 
+#: Each released histogram that was renamed: its previous name and the labels it had there
+#: (semconv.RENAMED; semantic-conventions-genai docs/gen-ai/non-normative/migration.md, "GenAI
+#: client token usage metric" and "GenAI client inference duration metric").
+_PREVIOUS: Mapping[str, tuple[str, Mapping[str, AttributeValue]]] = {
+    semconv.METRIC_INFERENCE_INPUT_TOKENS: (
+        semconv.METRIC_TOKEN_USAGE,
+        {semconv.GEN_AI_TOKEN_TYPE: semconv.TOKEN_TYPE_INPUT},
+    ),
+    semconv.METRIC_INFERENCE_OUTPUT_TOKENS: (
+        semconv.METRIC_TOKEN_USAGE,
+        {semconv.GEN_AI_TOKEN_TYPE: semconv.TOKEN_TYPE_OUTPUT},
+    ),
+    semconv.METRIC_INFERENCE_DURATION: (semconv.METRIC_OPERATION_DURATION, {}),
+}
+#: Metrics semantic-conventions 1.41.0 did not have: not emitted with `--semconv previous`.
+_RELEASED_ONLY = frozenset(
+    (
+        semconv.METRIC_USAGE_INPUT_TOKENS,
+        semconv.METRIC_USAGE_OUTPUT_TOKENS,
+        semconv.METRIC_USAGE_CACHE_READ_TOKENS,
+        semconv.METRIC_USAGE_CACHE_WRITE_TOKENS,
+        semconv.METRIC_USAGE_REASONING_TOKENS,
+        semconv.METRIC_INVOKE_AGENT_INFERENCE_CALLS,
+    )
+)
+
+
 @dataclass(frozen=True, slots=True)
 class MetricsOptions:
     """Where metrics go.
@@ -139,6 +192,8 @@ class MetricsOptions:
         metrics_file: also write OTLP JSON Lines here.
         file_mode: "w" to start the file afresh, "a" to append.
         export_interval_millis: how often OTLP/console/file readers export (run).
+        semconv_mode: which GenAI metric names go out: released, previous or both
+            (`OtelMetricsRecorder`; docs/metrics.md, "Convention version").
     """
 
     default_exporters: tuple[str, ...] = ()
@@ -148,6 +203,7 @@ class MetricsOptions:
     file_mode: str = "w"
     export_interval_millis: int = 60_000
     console_stream: IO[str] | None = None
+    semconv_mode: str = semconv.SEMCONV_RELEASED
 
 
 class MetricsPipeline:
@@ -260,7 +316,7 @@ def build_metrics(
     # No atexit hook: the command shuts the pipeline down itself, within its export timeout
     # (the SDK's hook would make a last export at exit, retrying a collector that is down).
     provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
-    recorder = OtelMetricsRecorder(provider, scrubber)
+    recorder = OtelMetricsRecorder(provider, scrubber, options.semconv_mode)
     for quiet in counted:
         quiet.recorder = recorder
     return MetricsPipeline(provider, recorder, closers, server)

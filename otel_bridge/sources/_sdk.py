@@ -104,6 +104,9 @@ class LiveBridge:
         sample_ratio: share of healthy traces exported (failures are always kept).
         keep_unknown_events: as `--keep-unknown-events`: events of types the bridge does not
             know also become span events on their task's root (they are counted either way).
+        semconv: as `--semconv` for span attributes (released, previous or both); the metric
+            names are the recorder's choice (`OtelMetricsRecorder(..., semconv_mode=...)`,
+            `MetricsOptions(semconv_mode=...)`).
     """
 
     def __init__(
@@ -118,6 +121,7 @@ class LiveBridge:
         scrubber: Scrubber | None = None,
         sample_ratio: float = 1.0,
         keep_unknown_events: bool = False,
+        semconv: str = semconv.SEMCONV_RELEASED,
     ) -> None:
         env = os.environ if environ is None else environ
         if capture_content is None:
@@ -128,6 +132,7 @@ class LiveBridge:
                 parent=_resolve_parent(parent, env),
                 keep_unknown_events=keep_unknown_events,
                 client_name_of=sdk_client,
+                semconv=semconv,
             ),
             sample_ratio=sample_ratio,
         )

@@ -41,9 +41,9 @@ def test_custom_agent_names_the_root(e2e: E2E) -> None:
     assert root.attrs["gen_ai.agent.name"] == "reviewer"
     assert root.attrs["copilot.task.outcome"] == "no_signal"
     (explore,) = tree.named("invoke_agent explore")
-    assert explore.attrs["gen_ai.agent.id"] == started["agentId"]
+    assert explore.attrs["copilot.agent.id"] == started["agentId"]
     if SUBAGENT_SELECTED:
-        assert explore.attrs["gen_ai.agent.id"] == selected[1]["agentId"]
+        assert explore.attrs["copilot.agent.id"] == selected[1]["agentId"]
     assert tree.parent(explore).name == "execute_tool task"
     assert len(turns_of(tree, root)) == len(main_events(result, "assistant.turn_start"))
     durations = result.metrics.series(

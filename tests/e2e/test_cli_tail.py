@@ -36,7 +36,9 @@ MISSION = (
     "copilot.aborts",
     "copilot.autopilot.continuations",
     "copilot.turns_per_message",
-    "gen_ai.client.token.usage",
+    "gen_ai.client.inference.operation.input_tokens",
+    "gen_ai.client.inference.operation.output_tokens",
+    "gen_ai.client.inference.usage.input_tokens",
     "gen_ai.invoke_agent.tool_calls",
 )
 
@@ -135,10 +137,11 @@ def test_one_tool_call(e2e: E2E) -> None:
     prompt_tokens = sum(r.usage["prompt_tokens"] for r in result.run.requests if r.usage)
     if not USAGE_RECORDS:  # the log has no tokens: none are counted
         prompt_tokens = 0
-    assert metrics.histogram("gen_ai.client.token.usage", gen_ai__token__type="input") == (
+    assert metrics.histogram("gen_ai.client.inference.operation.input_tokens") == (
         2 if USAGE_RECORDS else 0,
         prompt_tokens,
     )
+    assert metrics.total("gen_ai.client.inference.usage.input_tokens") == prompt_tokens
 
     stats = result.stats
     assert (
@@ -356,7 +359,7 @@ def test_subagents_nested(e2e: E2E) -> None:
         assert spawn is not None and spawn.name == "execute_tool task"
         call = spawn.attrs["gen_ai.tool.call.id"]
         assert agent.attrs["gen_ai.tool.call.id"] == call
-        assert agent.attrs["gen_ai.agent.id"] == started[call]["agentId"]
+        assert agent.attrs["copilot.agent.id"] == started[call]["agentId"]
         assert agent.status == "UNSET"
         assert len(turns_of(tree, agent)) == 2
         for turn in turns_of(tree, agent):
@@ -405,7 +408,7 @@ def test_subagents_in_parallel(e2e: E2E) -> None:
     assert [a.name for a in agents] == ["invoke_agent general-purpose"] * 2
     # both ran at the same time; their events interleave in the one log
     assert max(a.start_ns for a in agents) < min(a.end_ns for a in agents)
-    assert len({a.attrs["gen_ai.agent.id"] for a in agents}) == 2
+    assert len({a.attrs["copilot.agent.id"] for a in agents}) == 2
     tools = sorted(
         s.attrs["gen_ai.tool.name"]
         for a in agents
@@ -447,7 +450,7 @@ def test_provider_http_500_is_a_session_error(e2e: E2E) -> None:
         metrics.total("copilot.session.errors", error__type="query", copilot__agent__type="main")
         == 1
     )
-    assert metrics.histogram("gen_ai.client.token.usage") == (0, 0)
+    assert metrics.histogram("gen_ai.client.inference.operation.input_tokens") == (0, 0)
     assert result.stats["outcomes"]["error"] == 1 and result.stats["llm_calls"] == 0
 
 

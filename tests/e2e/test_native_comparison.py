@@ -300,6 +300,27 @@ def test_a_provider_error_is_failed_chat_spans_natively_a_session_error_in_the_b
     assert sum(p["value"]["sum"] for p in inference) == 6
 
 
+@pytest.mark.skipif(
+    not cli_at_least("1.0.102"), reason="older CLIs emit the semantic-conventions 1.41.0 names"
+)
+@pytest.mark.parametrize("name", ["one_tool", "subagent_nested"])
+def test_the_bridge_s_genai_metric_names_are_the_cli_s(e2e: E2E, name: str) -> None:
+    """The bridge follows the GenAI conventions the CLI's own telemetry follows
+    (docs/metrics.md, "Convention version"): each gen_ai.* metric the bridge reports with data
+    is one the CLI reports too, and gen_ai.client.token.usage is on neither side."""
+    result = e2e.run(name)
+    _, native = result.native()
+    native_names = {m["name"] for m in native if m["name"].startswith("gen_ai.")}
+    bridge_names = {
+        p.name
+        for p in result.metrics.points
+        if p.name.startswith("gen_ai.") and (p.count or p.value)
+    }
+    assert {"gen_ai.client.inference.duration", "gen_ai.execute_tool.duration"} <= bridge_names
+    assert bridge_names <= native_names, sorted(bridge_names - native_names)
+    assert "gen_ai.client.token.usage" not in native_names | bridge_names
+
+
 def test_an_abort_is_cancelled_natively_aborted_in_the_bridge(e2e: E2E) -> None:
     if not NATIVE_COMPLETE:
         pytest.skip(NATIVE_SKIP)

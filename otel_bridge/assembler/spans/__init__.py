@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ... import semconv as sc
 from .._content import ContentPolicy
 from .._state import SessionFacts
 from ._agent import UNNAMED_AGENT, AgentSpans
@@ -46,9 +47,11 @@ class SpanBuilders:
         facts: SessionFacts,
         parent: tuple[int, int] | None,
         session_name: Callable[[], str | None] | None = None,
+        *,
+        semconv: str = sc.SEMCONV_RELEASED,
     ) -> None:
         self.factory = factory
-        self.agent = AgentSpans(factory, content, facts, parent, session_name)
-        self.chat = ChatSpans(factory, content, facts)
+        self.agent = AgentSpans(factory, content, facts, parent, session_name, semconv=semconv)
+        self.chat = ChatSpans(factory, content, facts, semconv=semconv)
         self.turn = TurnSpans(factory, content, self.chat)
         self.tool = ToolSpans(factory, content)

@@ -22,7 +22,7 @@ UNNAMED_AGENT = "subagent"
 class AgentSpans:
     """`invoke_agent` spans: the interaction's root (the main agent) and sub-agents."""
 
-    __slots__ = ("_content", "_factory", "_facts", "_parent", "_session_name")
+    __slots__ = ("_agent_id_keys", "_content", "_factory", "_facts", "_parent", "_session_name")
 
     def __init__(
         self,
@@ -31,12 +31,16 @@ class AgentSpans:
         facts: SessionFacts,
         parent: tuple[int, int] | None,
         session_name: Callable[[], str | None] | None = None,
+        *,
+        semconv: str = sc.SEMCONV_RELEASED,
     ) -> None:
         self._factory = factory
         self._content = content
         self._facts = facts
         self._parent = parent
         self._session_name = session_name
+        #: copilot.agent.id, its previous name gen_ai.agent.id, or both (`--semconv`)
+        self._agent_id_keys = sc.attribute_keys(sc.COPILOT_AGENT_ID, semconv)
 
     def root(self, event: Event, *, synthetic: bool) -> Interaction:
         """A new interaction opened by `event` (a user message, or work with no message)."""
@@ -202,9 +206,11 @@ class AgentSpans:
         return agent
 
     def identify(self, interaction: Interaction, agent: Agent, agent_id: str) -> None:
-        """Record a sub-agent's own id (`gen_ai.agent.id`) and find it by that id later."""
+        """Record a sub-agent's own id (`copilot.agent.id`: the CLI's agentId is transient, and
+        gen_ai.agent.id now means a stable hosted agent's id) and find it by that id later."""
         agent.agent_id = agent_id
-        agent.span.attributes[sc.GEN_AI_AGENT_ID] = agent_id
+        for key in self._agent_id_keys:
+            agent.span.attributes[key] = agent_id
         interaction.agents_by_id[agent_id] = agent
 
     def finish_subagent(

@@ -21,12 +21,23 @@ __all__ = ["ChatSpans"]
 class ChatSpans:
     """`chat <model>` spans (CLIENT): one per LLM call."""
 
-    __slots__ = ("_content", "_factory", "_facts")
+    __slots__ = ("_cache_write_keys", "_content", "_factory", "_facts")
 
-    def __init__(self, factory: SpanFactory, content: ContentPolicy, facts: SessionFacts) -> None:
+    def __init__(
+        self,
+        factory: SpanFactory,
+        content: ContentPolicy,
+        facts: SessionFacts,
+        *,
+        semconv: str = sc.SEMCONV_RELEASED,
+    ) -> None:
         self._factory = factory
         self._content = content
         self._facts = facts
+        #: gen_ai.usage.cache_write.input_tokens, its previous name, or both (`--semconv`)
+        self._cache_write_keys = sc.attribute_keys(
+            sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS, semconv
+        )
 
     def from_usage(
         self,
@@ -42,6 +53,7 @@ class ChatSpans:
         parent = agent.current_span
         if turn is not None:
             turn.llm_calls += 1
+        agent.inference_calls += 1
         model = read_str(usage, "model") or self._facts.model
         duration_ms = read_num(usage, "duration")
         end_ns = event.timestamp_ns
@@ -60,9 +72,6 @@ class ChatSpans:
                     sc.GEN_AI_USAGE_INPUT_TOKENS: read_int(usage, "inputTokens"),
                     sc.GEN_AI_USAGE_OUTPUT_TOKENS: read_int(usage, "outputTokens"),
                     sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: read_int(usage, "cacheReadTokens"),
-                    sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: read_int(
-                        usage, "cacheWriteTokens"
-                    ),
                     sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: read_int(usage, "reasoningTokens"),
                     sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: ttft / 1000.0
                     if ttft is not None
@@ -73,6 +82,9 @@ class ChatSpans:
                 }
             )
         )
+        cache_write = read_int(usage, "cacheWriteTokens")
+        if cache_write is not None:
+            attributes.update(dict.fromkeys(self._cache_write_keys, cache_write))
         attributes.update(call_attributes(usage))
         ask(agent, attributes)
         span = OpenSpan(
@@ -99,6 +111,7 @@ class ChatSpans:
             if call in seen:
                 continue
             seen.add(call)
+            agent.inference_calls += 1
             model = message.model or self._facts.model
             attributes = self._factory.genai(sc.OP_CHAT)
             attributes.update(
@@ -131,6 +144,7 @@ class ChatSpans:
         """Live model.call_failure: an LLM call that failed (to be retried, or the turn fails)."""
         data = event.data
         parent = agent.current_span
+        agent.inference_calls += 1
         model = read_str(data, "model") or self._facts.model
         status_code = read_int(data, "statusCode")
         duration_ms = read_num(data, "durationMs")
