@@ -108,6 +108,44 @@ def test_with_content_the_root_shows_the_message_and_the_final_answer() -> None:
         assert chat.attributes[sc.INPUT_VALUE] == agent.attributes[sc.INPUT_VALUE], chat.name
 
 
+def test_with_content_each_chat_span_shows_its_calls_message() -> None:
+    """A call's usage record comes before its message in the log: with content on, its chat
+    span waits for the message and shows its text as its output (not the response id); the
+    spans are the same ones, the same ids, as without content."""
+    messages = {
+        e["data"]["apiCallId"]: e["data"].get("content") or ""
+        for e in raw_events(NESTED)
+        if e["type"] == "assistant.message"
+    }
+    spans = assemble(NESTED, capturing())
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len(chats) == 6
+    for chat in chats:
+        text = messages[str(chat.attributes[sc.GEN_AI_RESPONSE_ID])]
+        assert chat.attributes.get(sc.OUTPUT_VALUE) == (text or None), chat.span_id
+    assert sum(sc.OUTPUT_VALUE in c.attributes for c in chats) == 4  # two calls asked tools only
+    without = assemble(NESTED, AssemblerConfig(client_name_of=read_client_name))
+    assert sorted(s.span_id for s in spans) == sorted(s.span_id for s in without)
+    assert not any(sc.OUTPUT_VALUE in s.attributes for s in without)
+
+
+def test_a_chat_span_whose_message_never_comes_goes_out_with_its_turn() -> None:
+    log = Log(session="s-held")
+    log.start()
+    log.user(interaction="i")
+    log.simple_turn("0", "u0", interaction="i")
+    lines = [
+        line
+        for line in log.jsonl().decode().splitlines()
+        if json.loads(line)["type"] != "assistant.message"
+    ]
+    events = JsonLinesDecoder("s").feed(("\n".join(lines) + "\n").encode())
+    assembler = Assembler(capturing())
+    spans = assembler.feed("s", events) + assembler.end_stream("s")
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len(chats) == 1 and sc.OUTPUT_VALUE not in chats[0].attributes
+
+
 @pytest.mark.parametrize("capture", [False, True], ids=["content-off", "content-on"])
 def test_every_turn_is_a_chain_and_no_other_span_names_a_kind(capture: bool) -> None:
     """One kind for every turn, content or not (it is no text); the other spans are left to

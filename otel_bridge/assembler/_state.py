@@ -118,6 +118,10 @@ class Turn:
     llm_calls: int = 0
     messages: list[Message] = field(default_factory=list)
     answer: str = ""  # the assistant's text in this turn (its size, hash or text go on the span)
+    #: With content capture on, chat spans waiting for their call's message, whose text is their
+    #: `output.value` (the log writes a call's usage record before its message): (apiCallId,
+    #: record). Released at the message, else when the turn ends.
+    held: list[tuple[str | None, SpanRecord]] = field(default_factory=list)
 
 
 @dataclass(eq=False, slots=True)

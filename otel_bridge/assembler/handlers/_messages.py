@@ -199,6 +199,10 @@ def on_assistant_message(session: SessionAssembler, event: Event) -> None:
         answer = event.data.get("content")
         if isinstance(answer, str) and answer:
             turn.answer += answer
+        if turn.held:  # content capture on: the call's chat span waits for this text
+            session.spans.chat.answered(
+                turn, read_str(event.data, "apiCallId"), answer if isinstance(answer, str) else ""
+            )
 
 
 def on_usage(session: SessionAssembler, event: Event) -> None:

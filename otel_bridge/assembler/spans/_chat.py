@@ -98,8 +98,32 @@ class ChatSpans:
             root_span_id=interaction.root.span_id,
         )
         record = span.finish(end_ns)
-        self._factory.emit(record)
+        if self._content.capture and turn is not None:
+            # held for its message, whose text is its output (`answered`)
+            turn.held.append((read_str(usage, "apiCallId"), record))
+        else:
+            self._factory.emit(record)
         return record
+
+    def answered(self, turn: Turn, api_call_id: str | None, text: str) -> None:
+        """A call's message came: its held chat span gets the text as its `output.value` (for
+        OpenInference viewers; content capture on only) and goes out."""
+        for index, (call, record) in enumerate(turn.held):
+            if call is not None and call == api_call_id:
+                del turn.held[index]
+                if isinstance(record.attributes, dict):
+                    self._content.show(
+                        record.attributes, sc.OUTPUT_VALUE, sc.OUTPUT_MIME_TYPE, text
+                    )
+                self._factory.emit(record)
+                return
+
+    def release(self, turn: Turn) -> None:
+        """The turn ends: chat spans still held (a call whose message never came) go out as
+        they are."""
+        held, turn.held = turn.held, []
+        for _, record in held:
+            self._factory.emit(record)
 
     def from_messages(self, turn: Turn, agent: Agent) -> None:
         """Logs without usage records (CLI < 1.0.102): one chat span per model call, told
@@ -184,10 +208,7 @@ class ChatSpans:
 def ask(agent: Agent, attributes: dict[str, AttributeValue]) -> None:
     """An LLM call's `input.value` for OpenInference viewers: the text its agent was asked
     (the user's message, on the root), when its agent span has one (content capture on,
-    docs/viewers.md). Its output stays the GenAI `gen_ai.response.id` (Phoenix shows it as
-    `{"id", "model"}`): the log writes a call's usage record before its message, and the
-    span goes out when the record is read, so the call's text is on its turn's
-    `output.value`."""
+    docs/viewers.md). Its output is the call's message text (`ChatSpans.answered`)."""
     text = agent.span.attributes.get(sc.INPUT_VALUE)
     if isinstance(text, str):
         attributes[sc.INPUT_VALUE] = text
