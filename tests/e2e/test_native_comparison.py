@@ -105,7 +105,14 @@ def test_the_same_llm_calls_appear_in_both(e2e: E2E, name: str) -> None:
         pytest.skip(NATIVE_SKIP)
     result = e2e.run(name)
     answered = {r.response_id for r in result.run.requests if r.response_id}
-    native_ok = [s for s in native_chats(result) if s["status"].get("code", 0) != 2]
+    # Calls that got an answer. (Seen once, on CLI 1.0.92 on a loaded machine: a native chat
+    # span with neither a response id nor an error status, a call the CLI gave up on without
+    # saying so; its requests to the model are what `answered` counts.)
+    native_ok = [
+        s
+        for s in native_chats(result)
+        if s["status"].get("code", 0) != 2 and "gen_ai.response.id" in s["attributes"]
+    ]
     native_ids = [s["attributes"]["gen_ai.response.id"] for s in native_ok]
     bridge_ids = [s.attrs["gen_ai.response.id"] for s in result.tree.named("chat")]
     assert len(native_ids) == len(bridge_ids) == len(answered)
