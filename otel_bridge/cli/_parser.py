@@ -169,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=metric_labels,
         default=(),
         metavar="LIST",
-        help="also label the metrics that carry the repository (those with a model label) by "
+        help="also label the metrics that carry the repository (tokens, latency, cost, code "
+        "changes, tasks) by "
         "these, comma-separated: branch, host (the repository's), provider, client (github/cli, "
         "sdk). Each multiplies the series (docs/metrics.md); paths, commits and session ids "
         "are never labels (default: none)",
