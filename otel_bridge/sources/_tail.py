@@ -191,7 +191,7 @@ class Tailer:
             if path in self._followers:
                 to_read.add(path)
             elif path in self._dormant:
-                if self._wake(path, now):
+                if self._wake(path, now, _stat(path)):
                     to_read.add(path)
             else:
                 self._consider(path, now)
@@ -733,31 +733,25 @@ class Tailer:
         forget those that are gone. Returns the woken ones, to read."""
         woken = []
         for stream, packed in list(self._dormant.items()):
-            try:
-                st = os.stat(stream)
-            except FileNotFoundError:
-                logger.info("%s was removed", stream)
-                self._forget(stream)
-                continue
-            except OSError:
-                continue  # looked at again at the next sweep
-            if _pack(st.st_ino, st.st_size) != packed and self._wake(stream, now):
+            st = _stat(stream)
+            if isinstance(st, os.stat_result) and _pack(st.st_ino, st.st_size) == packed:
+                continue  # unchanged: still asleep
+            if self._wake(stream, now, st):
                 woken.append(stream)
         return woken
 
-    def _wake(self, stream: str, now: float) -> bool:
+    def _wake(self, stream: str, now: float, st: os.stat_result | OSError) -> bool:
         """Take a sleeping log back from its checkpoint, as a restart does (one that cannot
-        be read back, or a file replaced since, is read from its start). False if it is
-        gone."""
-        path = Path(stream)
-        try:
-            st = path.stat()
-        except FileNotFoundError:
+        be read back, or a file replaced since, is read from its start), given what a stat of
+        it said. False if it is gone, or cannot be looked at now (it stays asleep, looked at
+        again at the next sweep)."""
+        if isinstance(st, FileNotFoundError):
             logger.info("%s was removed", stream)
             self._forget(stream)
             return False
-        except OSError:
-            return False  # still asleep: looked at again at the next sweep
+        if isinstance(st, OSError):
+            return False
+        path = Path(stream)
         del self._dormant[stream]
         resume = self._store.get(stream) if self._store is not None else None
         if resume is not None and resume.matches(path):
@@ -771,6 +765,14 @@ class Tailer:
         self._behind.add(stream)
         logger.debug("%s woke from its checkpoint at byte %d", path, follower.read_pos)
         return True
+
+
+def _stat(path: str) -> os.stat_result | OSError:
+    """A stat of `path`, or why there is none."""
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        return exc
 
 
 def _pack(inode: int, size: int) -> int:
