@@ -8,15 +8,13 @@ not do.
 
 from __future__ import annotations
 
-import platform
 import socket
-import sys
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.resources import OsResourceDetector, Resource
 from opentelemetry.sdk.trace import Event as SdkEvent
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
@@ -61,18 +59,6 @@ class ResourceOptions:
     instance_key: str = ""
 
 
-#: `os.type` values of the resource conventions, by `sys.platform` prefix.
-_OS_TYPES = (
-    ("linux", "linux"),
-    ("darwin", "darwin"),
-    ("win32", "windows"),
-    ("cygwin", "windows"),
-    ("freebsd", "freebsd"),
-    ("openbsd", "openbsd"),
-    ("netbsd", "netbsd"),
-    ("aix", "aix"),
-    ("sunos", "solaris"),
-)
 _MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
 
 
@@ -92,9 +78,9 @@ def build_resource(environ: Mapping[str, str], options: ResourceOptions | None =
         semconv.SERVICE_VERSION: __version__,
         semconv.SERVICE_INSTANCE_ID: instance_id(host, options.instance_key),
         semconv.HOST_NAME: host,
-        semconv.OS_TYPE: os_type(),
-        semconv.OS_VERSION: platform.release(),
     }
+    # os.type and os.version as the SDK's detector gives them (the convention's values)
+    ours.update({k: str(v) for k, v in OsResourceDetector().detect().attributes.items()})
     if options.enduser_id:
         ours[semconv.ENDUSER_ID] = options.enduser_id
     ours[semconv.SERVICE_NAME] = DEFAULT_SERVICE_NAME
@@ -114,11 +100,6 @@ def _given(environ: Mapping[str, str]) -> dict[str, str]:
         if sep and key.strip():
             given[key.strip()] = unquote(value.strip())
     return given
-
-
-def os_type() -> str:
-    """`os.type` of this machine, one of the convention's values (else `sys.platform`)."""
-    return next((t for prefix, t in _OS_TYPES if sys.platform.startswith(prefix)), sys.platform)
 
 
 def instance_id(host: str, key: str = "") -> str:
