@@ -211,7 +211,7 @@ class Scrubber:
         path = match.group(0)
         if self.config.paths == "basename":
             return path.rsplit("/", 1)[-1]
-        return "path:" + hashlib.sha256(path.encode()).hexdigest()[:16]
+        return _path_hash(path)
 
     def path(self, path: str) -> str:
         """A value that is a path as a whole (a working directory), as `--paths` says: kept,
@@ -220,7 +220,7 @@ class Scrubber:
         password, a key with `/` in it) is redacted, and so, rarely, is a long path that looks
         like a key (digits or mixed case and above 4 bits a character, over 32 characters)."""
         if self.config.paths == "hash":
-            return "path:" + hashlib.sha256(path.encode()).hexdigest()[:16]
+            return _path_hash(path)
         if self.config.paths == "basename":
             path = (path.rstrip("/\\") or path).replace("\\", "/").rsplit("/", 1)[-1]
         return self.text(path)
@@ -371,3 +371,8 @@ class Scrubber:
 
     def records(self, records: Iterable[SpanRecord]) -> list[SpanRecord]:
         return [self.record(r) for r in records]
+
+
+def _path_hash(path: str) -> str:
+    """What `--paths hash` puts for a path, in text or as a value: the same for both."""
+    return "path:" + hashlib.sha256(path.encode()).hexdigest()[:16]
