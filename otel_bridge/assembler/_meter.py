@@ -23,13 +23,13 @@ __all__ = ["SessionMeter"]
 MAX_UNKNOWN_TYPES = 50
 #: The metrics that carry the session's attribution labels: those whose catalogue entry lists
 #: the repository (every metric with a model label; docs/metrics.md, "Attribution labels").
-ATTRIBUTED = frozenset(s.name for s in CATALOGUE if "vcs.repository.name" in s.attributes)
+ATTRIBUTED = frozenset(s.name for s in CATALOGUE if sc.VCS_REPOSITORY_NAME in s.attributes)
 
 
 class SessionMeter:
     """Counts and histograms of one session (names from `semconv`, defined in `CATALOGUE`)."""
 
-    __slots__ = ("_facts", "_labels", "_recorder", "_stats", "observing")
+    __slots__ = ("_extra", "_extra_of", "_facts", "_labels", "_recorder", "_stats", "observing")
 
     def __init__(
         self,
@@ -44,6 +44,10 @@ class SessionMeter:
         #: the attribution labels of the ATTRIBUTED metrics: the repository's, and those the
         #: caller opted in to (`AssemblerConfig.metric_labels`)
         self._labels = (*REPOSITORY_LABELS, *labels)
+        # Those labels' values, worked out again only when the session's attribution is
+        # replaced (a new segment), not at every observation.
+        self._extra_of: Mapping[str, AttributeValue] | None = None
+        self._extra: dict[str, AttributeValue] = {}
         #: False when observations go nowhere (no metrics: replay's default), so that the
         #: observations a span makes need not be worked out (`SpanFactory.emit`).
         self.observing = not isinstance(recorder, NullRecorder)
@@ -72,7 +76,10 @@ class SessionMeter:
         attribution = self._facts.attribution
         if name not in ATTRIBUTED or not attribution:
             return attributes
-        extra = {key: attribution[key] for key in self._labels if key in attribution}
+        if attribution is not self._extra_of:
+            self._extra_of = attribution
+            self._extra = {key: attribution[key] for key in self._labels if key in attribution}
+        extra = self._extra
         return {**attributes, **extra} if extra else attributes
 
     def unknown_event(self, event_type: str) -> None:
