@@ -41,7 +41,7 @@ from .. import semconv as sc
 from .._events import Event
 from .._records import AttributeValue
 from ._fields import compact, read_int, read_num, read_obj, read_str
-from ._state import Agent, Interaction, OpenSpan
+from ._state import Interaction, OpenSpan
 
 if TYPE_CHECKING:
     from ._session import SessionAssembler
@@ -193,28 +193,13 @@ def call_attributes(usage: Mapping[str, Any]) -> dict[str, AttributeValue]:
     )
 
 
-def count_call(
-    session: SessionAssembler, attributes: Mapping[str, AttributeValue], agent: Agent
-) -> None:
-    """Count a chat span's cost (`call_attributes`) by model, agent and mode."""
-    cost = attributes.get(sc.COPILOT_USAGE_COST)
-    credits = attributes.get(sc.COPILOT_USAGE_AI_CREDITS)
+def count_call(session: SessionAssembler, attributes: Mapping[str, AttributeValue]) -> None:
+    """Tally a call as billed or bring-your-own-key (a session of BYOK calls only has no cost
+    to show). Its cost is counted from its chat span (`_spanmetrics`)."""
     if attributes.get(sc.COPILOT_USAGE_BYOK) is True:
         session.facts.byok_calls += 1
-        return
-    session.facts.billed_calls += 1
-    if not session.meter.observing or (cost is None and credits is None):
-        return
-    labels = {
-        sc.GEN_AI_REQUEST_MODEL: attributes.get(sc.GEN_AI_REQUEST_MODEL, sc.UNKNOWN),
-        sc.GEN_AI_AGENT_NAME: agent.span.attributes.get(sc.GEN_AI_AGENT_NAME, sc.UNKNOWN),
-        sc.COPILOT_AGENT_TYPE: agent.type,
-        sc.COPILOT_MODE: session.facts.mode,
-    }
-    if isinstance(cost, int | float):
-        session.meter.add_value(sc.METRIC_PREMIUM_REQUESTS, cost, labels)
-    if isinstance(credits, int | float):
-        session.meter.add_value(sc.METRIC_AI_CREDITS, credits, labels)
+    else:
+        session.facts.billed_calls += 1
 
 
 # --- per tool call -----------------------------------------------------------------------------

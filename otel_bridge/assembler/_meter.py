@@ -52,6 +52,11 @@ class SessionMeter:
         #: observations a span makes need not be worked out (`SpanFactory.emit`).
         self.observing = not isinstance(recorder, NullRecorder)
 
+    @property
+    def mode(self) -> str:
+        """The session's mode now (`copilot.mode`), a label of some metrics."""
+        return self._facts.mode
+
     def add(self, name: str, attributes: Mapping[str, AttributeValue] | None = None) -> None:
         """Count one."""
         self._recorder.add(

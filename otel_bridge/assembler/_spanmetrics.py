@@ -11,11 +11,13 @@ metrics cannot disagree with the spans, and no handler counts them:
     chat           gen_ai.client.inference.duration, gen_ai.client.inference.operation.
                    {input,output}_tokens and the gen_ai.client.inference.usage.* counters (a
                    usage record's call: the CLI's own duration and token counts, when the span
-                   carries them). Released names only: the previous ones (`--semconv`) are the
-                   metrics recorder's business (export/_metrics.py).
+                   carries them); copilot.premium_requests and copilot.ai_credits (its cost,
+                   unless bring-your-own-key). Released names only: the previous ones
+                   (`--semconv`) are the metrics recorder's business (export/_metrics.py).
 
-The one label not on a span is the agent type of a tool call (main or sub-agent): the tool
-builder passes it. Metrics of what happens rather than of a finished span (a turn started, a
+The labels not on a span are the agent of a tool or LLM call (its type, main or sub-agent, and
+for a call its name) and the session's mode: the builders pass the agent, the meter knows the
+mode. Metrics of what happens rather than of a finished span (a turn started, a
 user message, an abort, an error, a permission wait, tool calls per task) are counted where it
 happens.
 """
@@ -32,7 +34,12 @@ from ._meter import SessionMeter
 __all__ = ["observe_span"]
 
 
-def observe_span(meter: SessionMeter, record: SpanRecord, agent_type: str | None = None) -> None:
+def observe_span(
+    meter: SessionMeter,
+    record: SpanRecord,
+    agent_type: str | None = None,
+    agent_name: str | None = None,
+) -> None:
     """Observe the metrics that follow from one finished span."""
     operation = record.attributes.get(sc.GEN_AI_OPERATION_NAME)
     if operation == sc.OP_EXECUTE_TOOL:
@@ -43,6 +50,7 @@ def observe_span(meter: SessionMeter, record: SpanRecord, agent_type: str | None
         _agent(meter, record)
     elif operation == sc.OP_CHAT:
         _chat(meter, record)
+        _cost(meter, record, agent_type, agent_name)
 
 
 def _seconds(record: SpanRecord) -> float:
@@ -140,6 +148,28 @@ def _chat(meter: SessionMeter, record: SpanRecord) -> None:
         tokens = next((attributes[k] for k in keys if k in attributes), None)
         if isinstance(tokens, int) and tokens >= 0:
             meter.add_value(counter, tokens, model_attributes)
+
+
+def _cost(
+    meter: SessionMeter, record: SpanRecord, agent_type: str | None, agent_name: str | None
+) -> None:
+    """An LLM call's cost (`_accounting.call_attributes` put it on the span), by model, agent
+    and mode; none for a bring-your-own-key call (its 0 is not a price)."""
+    attributes = record.attributes
+    cost = attributes.get(sc.COPILOT_USAGE_COST)
+    credits = attributes.get(sc.COPILOT_USAGE_AI_CREDITS)
+    if attributes.get(sc.COPILOT_USAGE_BYOK) is True or (cost is None and credits is None):
+        return
+    labels: dict[str, AttributeValue] = {
+        sc.GEN_AI_REQUEST_MODEL: attributes.get(sc.GEN_AI_REQUEST_MODEL, sc.UNKNOWN),
+        sc.GEN_AI_AGENT_NAME: agent_name or sc.UNKNOWN,
+        sc.COPILOT_AGENT_TYPE: agent_type or sc.UNKNOWN,
+        sc.COPILOT_MODE: meter.mode,
+    }
+    if isinstance(cost, int | float):
+        meter.add_value(sc.METRIC_PREMIUM_REQUESTS, cost, labels)
+    if isinstance(credits, int | float):
+        meter.add_value(sc.METRIC_AI_CREDITS, credits, labels)
 
 
 #: Each usage counter and the span attribute it adds (under its released name, or its previous

@@ -201,7 +201,7 @@ def on_assistant_message(session: SessionAssembler, event: Event) -> None:
             turn.answer += answer
         if turn.held:  # content capture on: the call's chat span waits for this text
             session.spans.chat.answered(
-                turn, read_str(event.data, "apiCallId"), answer if isinstance(answer, str) else ""
+                agent, read_str(event.data, "apiCallId"), answer if isinstance(answer, str) else ""
             )
 
 
@@ -222,4 +222,4 @@ def on_usage(session: SessionAssembler, event: Event) -> None:
     interaction.chat_keys.add(call_key)
     agent = session.lifecycle.agent_for(event, interaction, read_str(usage, "parentToolCallId"))
     record = session.spans.chat.from_usage(interaction, agent, event, usage, call_key)
-    count_call(session, record.attributes, agent)
+    count_call(session, record.attributes)

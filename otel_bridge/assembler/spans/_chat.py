@@ -102,12 +102,15 @@ class ChatSpans:
             # held for its message, whose text is its output (`answered`)
             turn.held.append((read_str(usage, "apiCallId"), record))
         else:
-            self._factory.emit(record)
+            self._emit(agent, record)
         return record
 
-    def answered(self, turn: Turn, api_call_id: str | None, text: str) -> None:
-        """A call's message came: its held chat span gets the text as its `output.value` (for
-        OpenInference viewers; content capture on only) and goes out."""
+    def answered(self, agent: Agent, api_call_id: str | None, text: str) -> None:
+        """A call's message came: its held chat span (in `agent`'s turn) gets the text as its
+        `output.value` (for OpenInference viewers; content capture on only) and goes out."""
+        turn = agent.turn
+        if turn is None:
+            return
         for index, (call, record) in enumerate(turn.held):
             if call is not None and call == api_call_id:
                 del turn.held[index]
@@ -115,15 +118,22 @@ class ChatSpans:
                     self._content.show(
                         record.attributes, sc.OUTPUT_VALUE, sc.OUTPUT_MIME_TYPE, text
                     )
-                self._factory.emit(record)
+                self._emit(agent, record)
                 return
 
-    def release(self, turn: Turn) -> None:
-        """The turn ends: chat spans still held (a call whose message never came) go out as
-        they are."""
+    def release(self, agent: Agent, turn: Turn) -> None:
+        """`agent`'s turn ends: chat spans still held (a call whose message never came) go out
+        as they are."""
         held, turn.held = turn.held, []
         for _, record in held:
-            self._factory.emit(record)
+            self._emit(agent, record)
+
+    def _emit(self, agent: Agent, record: SpanRecord) -> None:
+        """Emit an LLM call's span with its agent, whose name and type label its cost."""
+        name = agent.span.attributes.get(sc.GEN_AI_AGENT_NAME)
+        self._factory.emit(
+            record, agent_type=agent.type, agent_name=name if isinstance(name, str) else None
+        )
 
     def from_messages(self, turn: Turn, agent: Agent) -> None:
         """Logs without usage records (CLI < 1.0.102): one chat span per model call, told

@@ -89,9 +89,16 @@ class SpanFactory:
         self.emit(record, agent_type=agent_type)
         return record
 
-    def emit(self, record: SpanRecord, *, agent_type: str | None = None) -> None:
+    def emit(
+        self,
+        record: SpanRecord,
+        *,
+        agent_type: str | None = None,
+        agent_name: str | None = None,
+    ) -> None:
         """Hand a finished span out, and observe the metrics that follow from it
-        (`_spanmetrics`; `agent_type`: of a tool call, the one label not on its span). Every
+        (`_spanmetrics`; `agent_type`, `agent_name`: of the agent that made a tool or LLM call,
+        the labels not on its span). Every
         span of a session carries its attribution (repository, branch, commit, client: the
         segment's, when the span ends; docs/attribution.md): the record's attributes are its
         own dict (`OpenSpan.finish`), so they are added in place."""
@@ -101,7 +108,7 @@ class SpanFactory:
         self._stats.spans += 1
         self._out.append(record)
         if self._meter.observing:
-            observe_span(self._meter, record, agent_type)
+            observe_span(self._meter, record, agent_type, agent_name)
 
     def take(self) -> list[SpanRecord]:
         """The spans emitted since the last call."""

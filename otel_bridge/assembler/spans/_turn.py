@@ -63,7 +63,7 @@ class TurnSpans:
         if turn is None:
             return
         agent.turn = None
-        self._chats.release(turn)
+        self._chats.release(agent, turn)
         if turn.llm_calls == 0:
             self._chats.from_messages(turn, agent)
         if turn.answer:
