@@ -93,6 +93,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     size.add_argument("--soak-sessions", type=int, help="sessions streamed (500 a minute)")
     size.add_argument("--soak-sample-seconds", type=float, help="sampling period (30)")
     size.add_argument("--kills", type=int, help="SIGKILLs (30)")
+    size.add_argument("--kill-sessions", type=int, help="logs growing at once while killed (48)")
     size.add_argument("--start-timeout", type=float, help="longest wait for /readyz (900)")
     return parser.parse_args(argv)
 
@@ -109,6 +110,7 @@ QUICK = {
     "soak_minutes": 0.5,
     "soak_sample_seconds": 5.0,
     "kills": 5,
+    "kill_sessions": 8,
     "start_timeout": 120.0,
 }
 

@@ -49,6 +49,7 @@ class Options:
     soak_sessions: int = 10000
     soak_sample_seconds: float = 30.0
     kills: int = 30
+    kill_sessions: int = 48
     start_timeout: float = 900.0
     _startup_cpu: float | None = None
 
@@ -522,7 +523,7 @@ def section_kills(opts: Options) -> Figures:
     with OtlpReceiver() as receiver, OtlpReceiver() as clean:
         env = opts.env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.http_endpoint)
         args = ["--session-state", str(root), "--state-dir", str(state)]
-        writer = KillWriter(root, templates)
+        writer = KillWriter(root, templates, active=opts.kill_sessions)
         writer.start()
         try:
             for kill in range(opts.kills):
@@ -555,6 +556,7 @@ def section_kills(opts: Options) -> Figures:
     repeats = len(received) - len(by_id)
     return {
         "kills": opts.kills,
+        "growing_at_once": opts.kill_sessions,
         "sessions": len(writer.sessions),
         "lines": writer.written,
         "expected_spans": len(expected),

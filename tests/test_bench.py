@@ -27,6 +27,7 @@ SIZES = {
     "--soak-sessions": "20",
     "--soak-sample-seconds": "2",
     "--kills": "1",
+    "--kill-sessions": "4",
     "--start-timeout": "60",
 }
 FIGURES = {
@@ -85,6 +86,7 @@ FIGURES = {
     ],
     "kills": [
         "kills",
+        "growing_at_once",
         "expected_spans",
         "received_spans",
         "lost",

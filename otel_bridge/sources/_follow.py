@@ -177,6 +177,17 @@ class Follower:
             self.stream, max_line_bytes=self._options.max_line_bytes, stats=self._stats
         )
 
+    def resume_sent(self, sent: Sequence[int]) -> None:
+        """Resumed from a checkpoint that names `sent` as delivered after its safe place: the
+        re-read drops them, and until it passes a safe place every later checkpoint names them
+        too (as sequence number 0: delivered before anything this run queues). Without that, a
+        second crash while the same task is still open would repeat what was delivered before
+        the first one."""
+        self.skip = set(sent) or None
+        self.sent = [(0, span_id) for span_id in sent]
+        self.sent_saved = len(self.sent)
+        self.saved_once = True
+
     def checkpoint(self, watermark: int | None) -> FileCheckpoint | None:
         """Where this log may resume: the latest safe place whose spans were all exported
         (sequence number up to `watermark`; None: all emitted spans were), with the spans
@@ -187,9 +198,9 @@ class Follower:
             self.safe_seq, self.safe_offset, session = done[-1]
             self.safe_session = json.dumps(session)
             self.pending = self.pending[len(done) :]
-        if self.sent and self.sent[0][0] <= self.safe_seq:
-            self.sent = [s for s in self.sent if s[0] > self.safe_seq]
-            self.sent_saved = -1  # recounted below
+            if self.sent and self.sent[0][0] <= self.safe_seq:
+                self.sent = [s for s in self.sent if s[0] > self.safe_seq]
+                self.sent_saved = -1  # recounted below
         if self.fingerprint is None or self.fingerprint[1] < FINGERPRINT_BYTES:
             try:
                 self.fingerprint = fingerprint(self.log.path)

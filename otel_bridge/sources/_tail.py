@@ -435,8 +435,7 @@ class Tailer:
             # Taken back when the log is read (a checkpointed log that stays quiet costs no
             # session assembler): the state at the safe place, and what was delivered after.
             follower.safe_session = follower.evicted = json.dumps(resume.session)
-            follower.skip = set(resume.sent) or None
-            follower.saved_once = True
+            follower.resume_sent(resume.sent)
         else:
             self._dirty.add(follower.stream)  # its first checkpoint: where it starts
         self._followers[follower.stream] = follower
