@@ -157,6 +157,7 @@ class Scrubber:
         # extra patterns and path rewriting can match where no built-in trigger is
         self._always_scan = bool(self.config.extra_patterns) or self.config.paths != "keep"
         self._cache: dict[str, str] = {}
+        self._hashed_paths: dict[str, str] = {}  # a session's directories, on every span
 
     def text(self, value: str) -> str:
         """`value` with every secret replaced by [REDACTED:<kind>]."""
@@ -172,7 +173,7 @@ class Scrubber:
             return cached
         return self._scan(value)
 
-    def _scan(self, value: str) -> str:
+    def _scan(self, value: str, rewrite_paths: bool = True) -> str:
         if not self._always_scan and _TRIGGER.search(value) is None:
             # no pattern can match: what is left is the entropy check of long tokens
             if self.config.entropy and _CANDIDATE.search(value) is not None:
@@ -182,7 +183,7 @@ class Scrubber:
             value = pattern.sub(functools.partial(self._redact, kind=kind), value)
         if self.config.entropy:
             value = _CANDIDATE.sub(self._entropy, value)
-        if self.config.paths != "keep":
+        if rewrite_paths and self.config.paths != "keep":
             value = _PATH.sub(self._path, value)
         return value
 
@@ -218,9 +219,17 @@ class Scrubber:
         its last part, or its hash (the same hash a path in text gets). What is kept is
         scrubbed as a whole, like any text: a secret used as a directory name (a URL with a
         password, a key with `/` in it) is redacted, and so, rarely, is a long path that looks
-        like a key (digits or mixed case and above 4 bits a character, over 32 characters)."""
+        like a key (digits or mixed case and above 4 bits a character, over 32 characters).
+        The hash is of the path with its secrets redacted: a checkpoint keeps a session's
+        working directory that way, and its hash after a restart must be the same."""
         if self.config.paths == "hash":
-            return _path_hash(path)
+            hashed = self._hashed_paths.get(path)
+            if hashed is None:
+                hashed = _path_hash(self._scan(path, rewrite_paths=False))
+                if len(self._hashed_paths) >= _CACHE_LIMIT:
+                    self._hashed_paths.clear()
+                self._hashed_paths[path] = hashed
+            return hashed
         if self.config.paths == "basename":
             path = (path.rstrip("/\\") or path).replace("\\", "/").rsplit("/", 1)[-1]
         return self.text(path)
