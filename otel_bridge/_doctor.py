@@ -22,6 +22,7 @@ from .export._common import (
     otlp_endpoint,
     reachability,
     sdk_disabled,
+    shown_endpoint,
 )
 from .export._metrics import metric_exporter_names
 from .sources import scan_session_state
@@ -175,7 +176,7 @@ def _check_otlp(
             True,
             f"{where}: reachable, but {endpoint.variable} is used as it is, "
             f"with no path: did you mean "
-            f"{endpoint.url.removesuffix('/')}/v1/{signal}?",
+            f"{shown_endpoint(endpoint.url).removesuffix('/')}/v1/{signal}?",
             warning=True,
         )
     return Check(True, f"{where}: reachable")

@@ -6,6 +6,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -427,6 +430,33 @@ def test_the_metrics_endpoint_binds_loopback_by_default() -> None:
 
     args = build_parser().parse_args(["run"])
     assert args.prometheus_host == "127.0.0.1"
+
+
+def test_the_traces_and_metrics_files_are_created_private(tmp_path) -> None:
+    """With content capture the traces file holds prompts and command lines: created 0600
+    whatever the umask (022 here, which would give 0644); a file that exists keeps its mode."""
+    fixture = Path(__file__).parent / "fixtures" / "run1_cli_prompt_basic" / "events.jsonl"
+    traces, metrics, kept = tmp_path / "t.jsonl", tmp_path / "m.jsonl", tmp_path / "k.jsonl"
+    kept.write_text("")
+    kept.chmod(0o644)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    for out in (traces, kept):
+        done = subprocess.run(
+            [
+                sys.executable, "-m", "otel_bridge", "replay", str(fixture), "--no-progress",
+                "--capture-content", "--traces-file", str(out), "--metrics-file", str(metrics),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=lambda: os.umask(0o022),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert out.stat().st_size > 0
+    assert stat.S_IMODE(traces.stat().st_mode) == 0o600
+    assert stat.S_IMODE(metrics.stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o644
 
 
 def test_checkpoints_are_private(tmp_path) -> None:
