@@ -179,6 +179,10 @@ class CheckpointStore:
         self._damaged = 0  # damaged lines met when it was last read
         self._cut = False  # its last line was cut (a crash while appending)
         self.lost = False
+        # checkpoints lost while this process ran (a journal damaged under it): the journal
+        # it writes says so (`"lost": true`), for the next start
+        self._lost_since_loaded = False
+        self._header_lost = False  # the journal read said so
         self.writes = 0  # appends and compactions done (for tests and benchmarks)
 
     def load(self) -> dict[str, FileCheckpoint]:
@@ -281,14 +285,16 @@ class CheckpointStore:
         """
         kept: dict[str, str] = {}
         journal: list[tuple[str, str, int]] = []
+        damaged = False
         if os.path.lexists(self.path):
             try:
                 journal = self._journal_lines()
             except (OSError, ValueError) as exc:
-                self._set_aside(self.path, _why(exc), raise_errors=True)
+                damaged = self._set_aside(self.path, _why(exc), raising=True)
             else:
                 if self._damaged:
-                    self._set_aside(self.path, f"{self._damaged} damaged lines", raise_errors=True)
+                    why = f"{self._damaged} damaged lines"
+                    damaged = self._set_aside(self.path, why, raising=True)
         for path, line, _ in journal:
             if path in self._saved and path not in lines:
                 kept[path] = line
@@ -296,7 +302,17 @@ class CheckpointStore:
             if path in self._saved and path not in lines:
                 kept.setdefault(path, _encode(checkpoint, self._scrub))
         kept.update(lines)
-        header = (json.dumps({"version": _VERSION}) + "\n").encode("utf-8")
+        if damaged:
+            # Damaged while the bridge ran: the logs whose lines were lost with it have no
+            # checkpoint now. They are read from their start when they wake, and the new
+            # journal says so to the next start too (`lost`), which reads them likewise.
+            for path in [p for p in self._saved if p not in kept]:
+                del self._saved[path]
+                self._lost_since_loaded = True
+        header_fields: dict[str, Any] = {"version": _VERSION}
+        if self._lost_since_loaded:
+            header_fields["lost"] = True
+        header = (json.dumps(header_fields) + "\n").encode("utf-8")
         body, positions = _lines_at(kept, len(header))
         data = header + body
         replace_file(self.path, data)
@@ -330,6 +346,7 @@ class CheckpointStore:
                 if type(version) is int
                 else "not a checkpoint file"
             )
+        self._header_lost = header.get("lost") is True
         self._file_bytes = len(data)
         good = []
         self._damaged = 0
@@ -368,6 +385,13 @@ class CheckpointStore:
             self._set_aside(self.path, f"{self._damaged} damaged lines")
             self._keep_in_memory(entries)
             return entries
+        if self._header_lost:
+            self.lost = True
+            logger.warning(
+                "%s: checkpoints were lost while the bridge last ran (a damaged file was set "
+                "aside); the logs without a checkpoint are read from their start",
+                self.path,
+            )
         if self._cut:
             self.lost = True  # it may have been a log's first checkpoint
             logger.warning(
@@ -412,14 +436,16 @@ class CheckpointStore:
         self._clean = False
         self._file_bytes = 0
 
-    def _set_aside(self, path: Path, why: str, *, raise_errors: bool = False) -> None:
+    def _set_aside(self, path: Path, why: str, *, raising: bool = False) -> bool:
         """A checkpoint file that cannot be used (damaged, unreadable, a newer version's) is
         renamed `<name>.damaged-<UTC time>`, mode 0600, never written over: a newer bridge's
         file survives a downgrade, and a damaged one can be looked into. The last
-        `_KEEP_ASIDE` are kept. Logged once.
+        `_KEEP_ASIDE` are kept. Logged once. Returns whether it was set aside (False: no
+        regular file there, a directory say, left as it is).
 
         Raises:
-            OSError: it could not be renamed (only with `raise_errors`; else logged).
+            OSError: with `raising`, it could not be renamed (the failed save says so; without,
+                logged here).
         """
         consequence = (
             "the logs without a checkpoint are read from their start (spans delivered "
@@ -428,6 +454,8 @@ class CheckpointStore:
         try:
             target = set_aside(path, _KEEP_ASIDE)
         except OSError as exc:
+            if raising:
+                raise
             logger.warning(
                 "cannot use %s (%s), nor set it aside (%s): it is not written over while it "
                 "is there; %s",
@@ -436,15 +464,15 @@ class CheckpointStore:
                 _why(exc),
                 consequence,
             )
-            if raise_errors:
-                raise
-            return
+            return False
         if target is None:
-            logger.warning("cannot use %s (%s): not a file; %s", path, why, consequence)
-        else:
-            logger.warning(
-                "cannot use %s (%s): kept aside as %s; %s", path, why, target.name, consequence
-            )
+            if not raising:
+                logger.warning("cannot use %s (%s): not a file; %s", path, why, consequence)
+            return False
+        logger.warning(
+            "cannot use %s (%s): kept aside as %s; %s", path, why, target.name, consequence
+        )
+        return True
 
 
 def _why(exc: BaseException) -> str:

@@ -482,3 +482,31 @@ def test_a_failed_save_leaves_no_temporary_file(tmp_path) -> None:
     with pytest.raises(CheckpointError, match="cannot write"):
         store.save({str(log): entry(log, 1)})
     assert sorted(p.name for p in store.directory.iterdir()) == ["checkpoints.jsonl"]
+
+
+def test_a_journal_damaged_while_the_bridge_runs_is_kept_aside_and_the_next_start_told(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    """Damaged under a running bridge: its next rewrite sets it aside rather than write over
+    it, and the logs whose lines went with it have no checkpoint now; the new journal says
+    that checkpoints were lost, so that the next start reads such logs from their start."""
+    monkeypatch.setattr(checkpoint_module, "_COMPACT_RATIO", 0)  # every save rewrites
+    monkeypatch.setattr(checkpoint_module, "_COMPACT_MIN_BYTES", 0)
+    logs = [tmp_path / f"{n}.jsonl" for n in range(2)]
+    for log in logs:
+        log.write_bytes(b"r" * 10)
+    store = CheckpointStore(tmp_path / "state")
+    store.save({str(log): entry(log, 1) for log in logs})
+    store.path.write_bytes(os.urandom(300))
+    store.save({str(logs[0]): entry(logs[0], 2)})
+    assert len(aside(store.directory)) == 1
+    assert "kept aside" in caplog.text
+    assert store.get(str(logs[1])) is None  # quietly: its line went with the damaged file
+    assert "cannot read" not in caplog.text
+    again = CheckpointStore(tmp_path / "state")
+    assert {p: c.offset for p, c in again.load().items()} == {str(logs[0]): 2}
+    assert again.lost
+    again.save({str(log): entry(log, 3) for log in logs})  # after a start, all are there
+    third = CheckpointStore(tmp_path / "state")
+    third.load()
+    assert not third.lost
