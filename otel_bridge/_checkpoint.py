@@ -26,6 +26,14 @@ A file is known by its device and inode and a fingerprint of its first bytes (as
 OpenTelemetry Collector's filelog receiver does), so a log that was replaced or truncated is
 read again from its start. The version 1 file (`checkpoints.json`, one document) is still read,
 and replaced by the journal at the first save.
+
+A checkpoint file is trusted no further than it can be checked: every field of an entry is
+validated when read (types, ranges, sizes), and a file that cannot be read, is of an unknown (a
+newer) version or holds damaged lines is never overwritten: it is renamed aside
+(`checkpoints.jsonl.damaged-<UTC time>`, the last few kept) and `lost` tells the tailer, which
+then reads every log without a usable checkpoint from its start, however old: repeats, never a
+loss. What a checkpoint stores of a session (its working directory, branch, model...) is taken
+from the log, so it is scrubbed of secrets before it is written, as spans are.
 """
 
 from __future__ import annotations
@@ -35,12 +43,15 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._checkpoint_entry import ENTRY_FIELDS, MAX_SENT, checked_entry, scrubbed_session
+from ._checkpoint_io import append_file, read_file, replace_file, set_aside
 from ._exceptions import CheckpointError
+from .processors import Scrubber, ScrubberConfig
 
 __all__ = ["FINGERPRINT_BYTES", "CheckpointStore", "FileCheckpoint", "fingerprint"]
 
@@ -57,6 +68,8 @@ _COMPACT_MIN_BYTES = 1 << 20
 _HASH_MASK = (1 << 64) - 1
 _POSITION_SHIFT = 128
 _CONTENT_MASK = (1 << _POSITION_SHIFT) - 1  # the hash and the length
+#: Damaged checkpoint files kept aside (the oldest beyond go): enough to look into one.
+_KEEP_ASIDE = 3
 
 
 def fingerprint(path: Path, limit: int = FINGERPRINT_BYTES) -> tuple[str, int]:
@@ -100,38 +113,43 @@ class FileCheckpoint:
         return digest == self.fingerprint
 
 
-def _encode(checkpoint: FileCheckpoint) -> str:
+def _encode(checkpoint: FileCheckpoint, scrub: Callable[[str], str]) -> str:
     # Not `dataclasses.asdict`: it deep-copies the session state first, which was most of the
     # cost of a save (taken after every delivered batch).
-    entry = {name: getattr(checkpoint, name) for name in _FIELDS}
-    entry["sent"] = list(checkpoint.sent)
+    entry = {name: getattr(checkpoint, name) for name in ENTRY_FIELDS}
+    entry["session"] = scrubbed_session(checkpoint.session, scrub)
+    entry["sent"] = list(checkpoint.sent[:MAX_SENT])
     return json.dumps(entry, sort_keys=True, separators=(",", ":"))
 
 
-_FIELDS = tuple(f.name for f in fields(FileCheckpoint))
-
-
 def _decode(line: str) -> FileCheckpoint:
-    entry = json.loads(line)
-    if not isinstance(entry, dict):
-        raise ValueError("not an object")
-    sent = entry.pop("sent", [])
-    if not isinstance(sent, list) or not all(isinstance(s, int) for s in sent):
-        raise ValueError("bad 'sent'")
-    checkpoint = FileCheckpoint(**entry, sent=tuple(sent))
-    if not isinstance(checkpoint.path, str) or not isinstance(checkpoint.offset, int):
-        raise ValueError("bad path or offset")
-    return checkpoint
+    """An entry back from its line, every field checked (`checked_entry`).
+
+    Raises:
+        ValueError: not an entry this version writes.
+    """
+    return FileCheckpoint(*checked_entry(line, FINGERPRINT_BYTES))
 
 
 class CheckpointStore:
     """The checkpoint journal in a state directory (created 0700 if missing).
 
+    Args:
+        directory: the state directory.
+        scrubber: the export's scrubber settings: their secret patterns and entropy check
+            redact the session state a checkpoint stores, so that a restored state, scrubbed
+            again on export, gives the spans an unbroken run gives. Only those: paths are not
+            rewritten here (a path would be hashed twice). Default: the built-in patterns.
+
+    Attributes:
+        lost: after `load`, whether checkpoints may have been lost (a file or a line that
+            could not be used): the logs without one must then be read from their start.
+
     Raises:
         CheckpointError: the directory cannot be created.
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, scrubber: ScrubberConfig | None = None) -> None:
         self.directory = directory
         self.path = directory / _NAME
         try:
@@ -141,33 +159,45 @@ class CheckpointStore:
                 f"cannot create the state directory {directory}: "
                 f"{exc.strerror or exc}; choose another with --state-dir"
             ) from exc
+        secrets = ScrubberConfig(
+            extra_patterns=scrubber.extra_patterns if scrubber else (),
+            entropy=scrubber.entropy if scrubber else True,
+        )
+        self._scrub = Scrubber(secrets).text
         # path -> what its line as last written was and where: its hash, length and position
         # in the journal in one int (`_digest`; the lines themselves are read back from the
         # journal by `get` and when it is compacted), so that a log costs a few dozen bytes
         # here however many are followed.
         self._saved: dict[str, int] = {}
-        # Read from a version 1 file: its checkpoints have no line in a journal until the
-        # first save compacts (rewrites) it, so `get` takes them from here until then.
+        # Read from a version 1 file, or from a journal set aside: these checkpoints have no
+        # line in the journal until the first save compacts (rewrites) it, so `get` takes
+        # them from here until then.
         self._legacy: dict[str, FileCheckpoint] = {}
         self._live_bytes = 0  # what the live lines take
         self._file_bytes = 0  # what the journal takes (live lines and superseded ones)
         self._clean = False  # the journal ends with a complete line we wrote or read
         self._damaged = 0  # damaged lines met when it was last read
+        self._cut = False  # its last line was cut (a crash while appending)
+        self.lost = False
+        # checkpoints lost while this process ran (a journal damaged under it): the journal
+        # it writes says so (`"lost": true`), for the next start
+        self._lost_since_loaded = False
+        self._header_lost = False  # the journal read said so
         self.writes = 0  # appends and compactions done (for tests and benchmarks)
 
     def load(self) -> dict[str, FileCheckpoint]:
-        """The checkpoints of the last run; {} when there are none or they cannot be read
-        (logged: the logs are then read as on a first start). A damaged line loses only
-        itself: the log it was for resumes from its previous line, if any."""
+        """The checkpoints of the last run. A file that cannot be used whole is set aside
+        (renamed, logged) and its good lines kept; `lost` then says that the logs without a
+        checkpoint are to be read from their start. A line cut by a crash loses only itself:
+        the log it was for resumes from its previous line, if any."""
         entries: dict[str, FileCheckpoint] = {}
-        if self.path.exists():
+        self.lost = False
+        v1 = [self.directory / (_V1_NAME + ".tmp"), self.directory / _V1_NAME]
+        if os.path.lexists(self.path):
             entries = self._load_journal()
-        elif (self.directory / _V1_NAME).exists() or (
-            self.directory / (_V1_NAME + ".tmp")
-        ).exists():
-            entries = self._load_v1()
-            self._saved = {path: _digest(_encode(c), -1) for path, c in entries.items()}
-            self._legacy = dict(entries)
+        elif any(os.path.lexists(candidate) for candidate in v1):
+            entries = self._load_v1(v1)
+            self._keep_in_memory(entries)
         if entries:
             logger.info("resuming %d logs from %s", len(entries), self.directory)
         self._live_bytes = sum(_length(d) + 1 for d in self._saved.values())
@@ -205,7 +235,7 @@ class CheckpointStore:
         """
         lines = {}
         for path, checkpoint in checkpoints.items():
-            line = _encode(checkpoint)
+            line = _encode(checkpoint, self._scrub)
             saved = self._saved.get(path)
             if saved is None or not _same(saved, line):
                 lines[path] = line
@@ -240,45 +270,52 @@ class CheckpointStore:
     def _append(self, lines: Mapping[str, str]) -> dict[str, int]:
         """Append `lines`; returns each one's `_digest` (with where it now is)."""
         data, positions = _lines_at(lines, self._file_bytes)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_file(self.path, data)
         self._file_bytes += len(data)
         return positions
 
     def _compact(self, lines: Mapping[str, str]) -> dict[str, int]:
         """Rewrite the journal with the live line of every log: those given, and for the
         others their last line in the journal as it is (read back: not kept in memory).
-        Returns the `_digest` of every line written (with where it now is)."""
+        A journal that cannot be read back whole (damaged since it was loaded) is set aside,
+        not written over. Returns the `_digest` of every line written (with where it now is).
+
+        Raises:
+            OSError: it cannot be written (or a damaged one set aside).
+        """
         kept: dict[str, str] = {}
-        if self.path.exists():
+        journal: list[tuple[str, str, int]] = []
+        damaged = False
+        if os.path.lexists(self.path):
             try:
                 journal = self._journal_lines()
-            except (OSError, ValueError) as exc:  # damaged from outside: start it afresh
-                logger.warning("rewriting %s, which cannot be read back: %s", self.path, exc)
-                journal = []
-            for path, line, _ in journal:
-                if path in self._saved and path not in lines:
-                    kept[path] = line
-        for path, checkpoint in self._legacy.items():  # a version 1 file's, not in the journal
+            except (OSError, ValueError) as exc:
+                damaged = self._set_aside(self.path, _why(exc), raising=True)
+            else:
+                if self._damaged:
+                    why = f"{self._damaged} damaged lines"
+                    damaged = self._set_aside(self.path, why, raising=True)
+        for path, line, _ in journal:
             if path in self._saved and path not in lines:
-                kept.setdefault(path, _encode(checkpoint))
+                kept[path] = line
+        for path, checkpoint in self._legacy.items():  # not in the journal
+            if path in self._saved and path not in lines:
+                kept.setdefault(path, _encode(checkpoint, self._scrub))
         kept.update(lines)
-        header = (json.dumps({"version": _VERSION}) + "\n").encode("utf-8")
+        if damaged:
+            # Damaged while the bridge ran: the logs whose lines were lost with it have no
+            # checkpoint now. They are read from their start when they wake, and the new
+            # journal says so to the next start too (`lost`), which reads them likewise.
+            for path in [p for p in self._saved if p not in kept]:
+                del self._saved[path]
+                self._lost_since_loaded = True
+        header_fields: dict[str, Any] = {"version": _VERSION}
+        if self._lost_since_loaded:
+            header_fields["lost"] = True
+        header = (json.dumps(header_fields) + "\n").encode("utf-8")
         body, positions = _lines_at(kept, len(header))
         data = header + body
-        temp = self.path.with_suffix(".jsonl.tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, self.path)
-        _fsync_directory(self.directory)
+        replace_file(self.path, data)
         self._file_bytes = len(data)
         self._clean = True
         self._legacy = {}
@@ -289,22 +326,33 @@ class CheckpointStore:
 
     def _journal_lines(self) -> list[tuple[str, str, int]]:
         """(path, line, where it starts) of each good line of the journal, in order (a log's
-        last one wins).
+        last one wins). Counts the damaged lines (`_damaged`) and notes a last line cut by a
+        crash (`_cut`: not damage, the bridge stopped while appending it).
 
         Raises:
             OSError: it cannot be read.
             ValueError: its first line is not this version's header.
         """
-        data = self.path.read_bytes()
+        data = read_file(self.path)
         lines = data.split(b"\n")
-        header = json.loads(lines[0])
+        try:
+            header = json.loads(lines[0])
+        except ValueError:
+            raise ValueError("not a checkpoint file") from None
         if not isinstance(header, dict) or header.get("version") != _VERSION:
-            raise ValueError(f"unknown version {header!r}"[:80])
+            version = header.get("version") if isinstance(header, dict) else None
+            raise ValueError(
+                f"version {version} (this bridge reads {_VERSION})"
+                if type(version) is int
+                else "not a checkpoint file"
+            )
+        self._header_lost = header.get("lost") is True
         self._file_bytes = len(data)
         good = []
         self._damaged = 0
+        self._cut = False
         position = len(lines[0]) + 1
-        for raw in lines[1:]:
+        for number, raw in enumerate(lines[1:], 2):
             start, position = position, position + len(raw) + 1
             if not raw.strip():
                 continue
@@ -312,9 +360,12 @@ class CheckpointStore:
                 line = raw.decode("utf-8")
                 checkpoint = _decode(line)
             except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+                if number == len(lines):  # no newline after it: cut while being appended
+                    self._cut = True
+                    continue
                 self._damaged += 1
                 if self._damaged == 1:
-                    logger.warning("%s: skipping a damaged line (%s)", self.path, exc)
+                    logger.warning("%s: line %d is damaged (%s)", self.path, number, exc)
                 continue
             good.append((checkpoint.path, line, start))
         self._clean = data.endswith(b"\n") and not self._damaged
@@ -324,27 +375,108 @@ class CheckpointStore:
         try:
             good = self._journal_lines()
         except (OSError, ValueError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            logger.warning("ignoring checkpoint file %s: %s", self.path, why)
+            self.lost = True
+            self._set_aside(self.path, _why(exc))
             return {}
         last = {path: (line, start) for path, line, start in good}
+        entries = {path: _decode(line) for path, (line, _) in last.items()}
+        if self._damaged:  # what was read stays; the file goes aside, to look into
+            self.lost = True
+            self._set_aside(self.path, f"{self._damaged} damaged lines")
+            self._keep_in_memory(entries)
+            return entries
+        if self._header_lost:
+            self.lost = True
+            logger.warning(
+                "%s: checkpoints were lost while the bridge last ran (a damaged file was set "
+                "aside); the logs without a checkpoint are read from their start",
+                self.path,
+            )
+        if self._cut:
+            self.lost = True  # it may have been a log's first checkpoint
+            logger.warning(
+                "%s: its last line was cut (the bridge stopped while saving it); the logs "
+                "without a checkpoint are read from their start",
+                self.path,
+            )
         self._saved = {path: _digest(line, start) for path, (line, start) in last.items()}
-        return {path: _decode(line) for path, (line, _) in last.items()}
+        return entries
 
-    def _load_v1(self) -> dict[str, FileCheckpoint]:
-        for candidate in (self.directory / (_V1_NAME + ".tmp"), self.directory / _V1_NAME):
-            if not candidate.exists():
+    def _load_v1(self, candidates: Sequence[Path]) -> dict[str, FileCheckpoint]:
+        """The version 1 file's checkpoints: its temporary file if a crash left a whole one,
+        else the file itself (set aside if it cannot be used)."""
+        for candidate in candidates:
+            if not os.path.lexists(candidate):
                 continue
             try:
-                document = json.loads(candidate.read_text(encoding="utf-8"))
-                if document.get("version") != 1:
-                    raise ValueError(f"unknown version {document.get('version')!r}")
-                entries = [FileCheckpoint(**entry) for entry in document["files"]]
-            except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-                logger.warning("ignoring checkpoint file %s: %s", candidate, exc)
+                document = json.loads(read_file(candidate).decode("utf-8"))
+                if not isinstance(document, dict) or document.get("version") != 1:
+                    raise ValueError("not a version 1 checkpoint file")
+                files = document.get("files")
+                if not isinstance(files, list) or not all(isinstance(e, dict) for e in files):
+                    raise ValueError("bad 'files'")
+                entries = [
+                    FileCheckpoint(*checked_entry(entry, FINGERPRINT_BYTES)) for entry in files
+                ]
+            except (OSError, ValueError) as exc:
+                if candidate.name.endswith(".tmp"):  # cut by a crash: the file itself holds
+                    logger.warning("ignoring %s: %s", candidate, _why(exc))
+                    continue
+                self.lost = True
+                self._set_aside(candidate, _why(exc))
                 continue
             return {entry.path: entry for entry in entries}
         return {}
+
+    def _keep_in_memory(self, entries: Mapping[str, FileCheckpoint]) -> None:
+        """Checkpoints with no line in the journal (a version 1 file's, a set-aside
+        journal's): `get` gives them from memory, and the first save writes them."""
+        self._legacy = dict(entries)
+        self._saved = {path: _digest(_encode(c, self._scrub), -1) for path, c in entries.items()}
+        self._clean = False
+        self._file_bytes = 0
+
+    def _set_aside(self, path: Path, why: str, *, raising: bool = False) -> bool:
+        """A checkpoint file that cannot be used (damaged, unreadable, a newer version's) is
+        renamed `<name>.damaged-<UTC time>`, mode 0600, never written over: a newer bridge's
+        file survives a downgrade, and a damaged one can be looked into. The last
+        `_KEEP_ASIDE` are kept. Logged once. Returns whether it was set aside (False: no
+        regular file there, a directory say, left as it is).
+
+        Raises:
+            OSError: with `raising`, it could not be renamed (the failed save says so; without,
+                logged here).
+        """
+        consequence = (
+            "the logs without a checkpoint are read from their start (spans delivered "
+            "before may be sent again)"
+        )
+        try:
+            target = set_aside(path, _KEEP_ASIDE)
+        except OSError as exc:
+            if raising:
+                raise
+            logger.warning(
+                "cannot use %s (%s), nor set it aside (%s): it is not written over while it "
+                "is there; %s",
+                path,
+                why,
+                _why(exc),
+                consequence,
+            )
+            return False
+        if target is None:
+            if not raising:
+                logger.warning("cannot use %s (%s): not a file; %s", path, why, consequence)
+            return False
+        logger.warning(
+            "cannot use %s (%s): kept aside as %s; %s", path, why, target.name, consequence
+        )
+        return True
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc.strerror) if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 def _digest(line: str, position: int) -> int:
@@ -378,22 +510,3 @@ def _lines_at(lines: Mapping[str, str], start: int) -> tuple[bytes, dict[str, in
         positions[path] = _digest(line, position)
         position += len(data)
     return b"".join(chunks), positions
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

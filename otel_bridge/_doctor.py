@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ._exceptions import ConfigError
+from ._progress import printable
 from .export import DEFAULT_SERVICE_NAME, trace_exporter_names
 from .export._common import (
     DEFAULT_ENDPOINTS,
@@ -22,6 +23,7 @@ from .export._common import (
     otlp_endpoint,
     reachability,
     sdk_disabled,
+    shown_endpoint,
 )
 from .export._metrics import metric_exporter_names
 from .sources import scan_session_state
@@ -51,7 +53,20 @@ def diagnose(
     traces_file: Path | None,
     timeout: float = 2.0,
 ) -> list[Check]:
-    """Look at the session-state directories and the exporter configuration."""
+    """Look at the session-state directories and the exporter configuration. The messages
+    are safe to print: a directory's or a variable's control characters come escaped."""
+    return [
+        Check(check.ok, printable(check.message), check.warning)
+        for check in _diagnose(roots, environ, traces_file, timeout)
+    ]
+
+
+def _diagnose(
+    roots: Sequence[Path],
+    environ: Mapping[str, str],
+    traces_file: Path | None,
+    timeout: float,
+) -> list[Check]:
     checks = [_check_root(root) for root in roots]
     if sdk_disabled(environ):
         checks.append(
@@ -175,7 +190,7 @@ def _check_otlp(
             True,
             f"{where}: reachable, but {endpoint.variable} is used as it is, "
             f"with no path: did you mean "
-            f"{endpoint.url.removesuffix('/')}/v1/{signal}?",
+            f"{shown_endpoint(endpoint.url).removesuffix('/')}/v1/{signal}?",
             warning=True,
         )
     return Check(True, f"{where}: reachable")

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 import time
 from typing import IO, TYPE_CHECKING, TextIO
 
-__all__ = ["ProgressBar", "TerminalHandler", "compact_count", "write"]
+__all__ = ["ProgressBar", "TerminalHandler", "compact_count", "printable", "write"]
 
 #: Serialises every write to the terminal (bar, logs, console spans) across threads. Re-entrant
 #: so that a write made while drawing cannot deadlock; nothing logs while holding it.
@@ -29,6 +30,34 @@ if TYPE_CHECKING:
     _StreamHandler = logging.StreamHandler[TextIO]
 else:  # not subscriptable at run time before Python 3.11
     _StreamHandler = logging.StreamHandler
+
+
+#: What a terminal (or a log read on one) acts on instead of showing: C0 and C1 control
+#: characters (escape sequences clear the screen or forge colours, a carriage return or a
+#: newline forges a line), DEL, the Unicode line and paragraph separators, and the
+#: bidirectional overrides and isolates that reorder what is shown.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE_BUT_NEWLINE = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b"}
+
+
+def printable(text: str, *, newlines: bool = False) -> str:
+    """`text` safe to print: what a terminal would act on (`_UNPRINTABLE`) written as an
+    escape (`\\n`, `\\x1b`, `\\u202e`), so that a name taken from a file (a session's
+    directory, a branch, a model) shows as what it is and a line stays one line. With
+    `newlines`, newlines are kept (a traceback)."""
+    pattern = _UNPRINTABLE_BUT_NEWLINE if newlines else _UNPRINTABLE
+    return pattern.sub(_escape, text) if pattern.search(text) is not None else text
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group(0)
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
 
 
 def write(stream: IO[str], text: str) -> None:
@@ -76,7 +105,7 @@ class ProgressBar:
         self._stream = stream or sys.stderr
         self._enabled = _isatty(self._stream) if enabled is None else enabled
         self._total = max(total, 1)
-        self._label = label
+        self._label = printable(label)
         self._done = 0
         self._last_draw = 0.0
         self._drawn = 0  # characters of the bar now on the line

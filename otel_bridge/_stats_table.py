@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import IO
 
-from ._progress import compact_count
+from ._progress import compact_count, printable
 from ._stats import OUTCOMES, SessionStats
 
 __all__ = ["render_table", "table_width"]
@@ -197,8 +197,10 @@ def _layout(
     total: SessionStats,
     width: int | None,
 ) -> list[str]:
-    rows = [[c.cell(s) for c in columns] for s in sessions]
-    last = [c.cell(total) for c in columns]
+    # cells come from the logs (a session's directory, model, repository): escaped, so that
+    # one cannot clear the screen or break a row
+    rows = [[printable(c.cell(s)) for c in columns] for s in sessions]
+    last = [printable(c.cell(total)) for c in columns]
     widths = [
         max(len(c.header), *(len(r[i]) for r in [*rows, last])) for i, c in enumerate(columns)
     ]

@@ -357,6 +357,50 @@ def _yaml_assignment(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
     return f"{name}: {value}", (value,)
 
 
+#: How command lines take credentials: flags, attached values, a user's password, a token as a
+#: URL's user, variables, SQL, a .netrc line. {p}: a password (16 to 20 characters, too short
+#: for the entropy check: only its context gives it away), {k}: a 40-character key, {t}: a
+#: GitLab token's random part.
+_COMMAND_LINES = (
+    "git clone https://glpat-{t}@gitlab.com/acme/app.git",
+    "git clone https://{p}@github.com/acme/app.git",
+    "docker login -u deploy -p {p} registry.example.com",
+    "mysql -h db.internal -u root -p{p} shop",
+    "curl -sS -u deploy:{p} https://api.example.com/v1/items",
+    "sshpass -p '{p}' ssh deploy@build.internal",
+    "DEPLOY_PASS={p} ./scripts/release.sh",
+    "./manage.py createsuperuser --username admin --password {p}",
+    "helm repo add acme https://charts.example.com --username deploy --password {p}",
+    "printf 'machine api.example.com login deploy password {p}\\n' >> ~/.netrc",
+    "PGPASSWORD={p} psql -h db.internal -U app orders",
+    "MYSQL_PWD={p} mysqldump shop > shop.sql",
+    "redis-cli -h cache.internal -a {p} ping",
+    "aws configure set aws_secret_access_key {k}",
+    "kubectl create secret generic db --from-literal=password={p}",
+    "psql -c \"ALTER USER app WITH PASSWORD '{p}'\"",
+    "openssl enc -aes-256-cbc -pass pass:{p} -in backup.tar",
+    "wget --user=deploy --password={p} https://files.example.com/a.tgz",
+    "npm config set //registry.npmjs.org/:_authToken={p}",
+    "curl -H 'X-Api-Key: {p}' https://api.example.com/v1/items",
+    "smbclient //files/share -U alice%{p}",
+    "./bin/sync --api-key {p} --verbose",
+    "mysqladmin -u root --password {p} reload",
+    "curl --user deploy:{p} -X POST https://ci.example.com/job/build",
+)
+
+
+def _command_line(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
+    form = _COMMAND_LINES[n % len(_COMMAND_LINES)]
+    if "{t}" in form:
+        core = _rand(rng, 20)
+        return form.replace("{t}", core), (core,)
+    if "{k}" in form:
+        key = _key40(rng)
+        return form.replace("{k}", key), (key,)
+    password = _password(rng)
+    return form.replace("{p}", password), (password,)
+
+
 def _high_entropy(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
     key = _key40(rng)
     return key, (key,)
@@ -381,6 +425,7 @@ KINDS: dict[str, _Gen] = {
     "jwt": _jwt,
     "bearer_token": _bearer_token,
     "url_password": _url_password,
+    "command_line": _command_line,
     "env_assignment": _env_assignment,
     "json_assignment": _json_assignment,
     "yaml_assignment": _yaml_assignment,
@@ -479,6 +524,7 @@ _COMMANDS: dict[str, tuple[str, ...]] = {
     "env_assignment": ("{s} && ./scripts/deploy.sh", "{s} npm run start"),
     "private_key": ("cat > id_deploy <<'EOF'\n{s}\nEOF",),
     "aws_secret_access_key": ("printf '[default]\\n{s}\\n' > ~/.aws/credentials",),
+    "command_line": ("{s}", "cd /srv/app && {s}", "{s} && echo done"),
 }
 _GENERIC_COMMANDS = (
     "printf '%s\\n' '{s}' >> notes.txt",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -132,11 +133,175 @@ def test_a_version_1_checkpoint_is_read_back_before_and_after_its_replacement(tm
     assert store.get(str(logs[1])) == olds[1]  # carried into the journal
 
 
-def test_a_damaged_file_is_ignored_with_a_warning(tmp_path, caplog) -> None:
-    store = CheckpointStore(tmp_path)
-    store.path.write_text("{half a checkpo")
+def aside(directory: Path) -> list[Path]:
+    return sorted(directory.glob("checkpoints.json*.damaged-*"))
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        os.urandom(4096),  # overwritten with random bytes
+        b"{half a checkpo",
+        b'{"version": 99}\n{"path": "from a newer bridge", "offset": 7}\n',  # a newer version
+        b"",  # empty: not even a header
+    ],
+    ids=["random", "cut", "newer", "empty"],
+)
+def test_a_file_that_cannot_be_used_is_kept_aside_never_overwritten(
+    tmp_path, caplog, content
+) -> None:
+    """What was there survives (a newer bridge's file survives a downgrade), the loss is
+    said once, and `lost` tells the tailer to read the logs from their start."""
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"x" * 100)
+    store = CheckpointStore(tmp_path / "state")
+    store.path.write_bytes(content)
     assert store.load() == {}
-    assert "ignoring checkpoint file" in caplog.text
+    assert store.lost
+    (kept,) = aside(store.directory)
+    assert kept.read_bytes() == content
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert sum("kept aside" in r.getMessage() for r in caplog.records) == 1
+    store.save({str(log): entry(log, 5)})
+    assert kept.read_bytes() == content  # not overwritten by the new journal
+    again = CheckpointStore(tmp_path / "state")
+    assert again.load()[str(log)].offset == 5
+    assert not again.lost
+
+
+def test_a_version_1_file_that_cannot_be_used_is_kept_aside(tmp_path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "checkpoints.json").write_text('{"version": 3, "files": []}')
+    store = CheckpointStore(state)
+    assert store.load() == {}
+    assert store.lost
+    (kept,) = aside(state)
+    assert kept.name.startswith("checkpoints.json.damaged-")
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"x" * 10)
+    store.save({str(log): entry(log, 1)})
+    assert kept.read_text() == '{"version": 3, "files": []}'
+
+
+def test_damaged_lines_set_the_file_aside_and_the_good_ones_still_hold(tmp_path) -> None:
+    logs = [tmp_path / f"{n}.jsonl" for n in range(3)]
+    for log in logs:
+        log.write_bytes(b"z" * 50)
+    store = CheckpointStore(tmp_path / "state")
+    store.save({str(log): entry(log, 10 + n) for n, log in enumerate(logs)})
+    lines = store.path.read_bytes().split(b"\n")
+    lines[2] = b'{"path": "' + str(logs[1]).encode() + b'", "offset": -1}'  # damaged
+    store.path.write_bytes(b"\n".join(lines))
+    damaged = store.path.read_bytes()
+    again = CheckpointStore(tmp_path / "state")
+    loaded = again.load()
+    assert again.lost
+    assert sorted(loaded) == sorted([str(logs[0]), str(logs[2])])
+    (kept,) = aside(again.directory)
+    assert kept.read_bytes() == damaged
+    assert again.get(str(logs[2])) == entry(logs[2], 12)  # from memory until the next save
+    again.save({str(logs[1]): entry(logs[1], 21)})
+    third = CheckpointStore(tmp_path / "state").load()  # the good lines carried over
+    assert {path: c.offset for path, c in third.items()} == {
+        str(logs[0]): 10,
+        str(logs[1]): 21,
+        str(logs[2]): 12,
+    }
+
+
+def good_line(tmp_path: Path) -> dict:
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"v" * 10)
+    return json.loads(json.dumps(dataclasses.asdict(entry(log, 4))))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("offset", -1),  # seek(-1): the log could never be read again
+        ("offset", 1 << 64),
+        ("offset", "12"),
+        ("offset", 4.0),
+        ("device", True),
+        ("inode", None),
+        ("path", ""),
+        ("path", "a\x00b"),
+        ("path", "/" * 5000),
+        ("path", ["a"]),
+        ("fingerprint", "not a digest"),
+        ("fingerprint", "A" * 64),
+        ("fingerprint_bytes", 1025),
+        ("fingerprint_bytes", -3),
+        ("session", ["a"]),
+        ("sent", [1, -2]),
+        ("sent", [1, "2"]),
+        ("sent", list(range(50_001))),
+        ("sent", {"1": 2}),
+        ("unknown", 1),
+    ],
+)
+def test_every_field_is_checked_when_read(tmp_path, field, value) -> None:
+    """A line whose field is of another type or out of range is damaged: not used."""
+    good = good_line(tmp_path)
+    store = CheckpointStore(tmp_path / "state")
+    store.path.write_text(
+        '{"version": 2}\n' + json.dumps({**good, field: value}) + "\n" + json.dumps(good) + "\n"
+    )
+    assert store.load() == {good["path"]: FileCheckpoint(**{**good, "sent": ()})}
+    assert store.lost
+    for missing in ("path", "offset", "fingerprint"):
+        broken = {k: v for k, v in good.items() if k != missing}
+        store.path.write_text('{"version": 2}\n' + json.dumps(broken) + "\n")
+        assert CheckpointStore(tmp_path / "state").load() == {}
+
+
+def test_sent_ids_are_bounded_when_written(tmp_path) -> None:
+    """Whatever the tailer hands over, what is written can be read back (more ids than the
+    bound: the rest are repeated after a restart, never lost)."""
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"s" * 10)
+    store = CheckpointStore(tmp_path / "state")
+    store.save({str(log): dataclasses.replace(entry(log, 3), sent=tuple(range(60_000)))})
+    again = CheckpointStore(tmp_path / "state")
+    assert len(again.load()[str(log)].sent) == 50_000
+    assert not again.lost
+
+
+def test_only_the_last_few_damaged_files_are_kept(tmp_path) -> None:
+    state = tmp_path / "state"
+    for n in range(5):
+        store = CheckpointStore(state)
+        store.path.write_text(f"damaged {n}")
+        store.load()
+    kept = aside(state)
+    assert len(kept) == 3
+    assert [p.read_text() for p in kept] == ["damaged 2", "damaged 3", "damaged 4"]
+
+
+def test_the_session_state_is_scrubbed_of_secrets_ids_kept(tmp_path) -> None:
+    token = "ghp_" + "a1B2c3D4" * 5
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"t" * 10)
+    session = {
+        "session_id": "0f3c2a9e-5b7d-4c1e-9a8f-6d2b1e4c7a90",
+        "previous_ids": ["5b7d4c1e-9a8f-4d2b-8e4c-7a900f3c2a9e"],
+        "model": "gpt-4.1",
+        "attribution": {
+            "copilot.cwd": f"/home/alice/{token}/src",
+            "vcs.ref.head.name": f"feature/{token}",
+            "vcs.repository.url.full": "https://alice:hunter2secret@git.example.com/a/b",
+        },
+    }
+    store = CheckpointStore(tmp_path / "state")
+    store.save({str(log): dataclasses.replace(entry(log, 3), session=session)})
+    text = store.path.read_text()
+    assert token not in text and "hunter2secret" not in text
+    restored = CheckpointStore(tmp_path / "state").load()[str(log)].session
+    assert restored["session_id"] == session["session_id"]
+    assert restored["previous_ids"] == session["previous_ids"]
+    assert restored["model"] == "gpt-4.1"
+    assert restored["attribution"]["copilot.cwd"] == "/home/alice/[REDACTED:github_token]/src"
 
 
 def test_a_line_cut_by_a_crash_loses_only_itself(tmp_path, caplog) -> None:
@@ -151,7 +316,9 @@ def test_a_line_cut_by_a_crash_loses_only_itself(tmp_path, caplog) -> None:
     store.path.write_bytes(whole[:-40])  # the second line cut
     again = CheckpointStore(tmp_path / "state")
     assert again.load()[str(log)].offset == 3
-    assert "damaged line" in caplog.text
+    assert "last line was cut" in caplog.text
+    assert again.lost  # it may have been another log's first checkpoint
+    assert not aside(again.directory)  # a crash's doing, not damage: nothing to look into
     again.save({str(log): entry(log, 7)})
     assert b"\n{" not in again.path.read_bytes().split(b"\n", 1)[1][:1]  # rewritten clean
     assert CheckpointStore(tmp_path / "state").load()[str(log)].offset == 7
@@ -288,3 +455,58 @@ def test_resuming_mid_log_gives_exactly_the_spans_of_reading_it_whole(tmp_path) 
     (root,) = [s for s in second if s.name == "invoke_agent copilot"]
     assert root.attributes["copilot.mode"] == "autopilot"
     assert root.links  # the link to the first task survived the restart
+
+
+def test_the_temporary_file_is_created_afresh_never_through_a_link(tmp_path) -> None:
+    """A link planted (or left) where the temporary file goes is not followed: the file it
+    points to is untouched, and the journal is a file of its own, mode 0600."""
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"l" * 10)
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    store = CheckpointStore(tmp_path / "state")
+    (store.directory / "checkpoints.jsonl.tmp").symlink_to(victim)
+    store.save({str(log): entry(log, 2)})
+    assert victim.read_text() == "precious"
+    assert not store.path.is_symlink()
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert not os.path.lexists(store.directory / "checkpoints.jsonl.tmp")
+    assert CheckpointStore(tmp_path / "state").load()[str(log)].offset == 2
+
+
+def test_a_failed_save_leaves_no_temporary_file(tmp_path) -> None:
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"f" * 10)
+    store = CheckpointStore(tmp_path / "state")
+    (store.path / "in the way").mkdir(parents=True)  # the rename over it fails
+    with pytest.raises(CheckpointError, match="cannot write"):
+        store.save({str(log): entry(log, 1)})
+    assert sorted(p.name for p in store.directory.iterdir()) == ["checkpoints.jsonl"]
+
+
+def test_a_journal_damaged_while_the_bridge_runs_is_kept_aside_and_the_next_start_told(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    """Damaged under a running bridge: its next rewrite sets it aside rather than write over
+    it, and the logs whose lines went with it have no checkpoint now; the new journal says
+    that checkpoints were lost, so that the next start reads such logs from their start."""
+    monkeypatch.setattr(checkpoint_module, "_COMPACT_RATIO", 0)  # every save rewrites
+    monkeypatch.setattr(checkpoint_module, "_COMPACT_MIN_BYTES", 0)
+    logs = [tmp_path / f"{n}.jsonl" for n in range(2)]
+    for log in logs:
+        log.write_bytes(b"r" * 10)
+    store = CheckpointStore(tmp_path / "state")
+    store.save({str(log): entry(log, 1) for log in logs})
+    store.path.write_bytes(os.urandom(300))
+    store.save({str(logs[0]): entry(logs[0], 2)})
+    assert len(aside(store.directory)) == 1
+    assert "kept aside" in caplog.text
+    assert store.get(str(logs[1])) is None  # quietly: its line went with the damaged file
+    assert "cannot read" not in caplog.text
+    again = CheckpointStore(tmp_path / "state")
+    assert {p: c.offset for p, c in again.load().items()} == {str(logs[0]): 2}
+    assert again.lost
+    again.save({str(log): entry(log, 3) for log in logs})  # after a start, all are there
+    third = CheckpointStore(tmp_path / "state")
+    third.load()
+    assert not third.lost

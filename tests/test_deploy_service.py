@@ -191,3 +191,109 @@ def test_a_bad_run_argument_is_refused_before_anything_is_written(home: Path) ->
         main(["install-service", "--platform", "systemd", "--", "--no-such-flag"])
     assert exit_info.value.code == 2
     assert not (home / ".config").exists()
+
+
+#: Run arguments a unit file must carry through: a newline (which ended the line, and the
+#: unit systemd read), an escape sequence, a tab, a C1 control, a quote, a lone `;` (which
+#: starts a second command when bare).
+AWKWARD_ARGS = [
+    "--session-state",
+    "/srv/copilot/odd\nname\t\x1b[2J\x85\"'\\",
+    "--session-state",
+    ";",
+]
+
+
+def systemd_words(line: str) -> list[str]:
+    """ExecStart= split into words as systemd.syntax(7) says: double-quoted words with the C
+    escapes \\n, \\t, \\r, \\xNN, \\uNNNN, \\\\ and \\"; then %% and $$ undoubled."""
+    words, pos = [], 0
+    while pos < len(line):
+        if line[pos] == " ":
+            pos += 1
+            continue
+        if line[pos] != '"':
+            end = line.find(" ", pos)
+            end = len(line) if end < 0 else end
+            words.append(line[pos:end])
+            pos = end
+            continue
+        pos += 1
+        word = []
+        while line[pos] != '"':
+            if line[pos] == "\\":
+                kind = line[pos + 1]
+                if kind in "xu":
+                    size = 2 if kind == "x" else 4
+                    word.append(chr(int(line[pos + 2 : pos + 2 + size], 16)))
+                    pos += 2 + size
+                    continue
+                word.append({"n": "\n", "t": "\t", "r": "\r"}.get(kind, kind))
+                pos += 2
+                continue
+            word.append(line[pos])
+            pos += 1
+        words.append("".join(word))
+        pos += 1
+    return [w.replace("%%", "%").replace("$$", "$") for w in words]
+
+
+def test_awkward_run_arguments_are_quoted_into_one_exec_start_line(home: Path) -> None:
+    service = render("systemd", AWKWARD_ARGS, dict(os.environ), 30.0)
+    (line,) = unit_values(service.text, "ExecStart")  # one line, one command
+    assert systemd_words(line)[-len(AWKWARD_ARGS) :] == AWKWARD_ARGS
+    assert len(service.text.splitlines()) == len(
+        render("systemd", ["--backfill"], dict(os.environ), 30.0).text.splitlines()
+    )
+
+
+@needs_systemd
+def test_systemd_accepts_awkward_run_arguments(home: Path, tmp_path: Path) -> None:
+    unit = tmp_path / "otel-bridge.service"
+    unit.write_text(render("systemd", AWKWARD_ARGS, dict(os.environ), 30.0).text)
+    assert systemd_problems(unit, tmp_path / "run") == []
+
+
+@needs_systemd
+def test_systemd_decodes_the_escapes_into_the_characters(tmp_path: Path) -> None:
+    """The quoting is read back by systemd itself: an executable named with a newline is
+    refused (systemd allows none in its name), and the name it quotes has a real newline."""
+    odd = tmp_path / "odd\nname"
+    odd.write_text("#!/bin/sh\n")
+    odd.chmod(0o755)
+    unit = tmp_path / "otel-bridge.service"
+    unit.write_text(render("systemd", [], {}, 30.0, command=[str(odd)]).text)
+    (tmp_path / "run").mkdir(mode=0o700)
+    done = subprocess.run(
+        ["systemd-analyze", "verify", "--user", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "run")},
+    )
+    assert str(odd) in done.stdout + done.stderr
+
+
+def test_install_service_takes_a_newline_in_a_run_argument(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["install-service", "--print", "--platform", "systemd", "--", *AWKWARD_ARGS]
+    assert main(args) == 0
+    (line,) = unit_values(capsys.readouterr().out, "ExecStart")
+    assert systemd_words(line)[-len(AWKWARD_ARGS) :] == AWKWARD_ARGS
+
+
+def test_launchd_carries_a_newline_and_refuses_what_a_plist_cannot_hold(
+    home: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    args = ["install-service", "--platform", "launchd", "--", "--session-state", "/srv/a\nb"]
+    assert main(args) == 0
+    path = home / "Library" / "LaunchAgents" / "local.otel-bridge.plist"
+    assert plistlib.loads(path.read_bytes())["ProgramArguments"][-1] == "/srv/a\nb"
+    path.unlink()
+    capsys.readouterr()
+    bad = ["install-service", "--platform", "launchd", "--", "--session-state", "/srv/a\x1bb"]
+    assert main(bad) == 2
+    assert "control character" in caplog.text and "\\x1b" in caplog.text
+    assert not path.exists()

@@ -6,6 +6,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,6 +66,104 @@ def test_each_kind_of_secret_is_redacted(kind: str) -> None:
 )
 def test_ordinary_text_is_left_alone(innocent: str) -> None:
     assert Scrubber().text(innocent) == innocent
+
+
+#: Command lines that carry a credential: (the command, the secret, what must stay of it).
+COMMAND_LINES = [
+    (
+        "git clone https://glpat-Xk9fPq2LmZ7tWb4RyC3d@gitlab.com/acme/app.git",
+        "Xk9fPq2LmZ7t",
+        "git clone https://",
+    ),
+    (
+        "git clone https://Xk9fPq2LmZ7tWb4R@github.com/acme/app.git",
+        "Xk9fPq2LmZ7t",
+        "@github.com/acme",
+    ),
+    ("git clone https://oauth2:Xk9fPq2L@gitlab.com/a/b.git", "Xk9fPq2L", "oauth2:"),
+    ("docker login -u deploy -p Xk9fPq2L registry.example.com", "Xk9fPq2L", "registry.example"),
+    ("docker login --username deploy --password Xk9fPq2L ghcr.io", "Xk9fPq2L", "ghcr.io"),
+    ("podman login -p 'Xk9 fPq2L' quay.io", "fPq2L", "quay.io"),
+    ("mysql -h db -u root -pXk9fPq2L shop", "Xk9fPq2L", "-u root -p"),
+    ("mysqldump --single-transaction -p'Xk9fPq2L' shop", "Xk9fPq2L", "shop"),
+    ("mysql -u root -proot shop", "-proot", "shop"),
+    ("curl -sS -u deploy:Xk9fPq2L https://api.example.com", "Xk9fPq2L", "-u deploy:"),
+    ("curl --user=deploy:Xk9fPq2L https://api.example.com", "Xk9fPq2L", "deploy:"),
+    ("wget --user=deploy --password=Xk9fPq2L https://x.example.com/a", "Xk9fPq2L", "wget"),
+    ("sshpass -p 'Xk9fPq2L' ssh deploy@host", "Xk9fPq2L", "ssh deploy@host"),
+    ("sshpass -pXk9fPq2L ssh deploy@host", "Xk9fPq2L", "ssh deploy@host"),
+    ("DEPLOY_PASS=Xk9fPq2L ./release.sh", "Xk9fPq2L", "./release.sh"),
+    ("PGPASSWORD=Xk9fPq2L psql -h db", "Xk9fPq2L", "psql -h db"),
+    ("MYSQL_PWD=Xk9fPq2L mysqldump shop", "Xk9fPq2L", "mysqldump shop"),
+    ("./manage.py createsuperuser --password Xk9fPq2L", "Xk9fPq2L", "--password "),
+    ("app --password=Xk9fPq2L --verbose", "Xk9fPq2L", "--verbose"),
+    ("app --api-key Xk9fPq2L --verbose", "Xk9fPq2L", "--verbose"),
+    ("app --client-secret 'a b c d e f'", "a b c d e f", "--client-secret"),
+    ("gh api -H 'Authorization: token Xk9fPq2LmZ7tWb4RyC3d' /user", "Xk9fPq2LmZ7t", "/user"),
+    ("curl -H 'X-Api-Key: Xk9fPq2L' https://api.example.com", "Xk9fPq2L", "curl -H"),
+    ("curl -H 'Authorization: Xk9fPq2L' https://api.example.com", "Xk9fPq2L", "curl -H"),
+    ("redis-cli -h cache -a Xk9fPq2L ping", "Xk9fPq2L", "ping"),
+    ("smbclient //srv/share -U alice%Xk9fPq2L", "Xk9fPq2L", "-U alice%"),
+    ("openssl enc -aes-256-cbc -pass pass:Xk9fPq2L -in f", "Xk9fPq2L", "-in f"),
+    ("machine api.example.com login deploy password Xk9fPq2L", "Xk9fPq2L", "login deploy"),
+    ("CREATE USER app IDENTIFIED BY 'Xk9fPq2L';", "Xk9fPq2L", "CREATE USER app"),
+    ("ALTER ROLE app WITH PASSWORD 'hunter2';", "hunter2", "ALTER ROLE"),
+    (
+        "aws configure set aws_secret_access_key wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEM",
+        "aws configure set",
+    ),
+    ("npm config set //registry.npmjs.org/:_authToken=Xk9fPq2L", "Xk9fPq2L", "npm config set"),
+    ("export NPM_TOKEN=npm_Xk9fPq2LmZ7tWb4RyC3dXk9fPq2LmZ7tWb4R", "Xk9fPq2LmZ7t", "export"),
+    ("kubectl create secret generic db --from-literal=password=Xk9fPq2L", "Xk9fPq2L", "kubectl"),
+]
+
+
+@pytest.mark.parametrize(("command", "secret", "kept"), COMMAND_LINES)
+def test_command_line_credentials_are_redacted_and_the_command_stays(
+    command: str, secret: str, kept: str
+) -> None:
+    scrubbed = Scrubber().text(command)
+    assert secret not in scrubbed and "[REDACTED:" in scrubbed
+    assert kept in scrubbed
+    assert Scrubber().text(scrubbed) == scrubbed  # scrubbing twice changes nothing
+
+
+@pytest.mark.parametrize(
+    "ordinary",
+    [
+        "/home/alice/src/acme-widgets_backend2024/services",
+        "cd /home/alice/src/acme-widgets_backend2024/services && make test",
+        "/home/alice/.copilot/session-state/d3ebfa08-de8a-4b43-93da-591db8061cb6/events.jsonl",
+        "/home/bob/projects/InvoiceService2023/src/main/java/com/acme/Billing.java",
+        "src/components/UserProfileCard2024/index.tsx",
+        "/var/lib/docker/overlay2/3f2a9c1b7e4d5a6f8b0c2d4e6f8a0b1c2d3e4f5a6b7c8d9e0f1a/merged",
+        "getUserAccountSettingsHandlerFactory2024",
+        "mkdir -p build/out && cp -p a b",
+        "ssh -p 2222 deploy@build.internal",
+        "docker run -u 1000:1000 -p 8080:80 nginx",
+        "git push -u origin feature/login-page",
+        "docker login --password-stdin -u deploy ghcr.io",
+        "docker login ghcr.io",
+        "mysql -u root -p shop",
+        "curl -u deploy https://api.example.com",
+        "curl -sS https://api.example.com/v1/items | jq .",
+        "sort -u names.txt && ps -u root",
+        "app --token-file /etc/app/token --key-id 12 --session-id d3ebfa08",
+        'app --password $DB_PASSWORD --token "$GITHUB_TOKEN"',
+        "the password field is required; reset your password here",
+        "Password Manager, compass=north, bypass the cache",
+        "git clone git@github.com:acme/app.git",
+        "git clone https://github.com/acme/app.git",
+        "ssh://git@github.com/acme/app.git",
+        "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3",
+        "toolu_01ABCDEF23456789",
+        "npm install passport passport-local",
+        "pip install --user requests",
+    ],
+)
+def test_ordinary_commands_paths_and_ids_are_left_alone(ordinary: str) -> None:
+    assert Scrubber().text(ordinary) == ordinary
 
 
 def test_a_random_token_is_redacted_with_no_secret_word_near_it() -> None:
@@ -329,6 +430,33 @@ def test_the_metrics_endpoint_binds_loopback_by_default() -> None:
 
     args = build_parser().parse_args(["run"])
     assert args.prometheus_host == "127.0.0.1"
+
+
+def test_the_traces_and_metrics_files_are_created_private(tmp_path) -> None:
+    """With content capture the traces file holds prompts and command lines: created 0600
+    whatever the umask (022 here, which would give 0644); a file that exists keeps its mode."""
+    fixture = Path(__file__).parent / "fixtures" / "run1_cli_prompt_basic" / "events.jsonl"
+    traces, metrics, kept = tmp_path / "t.jsonl", tmp_path / "m.jsonl", tmp_path / "k.jsonl"
+    kept.write_text("")
+    kept.chmod(0o644)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    for out in (traces, kept):
+        done = subprocess.run(
+            [
+                sys.executable, "-m", "otel_bridge", "replay", str(fixture), "--no-progress",
+                "--capture-content", "--traces-file", str(out), "--metrics-file", str(metrics),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=lambda: os.umask(0o022),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert out.stat().st_size > 0
+    assert stat.S_IMODE(traces.stat().st_mode) == 0o600
+    assert stat.S_IMODE(metrics.stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o644
 
 
 def test_checkpoints_are_private(tmp_path) -> None:

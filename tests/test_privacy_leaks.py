@@ -39,6 +39,7 @@ from pathlib import Path
 
 import pytest
 
+from otel_bridge.processors import Scrubber, ScrubberConfig
 from tests.otlp_receiver import OtlpReceiver
 from tests.processes import log_tail, terminate
 from tests.prometheus import free_port
@@ -439,3 +440,19 @@ def test_the_corpus_is_large_deterministic_and_covers_every_kind(corpus: Corpus)
     fixture_logs = b"".join(p.read_bytes() for p in (ROOT / "tests/fixtures").rglob("*.jsonl"))
     assert corpus.find_secrets(fixture_logs) == []
     assert corpus.find_texts(logs) == {t.marker for t in corpus.texts}
+
+
+@pytest.mark.parametrize("paths", ["keep", "basename", "hash"])
+def test_a_checkpoint_s_scrubbing_then_the_export_s_is_the_export_s_alone(
+    corpus: Corpus, paths: str
+) -> None:
+    """A checkpoint keeps a session's state scrubbed of secrets (paths kept), and the state
+    restored from it is scrubbed again on export, as text or as a path: that must give what
+    the export alone gives, or the spans of a restarted `run` would differ from those of an
+    unbroken one."""
+    stored = Scrubber(ScrubberConfig(extra_patterns=(CUSTOM_PATTERN,)))
+    export = Scrubber(ScrubberConfig(extra_patterns=(CUSTOM_PATTERN,), paths=paths))
+    for secret in corpus.secrets:
+        kept = stored.text(secret.text)
+        assert export.text(kept) == export.text(secret.text), (secret.kind, kept)
+        assert export.path(kept) == export.path(secret.text), (secret.kind, kept)

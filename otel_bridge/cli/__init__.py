@@ -16,16 +16,17 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .._exceptions import BridgeError
-from .._progress import TerminalHandler
+from .._progress import TerminalHandler, printable
 from ._inspect import doctor, stats
 from ._parser import build_parser
 from ._replay import replay
 from ._run import run
 from ._service import install_service
 
-__all__ = ["main"]
+__all__ = ["OneLineFormatter", "main"]
 
 logger = logging.getLogger("otel_bridge")
 
@@ -38,16 +39,31 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+class OneLineFormatter(logging.Formatter):
+    """Every record on one line, whatever its arguments hold: a session directory, a branch
+    or an exception's text can come from a file another user wrote, and a newline in it
+    would forge a log line, an escape sequence clear or recolour the screen. Control
+    characters are written as escapes (`printable`); a traceback (DEBUG) keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(record.message)
+        return super().formatMessage(record)
+
+    def formatException(self, ei: Any) -> str:
+        return printable(super().formatException(ei), newlines=True)
+
+    def formatStack(self, stack_info: str) -> str:
+        return printable(super().formatStack(stack_info), newlines=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     # Through the progress bar's terminal: a record never lands on the bar's line.
-    logging.basicConfig(
-        level=args.log_level,
-        handlers=[TerminalHandler(sys.stderr)],
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    handler = TerminalHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=args.log_level, handlers=[handler])
     if args.command is None:
         parser.print_help()
         return 2

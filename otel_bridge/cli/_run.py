@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     store = (
         None
         if args.no_checkpoints or pipeline.disabled
-        else CheckpointStore(_state_dir(args.state_dir))
+        else CheckpointStore(_state_dir(args.state_dir), config.scrubber)
     )
     tailer = Tailer(
         roots, assembler, sink.export, options, checkpoints=store, sequence=lambda: sink.sequence

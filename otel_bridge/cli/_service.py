@@ -12,8 +12,11 @@
 The service runs the executable that ran this command (its absolute path, or this Python with
 `-m otel_bridge`), so a venv or pipx install keeps working without a PATH. The OTEL_* variables
 and COPILOT_HOME of the installing shell are copied into the file (mode 0600: OTLP headers may
-hold tokens), since a service does not see the shell's environment. SIGTERM (`systemctl stop`,
-`launchctl bootout`) flushes for `--export-timeout` seconds: the stop timeouts leave 15 more.
+hold tokens), since a service does not see the shell's environment. Arguments are quoted so
+that the file says exactly them: for systemd, control characters as C escapes (a newline
+would end the unit's line); launchd's XML cannot hold most, so they are refused. SIGTERM
+(`systemctl stop`, `launchctl bootout`) flushes for `--export-timeout` seconds: the stop
+timeouts leave 15 more.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import plistlib
+import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._exceptions import BridgeError
+from .._progress import printable
 from ._parser import build_parser
 
 __all__ = ["PLATFORMS", "ServiceFile", "bridge_command", "install_service", "render"]
@@ -70,16 +75,39 @@ def copied_environment(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+#: What makes a word of a unit file need quotes: a space, a quote, a backslash, a control
+#: character (a newline would end the line, and the unit with it).
+_NEEDS_QUOTES = re.compile("[\\s\"'\\\\\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+#: What a launchd property list (XML 1.0) cannot hold as it is: control characters but tab
+#: and newline (plistlib refuses them; a carriage return comes back as a newline).
+_NOT_IN_PLIST = re.compile("[\x00-\x08\x0b-\x1f]")
+
+
 def _systemd_quote(word: str, *, expands_variables: bool = True) -> str:
     """One word of ExecStart= (which expands $VARIABLES) or Environment= (which does not),
     quoted as systemd.syntax(7) reads it: `%` doubled (specifiers), `$` doubled where
-    variables expand, quotes and backslashes escaped inside double quotes."""
+    variables expand; inside double quotes, quotes and backslashes escaped and control
+    characters written as C escapes (`\\n`, `\\x1b`), which systemd decodes: a newline in
+    an argument would otherwise end the line and give a unit systemd refuses. A word that is
+    `;` alone is quoted too (bare, it would start a second command)."""
     escaped = word.replace("%", "%%")
     if expands_variables:
         escaped = escaped.replace("$", "$$")
-    if escaped and not any(c in escaped for c in " \t\"\\'"):
+    if escaped and escaped != ";" and _NEEDS_QUOTES.search(escaped) is None:
         return escaped
-    return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    inner = escaped.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{_CONTROL.sub(_c_escape, inner)}"'
+
+
+def _c_escape(match: re.Match[str]) -> str:
+    """A control character as a C escape systemd decodes (systemd.syntax(7))."""
+    char = match.group(0)
+    named = _C_ESCAPES.get(char)
+    if named is not None:
+        return named
+    return f"\\x{ord(char):02x}" if ord(char) < 0x80 else f"\\u{ord(char):04x}"
 
 
 def systemd_unit(
@@ -144,17 +172,18 @@ def launchd_plist(
     state = home / "Library" / "Application Support" / "otel-bridge"
     logs = home / "Library" / "Logs" / "otel-bridge"
     log = str(logs / "otel-bridge.log")
+    arguments = [*command, "run", "--state-dir", str(state), *RUN_DEFAULTS, *run_args]
+    environment = copied_environment(environ)
+    for word in (*arguments, *environment.values()):
+        if _NOT_IN_PLIST.search(word):
+            raise BridgeError(
+                f"install-service: {printable(word)!r} holds a control character a launchd "
+                "property list cannot hold; give `run` another value"
+            )
     agent = {
         "Label": LAUNCHD_LABEL,
-        "ProgramArguments": [
-            *command,
-            "run",
-            "--state-dir",
-            str(state),
-            *RUN_DEFAULTS,
-            *run_args,
-        ],
-        "EnvironmentVariables": copied_environment(environ),
+        "ProgramArguments": arguments,
+        "EnvironmentVariables": environment,
         "RunAtLoad": True,
         # started again when it fails, not when it stops cleanly (exit 0 after SIGTERM)
         "KeepAlive": {"SuccessfulExit": False},

@@ -7,6 +7,7 @@ import contextlib
 import enum
 import functools
 import logging
+import os
 import re
 import socket
 import threading
@@ -33,6 +34,8 @@ __all__ = [
     "quiet_exporter_logs",
     "reachability",
     "sdk_disabled",
+    "shown_endpoint",
+    "without_credentials",
 ]
 
 OTLP_PROTOCOLS = ("grpc", "http/protobuf")
@@ -96,8 +99,40 @@ class OtlpEndpoint:
     target: str
 
     def describe(self) -> str:
-        """'http://host:4318 (http/protobuf)': what a person recognises from their set-up."""
-        return f"{self.url} ({self.protocol})"
+        """'http://host:4318 (http/protobuf)': what a person recognises from their set-up,
+        without the credentials a URL may hold (`shown_endpoint`)."""
+        return f"{shown_endpoint(self.url)} ({self.protocol})"
+
+
+#: scheme://, then the authority (up to the first /, ? or #), whose userinfo ends at its last @
+_AUTHORITY = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)?(?P<authority>[^/?#]*)")
+_HOST = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]*)(?::[0-9]*)?")
+#: a user (and password) before a host in running text: scheme://user:password@ (what an
+#: exception or an exporter's message may quote)
+_USERINFO_IN_TEXT = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#@]*@")
+
+
+def shown_endpoint(url: str) -> str:
+    """An endpoint as the bridge shows it anywhere (log lines, /readyz, `doctor`, errors,
+    summaries): without the user and password of its URL (`http://user:password@host`, which
+    the HTTP exporter sends as Basic credentials) and without its query and fragment (where
+    some services take a key). What is left says where spans go, never how to get in."""
+    url = url.strip()
+    match = _AUTHORITY.match(url)
+    assert match is not None  # every part of the pattern is optional
+    scheme, authority = match["scheme"] or "", match["authority"]
+    rest = url[match.end() :].split("?", 1)[0].split("#", 1)[0]
+    if "@" not in authority and "@" in rest and not _HOST.fullmatch(authority):
+        # a password with a "/" in it ends the authority early: all up to the last @ goes
+        authority, slash, path = rest.rpartition("@")[2].partition("/")
+        rest = slash + path
+    return scheme + authority.rpartition("@")[2] + rest
+
+
+def without_credentials(text: str) -> str:
+    """`text` with the user and password taken out of every URL in it (an exception's or an
+    exporter's message about an endpoint)."""
+    return _USERINFO_IN_TEXT.sub(r"\1", text)
 
 
 def otlp_endpoint(environ: Mapping[str, str], signal: str) -> OtlpEndpoint:
@@ -116,6 +151,7 @@ def otlp_endpoint(environ: Mapping[str, str], signal: str) -> OtlpEndpoint:
             variable = name
             break
     url = environ[variable].strip() if variable else DEFAULT_ENDPOINTS[protocol]
+    shown = shown_endpoint(url)
     example = DEFAULT_ENDPOINTS[protocol]
     expected = f"an http:// or https:// URL with a host, e.g. {example}" + (
         ", or host:port" if protocol == "grpc" else ""
@@ -123,17 +159,20 @@ def otlp_endpoint(environ: Mapping[str, str], signal: str) -> OtlpEndpoint:
     if protocol == "grpc" and (match := _HOST_PORT.match(url)):
         number = int(match["port"])
         if not 0 < number < 65536:
-            raise ConfigError(f"{variable}={url!r}: port {number} is out of range")
+            raise ConfigError(f"{variable}={shown!r}: port {number} is out of range")
         return OtlpEndpoint(url, variable, protocol, match["host"].strip("[]"), number, url)
     try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port
     except ValueError as exc:  # a port that is not a number or out of range
         raise ConfigError(
-            f"{variable}={url!r} is not a usable OTLP endpoint ({exc}): expected {expected}"
+            f"{variable}={shown!r} is not a usable OTLP endpoint "
+            f"({without_credentials(str(exc))}): expected {expected}"
         ) from exc
     if parts.scheme.lower() not in ("http", "https") or not host:
-        raise ConfigError(f"{variable}={url!r} is not a usable OTLP endpoint: expected {expected}")
+        raise ConfigError(
+            f"{variable}={shown!r} is not a usable OTLP endpoint: expected {expected}"
+        )
     if port is None:  # what the exporters' transports then use
         port = 443 if parts.scheme.lower() == "https" or protocol == "grpc" else 80
     target = url
@@ -163,14 +202,20 @@ def reachability(endpoint: OtlpEndpoint, timeout: float = 2.0) -> str | None:
 
 
 def open_output(path: Path, mode: str, what: str) -> IO[str]:
-    """Open a JSON Lines output file ("w" to start afresh, "a" to append).
+    """Open a JSON Lines output file ("w" to start afresh, "a" to append). A file the bridge
+    creates is readable by its owner only (0600), whatever the umask: spans name working
+    directories and repositories, and with content capture they hold prompts and command
+    lines. An existing file keeps its mode (its owner chose it).
 
     Raises:
         ConfigError: the file cannot be written; the message names it.
     """
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if mode == "w" else os.O_APPEND)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return path.open(mode, encoding="utf-8")
+        return os.fdopen(
+            os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600), mode, encoding="utf-8"
+        )
     except OSError as exc:
         raise ConfigError(f"cannot write {what} to {path}: {exc.strerror or exc}") from exc
 
@@ -233,7 +278,7 @@ def build_otlp_exporter(
     except (ValueError, TypeError, RuntimeError, OSError) as exc:  # e.g. a timeout not a number
         raise ConfigError(
             f"cannot set up the OTLP {what} exporter ({endpoint.describe()}): "
-            f"{exc}; check the OTEL_EXPORTER_OTLP_* variables"
+            f"{without_credentials(str(exc))}; check the OTEL_EXPORTER_OTLP_* variables"
         ) from exc
     quiet_exporter_logs()
     return exporter
@@ -364,5 +409,5 @@ def describe_exception(exc: BaseException) -> str:
 
 
 def _clip(text: str, limit: int = 240) -> str:
-    text = " ".join(text.split())
+    text = " ".join(without_credentials(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -22,35 +22,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .._records import AttributeValue, SpanEventRecord, SpanRecord
+from ._secret_patterns import LABELS, PATTERNS, SECRET_GROUPS, TRIGGER, wordlike
 
 __all__ = ["DEFAULT_CONTENT_MAX_CHARS", "Scrubber", "ScrubberConfig", "shannon_entropy"]
 
 #: With content capture on, each content attribute is cut to this many characters.
 DEFAULT_CONTENT_MAX_CHARS = 8192
-
-# Each pattern: (kind, regex). Order matters: the more specific first.
-_PATTERNS: tuple[tuple[str, str], ...] = (
-    (
-        "private_key",
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-        r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    ),
-    ("github_token", r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{20,255})"),
-    ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("openai_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}"),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
-    ("bearer_token", r"(?i)\b(?:bearer|token|basic)\s+[A-Za-z0-9._~+/\-]{16,}=*"),
-    ("url_password", r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+(@)"),
-    (
-        "assignment",
-        r"(?i)([\"']?[A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|pwd|key|"
-        r"credential|auth)[A-Za-z0-9_.\-]*[\"']?"
-        r"\s*(?:=|:)\s*)([\"']?)([^\s\"',;&]{6,})",
-    ),
-)
 
 #: Long tokens this random look like keys even without a known prefix (bits per character).
 _ENTROPY_THRESHOLD = 4.0
@@ -100,13 +77,6 @@ class ScrubberConfig:
 
 _PATH = re.compile(r"(?<![\w.:/])(?:/[\w.\-@+]+){2,}")
 
-#: Something every built-in pattern needs: when a text has none of these, it has no secret the
-#: patterns would find, and their scan is skipped (most attribute values: ids, names). Only a
-#: high-entropy token can still be there (`_CANDIDATE`, a run of 32 token characters).
-_TRIGGER = re.compile(
-    r"(?i)gh[pousr]_|github_pat_|\bA[A-Z0-9]{19}\b|AIza|xox|sk[_\-]|rk_|BEGIN|eyJ|bearer|"
-    r"basic|token|://|secret|passw|pwd|key|private|credential|auth"
-)
 _SECRET_NAME = re.compile(r"(?i)secret|token|passw|pwd|key|credential|auth")
 _JSON_CONTENT = frozenset(
     {
@@ -152,11 +122,12 @@ class Scrubber:
 
     def __init__(self, config: ScrubberConfig | None = None) -> None:
         self.config = config or ScrubberConfig()
-        kinds = [*_PATTERNS, *(("custom", p) for p in self.config.extra_patterns)]
+        kinds = [*PATTERNS, *(("custom", p) for p in self.config.extra_patterns)]
         self._patterns = [(kind, re.compile(pattern)) for kind, pattern in kinds]
         # extra patterns and path rewriting can match where no built-in trigger is
         self._always_scan = bool(self.config.extra_patterns) or self.config.paths != "keep"
         self._cache: dict[str, str] = {}
+        self._paths: dict[str, str] = {}  # a session's directories, on every span
 
     def text(self, value: str) -> str:
         """`value` with every secret replaced by [REDACTED:<kind>]."""
@@ -172,8 +143,8 @@ class Scrubber:
             return cached
         return self._scan(value)
 
-    def _scan(self, value: str) -> str:
-        if not self._always_scan and _TRIGGER.search(value) is None:
+    def _scan(self, value: str, rewrite_paths: bool = True) -> str:
+        if not self._always_scan and TRIGGER.search(value) is None:
             # no pattern can match: what is left is the entropy check of long tokens
             if self.config.entropy and _CANDIDATE.search(value) is not None:
                 return _CANDIDATE.sub(self._entropy, value)
@@ -182,16 +153,22 @@ class Scrubber:
             value = pattern.sub(functools.partial(self._redact, kind=kind), value)
         if self.config.entropy:
             value = _CANDIDATE.sub(self._entropy, value)
-        if self.config.paths != "keep":
+        if rewrite_paths and self.config.paths != "keep":
             value = _PATH.sub(self._path, value)
         return value
 
     def _redact(self, match: re.Match[str], kind: str) -> str:
-        if kind == "url_password":
-            return f"{match.group(1)}[REDACTED:{kind}]{match.group(2)}"
-        if kind == "assignment":
-            return f"{match.group(1)}{match.group(2)}[REDACTED:secret]"
-        return f"[REDACTED:{kind}]"
+        """The match redacted: all of it, or only its secret group when it holds more (a
+        flag, a command, a name: `SECRET_GROUPS`), so the text still says what it was."""
+        redacted = f"[REDACTED:{LABELS.get(kind, kind)}]"
+        groups = match.re.groupindex
+        if groups:
+            for name in SECRET_GROUPS:
+                if name in groups and match.group(name) is not None:
+                    start, end = match.span(name)
+                    whole, offset = match.group(0), match.start()
+                    return whole[: start - offset] + redacted + whole[end - offset :]
+        return redacted
 
     def _entropy(self, match: re.Match[str]) -> str:
         token = match.group(0)
@@ -205,6 +182,8 @@ class Scrubber:
         mixed = any(c.isupper() for c in token) and any(c.islower() for c in token)
         if not (digits or mixed) or not any(c.isalpha() for c in token):
             return token
+        if wordlike(token):  # a path or an identifier: /home/alice/src/acme-widgets_backend2024
+            return token
         return "[REDACTED:high_entropy]"
 
     def _path(self, match: re.Match[str]) -> str:
@@ -215,15 +194,25 @@ class Scrubber:
 
     def path(self, path: str) -> str:
         """A value that is a path as a whole (a working directory), as `--paths` says: kept,
-        its last part, or its hash (the same hash a path in text gets). What is kept is
-        scrubbed as a whole, like any text: a secret used as a directory name (a URL with a
-        password, a key with `/` in it) is redacted, and so, rarely, is a long path that looks
-        like a key (digits or mixed case and above 4 bits a character, over 32 characters)."""
-        if self.config.paths == "hash":
-            return _path_hash(path)
-        if self.config.paths == "basename":
-            path = (path.rstrip("/\\") or path).replace("\\", "/").rsplit("/", 1)[-1]
-        return self.text(path)
+        its last part, or its hash (the same hash a path in text gets). It is scrubbed as a
+        whole first, like any text: a secret used as a directory name (a URL with a password,
+        a key with `/` in it) is redacted before the last part is taken (which could otherwise
+        cut it in two) or the hash made. A checkpoint keeps a session's working directory
+        with its secrets redacted in the same way, so what a restarted `run` exports is what
+        an unbroken one does."""
+        if self.config.paths == "keep":
+            return self.text(path)
+        done = self._paths.get(path)
+        if done is None:
+            scrubbed = self._scan(path, rewrite_paths=False)
+            if self.config.paths == "hash":
+                done = _path_hash(scrubbed)
+            else:
+                done = (scrubbed.rstrip("/\\") or scrubbed).replace("\\", "/").rsplit("/", 1)[-1]
+            if len(self._paths) >= _CACHE_LIMIT:
+                self._paths.clear()
+            self._paths[path] = done
+        return done
 
     def value(self, value: AttributeValue) -> AttributeValue:
         """An attribute value with its strings scrubbed."""

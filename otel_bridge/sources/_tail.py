@@ -117,6 +117,7 @@ class Tailer:
         self.started = False
         self._store = checkpoints
         self._resume: dict[str, FileCheckpoint] = {}
+        self._recover = False  # at start: checkpoints were lost (`CheckpointStore.lost`)
         self._unsaved: dict[str, FileCheckpoint] = {}  # taken, not yet written (a failure)
         self._next_save = 0.0
         # Without a sink's numbers, spans are numbered here as they are emitted (emitting is
@@ -161,6 +162,9 @@ class Tailer:
             return
         if self._store is not None:
             self._resume = self._store.load()
+            # Checkpoints were lost (a damaged file, set aside): a log without one may hold
+            # spans never delivered, so it is read from its start whatever its age.
+            self._recover = self._store.lost
         now = self._clock()
         starts: Counter[str] = Counter()
         self._watcher.watch_roots()  # before listing: a new log is seen one way or the other
@@ -169,6 +173,15 @@ class Tailer:
                 logger.warning("%s does not exist yet; watching for it to appear", root)
             for log in self._scan(root):
                 starts[self._follow(log, at_start=True, now=now)] += 1
+        if starts["recovered"]:
+            one = starts["recovered"] == 1
+            logger.warning(
+                "%d older log%s without a usable checkpoint %s read from %s start, as "
+                "--backfill would: what was delivered from %s before may be sent again",
+                starts["recovered"],
+                *(("", "is", "its", "it") if one else ("s", "are", "their", "them")),
+            )
+        self._recover = False
         self._catching = set(self._followers)
         self._behind = set(self._followers)
         self._last_rescan = self._last_sweep = time.monotonic()
@@ -387,7 +400,8 @@ class Tailer:
         return self._watcher.problems
 
     def _follow(self, log: LogFile, *, at_start: bool, now: float) -> str:
-        """Follow a log; returns where from: "beginning", "end", "checkpoint" ("" if gone)."""
+        """Follow a log; returns where from: "beginning", "end", "checkpoint", "recovered" (an
+        older log read from its beginning because checkpoints were lost), "" if gone."""
         try:
             st = log.path.stat()
         except OSError:
@@ -405,8 +419,11 @@ class Tailer:
             and not self.options.backfill
             and now - st.st_mtime > self.options.catch_up_seconds
         ):
-            offset = end_of_last_line(log.path, st.st_size)
-            start = "end"
+            if self._recover:
+                start = "recovered"  # said by start() in a line of its own
+            else:
+                offset = end_of_last_line(log.path, st.st_size)
+                start = "end"
         if at_start:  # summed up in one line by start()
             logger.debug("following %s from byte %d (%s)", log.path, offset, start)
         else:  # a session that started while we run
