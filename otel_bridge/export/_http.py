@@ -208,8 +208,14 @@ class TelemetryServer:
                 sock, _address = self._listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as exc:  # out of file descriptors, say: the next turn retries
+            except OSError as exc:  # out of file descriptors, say
                 logger.debug("http: accept failed: %s", exc)
+                # The listener stays readable: without a pause or a freed descriptor the loop
+                # would spin. The oldest waiting connection gives its descriptor back.
+                if self._pending:
+                    self._drop(next(iter(self._pending)))
+                else:
+                    self._closing.wait(_TICK)
                 return
             sock.setblocking(False)
             if len(self._pending) >= MAX_PENDING:
@@ -271,10 +277,9 @@ class TelemetryServer:
     ) -> None:
         """Send a small response without waiting (a client that does not take a few hundred
         bytes gets what its buffer takes) and close."""
-        self._forget(pending.sock)
+        self._forget(pending.sock)  # nothing logged: a blocked log must not block the probes
         _send_now(pending.sock, _response(status, body, content_type, extra))
         _close(pending.sock)
-        logger.debug("http: %d", status)
 
     def _forget(self, sock: socket.socket) -> None:
         if self._pending.pop(sock, None) is not None:
