@@ -110,7 +110,7 @@ class TelemetryServer:
       their request heads as bytes arrive, so a connection that sends nothing costs no thread.
       It closes a connection whose head is not complete `REQUEST_SECONDS` after it was made,
       and the oldest one when more than `MAX_PENDING` wait (so a flood of idle connections
-      cannot use up the process's file descriptors, which it needs for the logs either);
+      cannot use up the file descriptors the process needs for the logs too);
     - /healthz, /readyz and errors are answered on that thread at once: a few hundred bytes,
       sent without waiting, from checks that only read attributes. No client can keep the
       probes waiting;
