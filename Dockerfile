@@ -43,8 +43,9 @@ USER 10001:0
 # Kubernetes the pod's): the kubelet's probes and Prometheus reach it at the pod's address; it
 # is never the node's unless the pod asks for hostNetwork (none of deploy/ does).
 EXPOSE 9464
-# Liveness, as Kubernetes' livenessProbe: /healthz is 200 while the process serves. The
-# interpreter is the image's own; no curl or wget is needed.
+# Liveness, as Kubernetes' livenessProbe: /healthz is 200 while the process serves and its
+# main loop turns (503 once it has been stuck for --stuck-after). The interpreter is the
+# image's own; no curl or wget is needed.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9464/healthz', timeout=4)"]
 ENTRYPOINT ["otel-bridge"]

@@ -407,6 +407,14 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         ("otel_bridge.reason",),
     ),
     MetricSpec(
+        "otel_bridge.labels.capped",
+        Instrument.COUNTER,
+        "{observation}",
+        "Observations with a label value recorded as other: that label of that metric had "
+        "its fill of distinct values",
+        ("otel_bridge.metric", "otel_bridge.label"),
+    ),
+    MetricSpec(
         "otel_bridge.checkpoint.failures",
         Instrument.COUNTER,
         "{failure}",

@@ -7,6 +7,7 @@ import logging
 import random
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from otel_bridge import JsonLinesDecoder, ReadStats, parse_timestamp_ns
 from otel_bridge._lines import MAX_UNKNOWN_TYPES, OTHER_UNKNOWN_TYPES
 from otel_bridge.cli._common import summarize_reading
+from otel_bridge.sources._health import SkipCounter
 from tests.builder import Log
 
 
@@ -372,8 +374,159 @@ def test_a_decoder_started_inside_a_file_logs_at_once_and_does_not_judge(caplog)
     assert decoder.without_events() is None  # its start, with its events, was not read here
 
 
-def test_json_nested_too_deep_is_a_malformed_line_not_a_crash() -> None:
+def test_json_nested_too_deep_is_counted_as_such_not_a_crash() -> None:
     decoder = JsonLinesDecoder("f")
     events = decoder.feed(b"[" * 100_000 + b"\n" + b'x{"a":' * 5_000 + b"\n" + line() + b"\n")
     assert [e.type for e in events] == ["user.message"]
-    assert decoder.stats.malformed == 2
+    # the first stops the decoder by its depth; the second is not JSON from its first byte
+    assert decoder.stats.too_deep == 1 and decoder.stats.malformed == 1
+
+
+def nested(depth: int) -> bytes:
+    """An event whose data holds a value nested `depth` levels deep."""
+    return (
+        b'{"type":"tool.execution_complete","timestamp":"2026-11-30T04:20:51.463Z","data":{"v":'
+        + b"[" * depth
+        + b"]" * depth
+        + b"}}"
+    )
+
+
+def test_an_event_nested_too_deep_is_counted_as_too_deeply_nested(caplog) -> None:
+    decoder = JsonLinesDecoder("events.jsonl")
+    torn = line("tool.execution_complete", toolCallId="c1")[:-25]
+    with caplog.at_level(logging.WARNING):
+        events = decoder.feed(
+            line()
+            + b"\n"
+            + nested(5_000)
+            + b"\n"
+            + torn
+            + nested(5_000)
+            + b"\n"
+            + nested(10)
+            + b"\n"
+        )
+    assert [e.type for e in events] == ["user.message", "tool.execution_complete"]
+    # the second: a torn line whose complete event is the one too deep
+    assert decoder.stats.too_deep == 2 and decoder.stats.malformed == 0
+    assert decoder.stats.torn == 0
+    assert decoder.stats.skips()["too_deep"] == 2
+    assert summarize_reading(decoder.stats) == "2 events, 2 too deeply nested lines skipped"
+    assert "nested too deeply" in caplog.text
+
+
+def test_too_deep_lines_are_counted_in_lines_skipped_by_their_own_reason() -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.added: list[tuple[str, float, dict[str, object]]] = []
+
+        def add(self, name: str, value: float, attributes, session_id: str) -> None:
+            self.added.append((name, value, dict(attributes)))
+
+        def record(self, name: str, value: float, attributes, session_id: str) -> None:
+            raise AssertionError(name)
+
+    stats = ReadStats()
+    recorder = Recorder()
+    counter = SkipCounter(stats, recorder)
+    decoder = JsonLinesDecoder("f", stats=stats)
+    decoder.feed(line() + b"\n" + nested(5_000) + b"\n" + b"{bad\n")
+    counter.update()
+    assert sorted(recorder.added, key=repr) == [
+        ("otel_bridge.lines.skipped", 1, {"otel_bridge.reason": "malformed"}),
+        ("otel_bridge.lines.skipped", 1, {"otel_bridge.reason": "too_deep"}),
+    ]
+
+
+def test_merged_stats_keep_too_deep() -> None:
+    total = ReadStats()
+    part = ReadStats(too_deep=2)
+    total.merge(part)
+    total.merge(part)
+    assert total.too_deep == 4
+
+
+# --- torn lines: the complete event found from the line's end, at a bounded cost -----------
+
+
+def test_torn_line_recovery_ignores_brackets_and_quotes_inside_strings() -> None:
+    tricky = {"a": 'x{"y\\', "b": ["}", "{", "]", '\\"', '"}'], "c": {"d": [1, {"e": "\\"}]}}
+    complete = line("session.resume", **tricky)
+    for cut in (5, 40, 61, len(complete) - 3):
+        truncated = line("tool.execution_complete", content='{"k": "v"} [x]')[:cut]
+        decoder = JsonLinesDecoder("f")
+        [event] = decoder.feed(truncated + complete + b"\n")
+        assert event.data == json.loads(complete)["data"]
+        assert decoder.stats.torn == 1 and decoder.stats.malformed == 0
+
+
+def test_torn_line_whose_truncated_event_has_many_objects_keeps_the_complete_one() -> None:
+    """The search does not depend on what the truncated event holds: a hundred objects in it
+    (a tool's arguments, say) do not hide the complete event after it."""
+    many = line("tool.execution_start", toolCallId="c1", items=[{"k": i} for i in range(100)])
+    decoder = JsonLinesDecoder("f")
+    [event] = decoder.feed(many[:-30] + line("session.resume") + b"\n")
+    assert event.type == "session.resume" and decoder.stats.torn == 1
+
+
+@given(json_values, st.integers(min_value=1, max_value=400), st.booleans())
+def test_any_torn_line_gives_its_complete_event(value: object, cut: int, ascii_only: bool) -> None:
+    envelope = {
+        "type": "session.resume",
+        "timestamp": "2026-11-30T04:20:51.463Z",
+        "data": {"v": value},
+    }
+    complete = json.dumps(envelope, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    truncated = line("tool.execution_complete", content='a "quoted" {text}\\', n=[1, {"m": None}])
+    decoder = JsonLinesDecoder("f")
+    [event] = decoder.feed(truncated[: min(cut, len(truncated) - 1)] + complete + b"\n")
+    expected = json.loads(complete.decode("utf-8", "replace"))["data"]["v"]
+    assert repr(event.data["v"]) == repr(expected)
+    assert decoder.stats.torn == 1
+
+
+class ParseCost:
+    """Counts the characters handed to the JSON parsers (from where each call starts to the
+    end of its input): what decoding a line costs, whatever the code's shape."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.chars = 0
+        raw_decode = json.JSONDecoder.raw_decode
+        loads = orjson.loads
+
+        def counted_raw_decode(decoder, s, idx=0):  # json.loads goes through it too
+            self.chars += len(s) - idx
+            return raw_decode(decoder, s, idx)
+
+        def counted_loads(data):
+            self.chars += len(data)
+            return loads(data)
+
+        monkeypatch.setattr(json.JSONDecoder, "raw_decode", counted_raw_decode)
+        monkeypatch.setattr(orjson, "loads", counted_loads)
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        # 64 nested objects at the start, each a candidate start parsed to the line's end
+        b'{"a":' * 64 + b"[" + b"0," * 100_000 + b"0",
+        b'{"a":' * 64 + b"[" + b"0," * 100_000 + b"0]" + b"}" * 63,
+        # candidates spread along the line
+        (b'{"a":[' + b"0," * 2_000) * 64 + b"}",
+        # many brackets to walk through before any candidate
+        b'{"a":[' + b"[0]," * 60_000 + b"[0]]}",
+        b"x" + b"}" * 200_000,
+        b'x{"a":"' + b'\\"' * 100_000 + b'"}',
+    ],
+)
+def test_a_line_built_against_torn_line_recovery_costs_a_few_parses(
+    hostile: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cost = ParseCost(monkeypatch)
+    decoder = JsonLinesDecoder("f")
+    assert decoder.feed(hostile + b"\n" + line() + b"\n")[0].type == "user.message"
+    assert decoder.stats.malformed == 1
+    # orjson's try, the stdlib's, at most one candidate: never one parse per candidate
+    assert cost.chars <= 3 * len(hostile) + 2 * len(line())

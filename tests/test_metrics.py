@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from pathlib import Path
 
@@ -11,10 +12,15 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from otel_bridge import Assembler, JsonLinesDecoder
 from otel_bridge._metrics import CATALOGUE, Instrument, prometheus_name
 from otel_bridge.cli import main
+from otel_bridge.export import OtelMetricsRecorder
+from otel_bridge.export._metrics import DEFAULT_MAX_LABEL_VALUES, OTHER_LABEL_VALUE
+from tests.builder import Log
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
@@ -350,3 +356,74 @@ def test_metrics_of_finished_spans_agree_with_the_spans(path: Path) -> None:
     assert sorted(recorder.values("copilot.turns_per_message")) == sorted(
         s.attributes["copilot.turns"] for s in roots
     )
+
+
+# --- label values are capped at the recorder over the SDK -----------------------------------
+
+
+def sdk_points(reader) -> dict[str, list[tuple[dict, float]]]:
+    """Metric name -> (attributes, value) of each point: a counter's sum, a histogram's count."""
+    found: dict[str, list[tuple[dict, float]]] = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                for point in metric.data.data_points:
+                    value = getattr(point, "value", None)
+                    found.setdefault(metric.name, []).append(
+                        (dict(point.attributes), point.count if value is None else value)
+                    )
+    return found
+
+
+def many_tools_log(count: int) -> list:
+    log = Log()
+    log.start()
+    log.user()
+    for turn in range(0, count, 100):
+        tools = [(f"c{i}", f"mcp_tool_{i}") for i in range(turn, min(turn + 100, count))]
+        log.simple_turn(str(turn), f"u{turn}", tools)
+    return log.events()
+
+
+def test_tool_names_past_the_cap_are_recorded_as_other_counted_and_said_once(caplog) -> None:
+    """A log naming 600 tools: 500 keep their names, the rest are one `other` series, nothing
+    is lost from the counts, the capping is counted and logged once per metric."""
+    reader = InMemoryMetricReader()
+    recorder = OtelMetricsRecorder(MeterProvider(metric_readers=[reader]))
+    assembler = Assembler(metrics=recorder)
+    with caplog.at_level(logging.WARNING):
+        assembler.feed("s", many_tools_log(600))
+        assembler.end_stream("s")
+    points = sdk_points(reader)
+    calls = points["copilot.tool.calls"]
+    names = {attributes["gen_ai.tool.name"] for attributes, _ in calls}
+    assert len(names) == DEFAULT_MAX_LABEL_VALUES + 1 == 501
+    assert {f"mcp_tool_{i}" for i in range(500)} < names and OTHER_LABEL_VALUE in names
+    assert sum(v for _, v in calls) == 600
+    assert sum(v for a, v in calls if a["gen_ai.tool.name"] == OTHER_LABEL_VALUE) == 100
+    durations = points["gen_ai.execute_tool.duration"]
+    assert len({a["gen_ai.tool.name"] for a, _ in durations}) == 501
+    assert sum(v for _, v in durations) == 600
+    assert sorted(
+        (a["otel_bridge.metric"], a["otel_bridge.label"], v)
+        for a, v in points["otel_bridge.labels.capped"]
+    ) == [
+        ("copilot.tool.calls", "gen_ai.tool.name", 100),
+        ("gen_ai.execute_tool.duration", "gen_ai.tool.name", 100),
+    ]
+    warnings = [r.getMessage() for r in caplog.records if "distinct values" in r.getMessage()]
+    assert len(warnings) == 2  # once per metric, not per value
+    assert all("mcp_tool_5" not in message for message in warnings)  # no value from the log
+
+
+def test_a_value_seen_before_the_cap_keeps_its_own_series() -> None:
+    reader = InMemoryMetricReader()
+    recorder = OtelMetricsRecorder(MeterProvider(metric_readers=[reader]), max_label_values=2)
+    for name in ["a", "b", "c", "a", "d", "b"]:
+        recorder.add("copilot.tool.calls", 1, {"gen_ai.tool.name": name}, "s")
+    recorder.add("copilot.tasks", 1, {"copilot.task.outcome": "completed"}, "s")
+    counts = {a["gen_ai.tool.name"]: v for a, v in sdk_points(reader)["copilot.tool.calls"]}
+    assert counts == {"a": 2, "b": 2, OTHER_LABEL_VALUE: 2}
+    # each metric and label has its own fill
+    assert sdk_points(reader)["copilot.tasks"] == [({"copilot.task.outcome": "completed"}, 1)]

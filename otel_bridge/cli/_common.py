@@ -108,6 +108,8 @@ def summarize_reading(stats: ReadStats) -> str:
         parts.append(f"{stats.malformed} malformed lines skipped")
     if stats.oversized:
         parts.append(f"{stats.oversized} oversized lines skipped")
+    if stats.too_deep:
+        parts.append(f"{stats.too_deep} too deeply nested lines skipped")
     if stats.torn:
         parts.append(f"{stats.torn} torn lines repaired")
     if stats.invalid_utf8:

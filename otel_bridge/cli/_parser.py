@@ -384,6 +384,14 @@ def build_parser() -> argparse.ArgumentParser:
         "batch (default: 60); also not ready while logs are caught up",
     )
     run.add_argument(
+        "--stuck-after",
+        type=positive_float,
+        default=120.0,
+        metavar="S",
+        help="/healthz answers 503 once the main loop has neither finished a poll nor "
+        "read a log for this long, beyond --poll-interval (default: 120)",
+    )
+    run.add_argument(
         "--status-interval",
         type=non_negative_float,
         default=300.0,

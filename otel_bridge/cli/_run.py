@@ -1,8 +1,8 @@
 """`otel-bridge run`: the daemon that follows session logs as they grow and exports continuously.
 
 Owns what only a long-running process needs around the shared pipeline: checkpoints saved
-never past what was delivered, the /readyz verdict, a status line now and then, and the stop
-(Ctrl-C or SIGTERM delivers what is queued; a second one quits at once).
+never past what was delivered, the /readyz and /healthz verdicts, a status line now and then,
+and the stop (Ctrl-C or SIGTERM delivers what is queued; a second one quits at once).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..export._common import sdk_disabled
 from ..sources import Tailer, TailOptions, default_session_state
 from ._common import destinations, pipeline_config, sampled, summarize_reading
 
-__all__ = ["run"]
+__all__ = ["LoopLiveness", "run"]
 
 logger = logging.getLogger("otel_bridge")
 
@@ -106,11 +106,14 @@ def run(args: argparse.Namespace) -> int:
             )
         return True, "ok"
 
+    liveness = LoopLiveness(tailer, args.stuck_after, args.poll_interval)
     if metrics is not None and metrics.server is not None:
         metrics.server.readiness = readiness
+        metrics.server.liveness = liveness
     status = _StatusLine(tailer, sink, args.status_interval)
 
     def after_poll() -> None:
+        liveness.turned()
         checkpointing.save(final=False)  # never past spans still queued
         status.maybe_log()
 
@@ -180,6 +183,39 @@ def run(args: argparse.Namespace) -> int:
     if quit_now():
         return 128 + signals[1]  # 130 after a second Ctrl-C
     return 0 if saved else 1
+
+
+class LoopLiveness:
+    """/healthz: alive while the main loop turns. A daemon whose loop is stuck (a write that
+    never returns, a bug that loops) still serves its port from other threads, so "the
+    process answers" says nothing; this says whether it still reads logs.
+
+    The loop notes each turn (`turned`, after every poll) and the tailer each read of a log
+    inside a poll (`Tailer.heartbeat`, as a read begins), so a long catch-up poll, which reads
+    at most 8 MiB of a log at a time, keeps proving progress. Stuck means neither for
+    `stuck_after` seconds beyond the longest wait between polls.
+    """
+
+    def __init__(self, tailer: Tailer, stuck_after: float, poll_interval: float) -> None:
+        self._tailer = tailer
+        self._stuck_after = stuck_after
+        self._limit = stuck_after + poll_interval
+        self._turned = time.monotonic()  # from the start: a listing that hangs is stuck too
+
+    def turned(self) -> None:
+        """The main loop went round once."""
+        self._turned = time.monotonic()
+
+    def __call__(self) -> tuple[bool, str]:
+        # the tailer's heartbeat exists once it has read a log (read on the server's thread)
+        last = max(self._turned, getattr(self._tailer, "heartbeat", self._turned))
+        quiet = time.monotonic() - last
+        if quiet <= self._limit:
+            return True, "ok"
+        return False, (
+            f"stuck: the main loop has neither finished a poll nor read a log for "
+            f"{quiet:.0f}s (--stuck-after {self._stuck_after:g})"
+        )
 
 
 class _Checkpointing:

@@ -49,7 +49,14 @@ from ._common import (
 )
 from ._http import TelemetryServer, cannot_serve
 
-__all__ = ["MetricsOptions", "MetricsPipeline", "OtelMetricsRecorder", "build_metrics"]
+__all__ = [
+    "DEFAULT_MAX_LABEL_VALUES",
+    "OTHER_LABEL_VALUE",
+    "MetricsOptions",
+    "MetricsPipeline",
+    "OtelMetricsRecorder",
+    "build_metrics",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -58,12 +65,33 @@ DEFAULT_PROMETHEUS_HOST = "127.0.0.1"
 DEFAULT_PROMETHEUS_PORT = 9464
 _LABEL_MAX = 64  # characters of a label value that comes from a log
 
+#: Distinct values each label of each metric takes (`OtelMetricsRecorder`); a value past them is
+#: recorded as `OTHER_LABEL_VALUE`. A deployment has some tens of models and agents and a few
+#: hundred tools at most (MCP servers included); a log that names thousands is hostile or broken,
+#: and every value is a series a scrape serializes for as long as the process lives.
+DEFAULT_MAX_LABEL_VALUES = 500
+OTHER_LABEL_VALUE = "other"
+_LABELS_CAPPED = "otel_bridge.labels.capped"
+
 
 class OtelMetricsRecorder:
     """A `MetricsRecorder` over OpenTelemetry instruments. Thread-safe, as the SDK's are.
 
     Label values that come from logs (tool, model, agent names) are scrubbed like span
     attributes: a secret pasted where a tool name goes must not become a label.
+
+    Every label of every metric takes at most `max_label_values` distinct values; later new
+    values are recorded as "other", counted in otel_bridge.labels.capped (by metric and label)
+    and said once per metric in the log. Capped here, at the one edge every observation
+    crosses, rather than at each place in the assembler that reads a name from a log: tool,
+    model, agent and skill names, error types, MCP servers, repositories, CLI versions, and
+    any label added later. Labels that take a few values of the bridge's own (outcomes, modes)
+    never reach the cap, so all are capped alike. The SDK's own limit is on combinations, not
+    values: past 2,000 attribute sets per metric (opentelemetry-sdk 1.45,
+    `_view_instrument_match._DEFAULT_CARDINALITY_LIMIT`) it records into one point labelled
+    `otel.metric.overflow=true`, which says nothing of which label grew; with 20,000 tool
+    names it still let /metrics grow to 11 MB. That limit stays, behind this one, for metrics
+    whose labels multiply.
 
     The assembler speaks the released GenAI names only; `semconv` chooses what goes out
     (`semconv.SEMCONV_MODES`): `previous` turns each released metric that was renamed into
@@ -76,7 +104,10 @@ class OtelMetricsRecorder:
         provider: MeterProvider,
         scrubber: Scrubber | None = None,
         semconv_mode: str = semconv.SEMCONV_RELEASED,
+        max_label_values: int = DEFAULT_MAX_LABEL_VALUES,
     ) -> None:
+        if max_label_values < 1:
+            raise ValueError("max_label_values must be positive")
         if semconv_mode not in semconv.SEMCONV_MODES:
             raise ConfigError(
                 f"--semconv {semconv_mode!r}: use one of {', '.join(semconv.SEMCONV_MODES)}"
@@ -84,6 +115,10 @@ class OtelMetricsRecorder:
         self._released = semconv_mode != semconv.SEMCONV_PREVIOUS
         self._previous = semconv_mode != semconv.SEMCONV_RELEASED
         self._scrubber = scrubber or Scrubber()
+        self._max_values = max_label_values
+        self._values: dict[tuple[str, str], set[object]] = {}  # (metric, label) -> values
+        self._capped: set[str] = set()  # metrics whose capping was logged
+        self._lock = threading.Lock()
         meter = provider.get_meter("otel_bridge", __version__, schema_url=semconv.SCHEMA_URL)
         self._meter = meter
         self._counters = {}
@@ -112,7 +147,7 @@ class OtelMetricsRecorder:
             return
         counter = self._counters.get(name)
         if counter is not None:  # the session id is never a label
-            counter.add(value, self._labels(attributes))
+            counter.add(value, self._labels(name, attributes))
 
     def record(
         self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
@@ -127,19 +162,47 @@ class OtelMetricsRecorder:
     def _record(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
         histogram = self._histograms.get(name)
         if histogram is not None:
-            histogram.record(value, self._labels(attributes))
+            histogram.record(value, self._labels(name, attributes))
 
-    def _labels(self, attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+    def _labels(
+        self, name: str, attributes: Mapping[str, AttributeValue]
+    ) -> dict[str, AttributeValue]:
         """Scrubbed, then cut to 64 characters (cutting first could leave half a secret the
-        patterns no longer recognize)."""
-        return {
-            key: (
-                value
-                if not isinstance(value, str) or len(value) <= _LABEL_MAX
-                else value[: _LABEL_MAX - 3] + "..."
+        patterns no longer recognize), then capped in number."""
+        labels: dict[str, AttributeValue] = {}
+        for key, value in self._scrubber.attributes(attributes).items():
+            if isinstance(value, str) and len(value) > _LABEL_MAX:
+                value = value[: _LABEL_MAX - 3] + "..."
+            labels[key] = self._bounded(name, key, value)
+        return labels
+
+    def _bounded(self, name: str, key: str, value: AttributeValue) -> AttributeValue:
+        """`value`, or "other" once label `key` of metric `name` has its fill of values."""
+        seen = self._values.get((name, key))
+        marker = value if isinstance(value, (str, int, float)) else repr(value)
+        if seen is not None and marker in seen:  # the common case, without the lock
+            return value
+        with self._lock:
+            seen = self._values.setdefault((name, key), set())
+            if marker in seen or len(seen) < self._max_values:
+                seen.add(marker)
+                return value
+            first = name not in self._capped
+            self._capped.add(name)
+        if first:  # never the value itself: it came from a log, and may hold anything
+            logger.warning(
+                "metric %s: more than %d distinct values of its label %s; further ones are "
+                "recorded as %r (counted in %s)",
+                name,
+                self._max_values,
+                key,
+                OTHER_LABEL_VALUE,
+                _LABELS_CAPPED,
             )
-            for key, value in self._scrubber.attributes(attributes).items()
-        }
+        self._counters[_LABELS_CAPPED].add(
+            1, {"otel_bridge.metric": name, "otel_bridge.label": key}
+        )
+        return OTHER_LABEL_VALUE
 
     def gauge(self, name: str, read: Callable[[], float]) -> None:
         """Report `read()` as the catalogue's gauge `name` whenever metrics are collected."""
@@ -194,6 +257,8 @@ class MetricsOptions:
         export_interval_millis: how often OTLP/console/file readers export (run).
         semconv_mode: which GenAI metric names go out: released, previous or both
             (`OtelMetricsRecorder`; docs/metrics.md, "Convention version").
+        max_label_values: distinct values each label of each metric takes before further
+            ones are recorded as "other" (`OtelMetricsRecorder`).
     """
 
     default_exporters: tuple[str, ...] = ()
@@ -204,6 +269,7 @@ class MetricsOptions:
     export_interval_millis: int = 60_000
     console_stream: IO[str] | None = None
     semconv_mode: str = semconv.SEMCONV_RELEASED
+    max_label_values: int = DEFAULT_MAX_LABEL_VALUES
 
 
 class MetricsPipeline:
@@ -316,7 +382,9 @@ def build_metrics(
     # No atexit hook: the command shuts the pipeline down itself, within its export timeout
     # (the SDK's hook would make a last export at exit, retrying a collector that is down).
     provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
-    recorder = OtelMetricsRecorder(provider, scrubber, options.semconv_mode)
+    recorder = OtelMetricsRecorder(
+        provider, scrubber, options.semconv_mode, options.max_label_values
+    )
     for quiet in counted:
         quiet.recorder = recorder
     return MetricsPipeline(provider, recorder, closers, server)

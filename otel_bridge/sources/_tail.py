@@ -464,6 +464,7 @@ class Tailer:
         """`_read`, with whatever it raises (a bug met by an unusual log, past the session's
         own guard: decoding, scrubbing, queueing) logged once per log, counted, and the other
         logs read on: one log never stops the daemon. The log goes on from where reading got."""
+        self.heartbeat = time.monotonic()  # progress inside a poll, for run's /healthz
         try:
             return self._read(follower, now)
         except Exception as exc:
