@@ -19,6 +19,7 @@ from .._checkpoint import CheckpointStore
 from .._exceptions import CheckpointError
 from .._metrics import MetricsRecorder
 from .._pipeline import Pipeline
+from .._state_lock import StateLock
 from .._version import __version__
 from ..export import MetricsOptions, SpanSink
 from ..export._common import sdk_disabled
@@ -71,6 +72,14 @@ def run(args: argparse.Namespace) -> int:
             "(files included), and checkpoints are left where they are; unset it "
             "to export"
         )
+    state_dir = (
+        None if args.no_checkpoints or sdk_disabled(os.environ) else _state_dir(args.state_dir)
+    )
+    # The store makes the state directory; the lock, before anything starts, keeps a second
+    # run off it (an installed service and a run by hand would overwrite each other's
+    # checkpoints). A crash cannot leave it behind: the kernel drops it with the process.
+    store = CheckpointStore(state_dir, config.scrubber) if state_dir is not None else None
+    lock = StateLock(state_dir) if state_dir is not None else None
     pipeline = Pipeline(config, os.environ)
     sink, assembler, metrics = pipeline.sink, pipeline.assembler, pipeline.metrics
     options = TailOptions(
@@ -80,11 +89,6 @@ def run(args: argparse.Namespace) -> int:
         rescan_seconds=args.rescan_interval,
         max_line_bytes=args.max_line_bytes,
         shard=args.shard,
-    )
-    store = (
-        None
-        if args.no_checkpoints or pipeline.disabled
-        else CheckpointStore(_state_dir(args.state_dir), config.scrubber)
     )
     tailer = Tailer(
         roots, assembler, sink.export, options, checkpoints=store, sequence=lambda: sink.sequence
@@ -180,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
             sink.stats.exported,
             destinations(sink),
         )
+        if lock is not None:  # after the last checkpoint is saved
+            lock.release()
     if quit_now():
         return 128 + signals[1]  # 130 after a second Ctrl-C
     return 0 if saved else 1
