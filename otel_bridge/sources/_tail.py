@@ -31,7 +31,7 @@ import os
 import stat
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,14 @@ _READ_LIMIT = 8 << 20  # bytes read from one file per poll, so one huge log cann
 #: With notifications, every log is stat'ed anyway at every this many rescans (a minute at the
 #: default 5 s): a safety net for what the kernel did not report, cheap at 10,000 logs.
 _RESCANS_PER_SWEEP = 12
+#: Session directories with no log yet that get a watch of their own (the newest): beyond,
+#: they are polled. A directory the CLI makes gets its log within milliseconds, so the young
+#: ones are watched; 100,000 empty folders would otherwise take 100,000 of the user's inotify
+#: watches.
+_WATCHED_WAITING = 1000
+#: Session directories with no log yet looked at (stat) per rescan, in turn: 100,000 of
+#: them cost a stat each every 8 minutes or so at the default 5 s, not 20,000 stats a second.
+_WAITING_PER_RESCAN = 1000
 #: Emit: takes finished records; may return the (sequence number, span id) of each span it
 #: queued (`SpanSink.export` does), so that checkpoints can name what was delivered.
 Emit = Callable[[list[SpanRecord]], "list[tuple[int, int]] | None"]
@@ -116,7 +124,9 @@ class Tailer:
         self._last_rescan = float("-inf")
         self._last_sweep = float("-inf")
         self._root_mtimes: dict[Path, float] = {}
-        self._waiting_dirs: dict[str, float] = {}  # session dirs with no log yet -> mtime
+        # Session dirs with no log yet -> mtime, in the order they are looked at in.
+        self._waiting_dirs: OrderedDict[str, float] = OrderedDict()
+        self._waiting_watched: dict[str, None] = {}  # those watched, oldest first
         self._gate = Gate(self._count_skip)
         self.started = False
         self._store = checkpoints
@@ -339,23 +349,52 @@ class Tailer:
         return sorted(found, key=lambda f: str(f.path))
 
     def _await(self, directory: Path) -> None:
-        """A session directory with no log yet: watched, then looked at once more (a log
-        created before the watch was there gives no notification), and again whenever its
-        mtime moves."""
-        self._waiting_dirs[str(directory)] = _mtime(directory) or 0.0
-        self._watcher.watch_directory(directory)
+        """A session directory with no log yet: looked at once more (a log created before
+        the watch was there gives no notification), and again whenever its mtime moves. A
+        young one (made while `run` runs, or lately) is watched: the CLI writes its log
+        right after making it; the others are looked at in turn (`_rescan`)."""
+        key = str(directory)
+        if key in self._waiting_dirs:
+            return
+        mtime = _mtime(directory)
+        self._waiting_dirs[key] = mtime or 0.0
+        if self.started or (
+            mtime is not None and self._clock() - mtime <= self.options.catch_up_seconds
+        ):
+            self._watch_waiting(key)
         log = session_log(directory.parent, directory)
         if isinstance(log, LogFile):
-            del self._waiting_dirs[str(directory)]
+            self._stop_waiting(key)
             self._follow(log, at_start=not self.started, now=self._clock())
         elif isinstance(log, Refused):
-            del self._waiting_dirs[str(directory)]
-            self._watcher.forget_directory(directory)
+            self._stop_waiting(key, unwatch=True)
             self._gate.refuse(str(log.path), log.reason, log.why)
 
+    def _watch_waiting(self, key: str) -> None:
+        """Watch a session directory with no log yet, in place of the oldest watched one when
+        `_WATCHED_WAITING` are."""
+        if key in self._waiting_watched:
+            return
+        if len(self._waiting_watched) >= _WATCHED_WAITING:
+            oldest = next(iter(self._waiting_watched))
+            del self._waiting_watched[oldest]
+            self._watcher.forget_directory(Path(oldest))
+        self._waiting_watched[key] = None
+        self._watcher.watch_directory(Path(key))
+
+    def _stop_waiting(self, key: str, *, unwatch: bool = False) -> None:
+        """A session directory waits no more: its log is followed (its watch is the log's
+        now), refused or gone (`unwatch`)."""
+        self._waiting_dirs.pop(key, None)
+        if key in self._waiting_watched:
+            del self._waiting_watched[key]
+            if unwatch:
+                self._watcher.forget_directory(Path(key))
+
     def _rescan(self, now: float) -> None:
-        """The periodic look without hints: a root whose mtime moved is listed again, a
-        session directory still without a log is looked at when its mtime moved."""
+        """The periodic look without hints: a root whose mtime moved is listed again; session
+        directories still without a log are looked at, `_WAITING_PER_RESCAN` at a time in
+        turn, and one whose mtime moved is looked into (and watched)."""
         for root in self.roots:
             try:
                 mtime = root.stat().st_mtime
@@ -364,13 +403,16 @@ class Tailer:
             if self._root_mtimes.get(root) != mtime:
                 for log in self._scan(root):
                     self._follow(log, at_start=False, now=now)
-        for directory, mtime in list(self._waiting_dirs.items()):
+        waiting = self._waiting_dirs
+        for _ in range(min(_WAITING_PER_RESCAN, len(waiting))):
+            directory, mtime = waiting.popitem(last=False)  # the longest not looked at
             current = _mtime(Path(directory))
             if current is None:
-                del self._waiting_dirs[directory]
-                self._watcher.forget_directory(Path(directory))
-            elif current != mtime:
-                self._waiting_dirs[directory] = current
+                self._stop_waiting(directory, unwatch=True)
+                continue
+            waiting[directory] = current  # to the back of the turn
+            if current != mtime:
+                self._watch_waiting(directory)
                 self._consider(directory, now)
 
     def _consider(self, path: str, now: float) -> None:
@@ -386,11 +428,10 @@ class Tailer:
             return  # a sleeping log is woken by its own notification or the sweep
         log = session_log(root, directory)
         if isinstance(log, LogFile):
-            self._waiting_dirs.pop(str(directory), None)
+            self._stop_waiting(str(directory))
             self._follow(log, at_start=False, now=now)
         elif isinstance(log, Refused):
-            if self._waiting_dirs.pop(str(directory), None) is not None:
-                self._watcher.forget_directory(directory)
+            self._stop_waiting(str(directory), unwatch=True)
             self._gate.refuse(str(log.path), log.reason, log.why)
         else:
             self._gate.forget(log_path)  # gone, or not there any more
