@@ -254,3 +254,29 @@ def test_rotation_right_after_an_append_reads_the_old_files_tail_first(tmp_path)
         s.attributes["gen_ai.conversation.id"] for s in out if s.name == "invoke_agent copilot"
     ]
     assert sessions == ["sess-1", "sess-1", "rewritten"]
+
+
+def test_the_idle_timeout_counts_no_time_the_bridge_was_paused(tmp_path) -> None:
+    """A task is open and its log quiet; the bridge is stopped for an hour (SIGSTOP, a
+    suspended laptop) while its clock runs on. The task is not closed as incomplete on
+    waking: quiet time is time the bridge was looking."""
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(log.jsonl())
+    clock = Clock(os.path.getmtime(path))
+    tailer, out = make_tailer(tmp_path, clock, idle_timeout_seconds=900)
+    tailer.start()
+    tailer.poll_once()
+    clock.now += 3600  # paused
+    tailer.poll_once()
+    assert out == []
+    for _ in range(30):  # then awake and polling, the log quiet: 15 minutes
+        clock.now += 30
+        tailer.poll_once()
+    tailer.close()
+    root = next(s for s in out if s.name == "invoke_agent copilot")
+    assert root.attributes["copilot.incomplete"] is True

@@ -10,6 +10,7 @@ import struct
 import threading
 import time
 import tracemalloc
+import types
 from pathlib import Path
 
 import pytest
@@ -647,3 +648,50 @@ def test_new_empty_session_directories_are_watched_up_to_a_cap(tmp_path, monkeyp
             break
     tailer.close()
     assert sum(s.name == "invoke_agent copilot" for s in out) == 1
+
+
+def test_a_log_that_grew_while_the_machine_slept_is_read_before_its_task_is_judged_quiet(
+    tmp_path, monkeypatch
+) -> None:
+    """A task quiet for almost the idle timeout; the machine sleeps (the wall clock jumps, the
+    monotonic one does not) after the CLI wrote its end. On waking, the timeout is judged
+    before that notification is taken: the log has grown, so it is read, not closed."""
+    mono = [1000.0]
+    monkeypatch.setattr(
+        tail_module, "time", types.SimpleNamespace(monotonic=lambda: mono[0], time=time.time)
+    )
+    monkeypatch.setattr(watch_module.Watcher, "degraded", property(lambda self: False))
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(log.jsonl())
+    clock = Clock(os.path.getmtime(path))
+    out: list = []
+    tailer = Tailer(
+        [tmp_path],
+        Assembler(),
+        out.extend,
+        TailOptions(rescan_seconds=5, watch=False, idle_timeout_seconds=900),
+        clock=clock,
+    )
+    tailer.start()
+    tailer.poll_once()
+    for _ in range(28):  # 840 s quiet, the bridge polling
+        clock.now += 30
+        mono[0] += 30
+        tailer.poll_once()
+    size = len(log.jsonl())
+    log.turn_end("0")
+    log.simple_turn("1", "u2")
+    with path.open("ab") as handle:
+        handle.write(log.jsonl()[size:])
+    clock.now += 3600  # asleep
+    mono[0] += 5
+    tailer.poll_once()
+    tailer.poll_once()
+    tailer.close()
+    (root,) = [s for s in out if s.name == "invoke_agent copilot"]
+    assert "copilot.incomplete" not in root.attributes

@@ -38,7 +38,8 @@ class TailOptions:
         catch_up_seconds: without backfill, logs modified this recently are read from their
             beginning at start; older ones are followed from their current end.
         idle_timeout_seconds: an interaction whose log has been quiet this long is closed
-            (marked incomplete unless its loop had ended). One whose loop has stopped and
+            (marked incomplete unless its loop had ended); time the tailer was not polling
+            (the process stopped, the machine asleep) does not count. One whose loop has stopped and
             only waits for background work ends instead when the assembler's background wait
             has passed since its last event (`AssemblerConfig.background_wait_seconds`).
         rescan_seconds: how often the session-state directories are looked at for new

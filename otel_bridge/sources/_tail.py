@@ -67,6 +67,9 @@ _WATCHED_WAITING = 1000
 #: Session directories with no log yet looked at (stat) per rescan, in turn: 100,000 of
 #: them cost a stat each every 8 minutes or so at the default 5 s, not 20,000 stats a second.
 _WAITING_PER_RESCAN = 1000
+#: A longer gap between two polls is the bridge not running (SIGSTOP, a suspended machine):
+#: only this much of it counts as a log being quiet (`--idle-timeout`).
+_MAX_POLL_GAP = 60.0
 #: Emit: takes finished records; may return the (sequence number, span id) of each span it
 #: queued (`SpanSink.export` does), so that checkpoints can name what was delivered.
 Emit = Callable[[list[SpanRecord]], "list[tuple[int, int]] | None"]
@@ -128,6 +131,9 @@ class Tailer:
         self._waiting_dirs: OrderedDict[str, float] = OrderedDict()
         self._waiting_watched: dict[str, None] = {}  # those watched, oldest first
         self._gate = Gate(self._count_skip)
+        # Wall-clock seconds the bridge was not polling (paused, suspended): not quiet time.
+        self._paused = 0.0
+        self._last_poll: float | None = None
         self.started = False
         self._store = checkpoints
         self._resume: dict[str, FileCheckpoint] = {}
@@ -199,6 +205,9 @@ class Tailer:
             the number of events read.
         """
         now = self._clock()
+        if self._last_poll is not None and now - self._last_poll > _MAX_POLL_GAP:
+            self._paused += now - self._last_poll - _MAX_POLL_GAP  # not polling: not quiet
+        self._last_poll = now
         mono = time.monotonic()
         to_read: set[str] = set()
         for path in self._hints.take():
@@ -521,7 +530,7 @@ class Tailer:
             log,
             offset,
             (st.st_dev, st.st_ino),
-            st.st_mtime,
+            st.st_mtime - self._paused,
             self.options,
             self.stats,
         )
@@ -651,7 +660,7 @@ class Tailer:
         if not chunk:
             return []
         follower.read_pos += len(chunk)
-        follower.last_activity = now
+        follower.last_activity = now - self._paused
         positions = follower.decoder.feed_positions(chunk)
         if positions:  # once a chunk: each observation costs the SDK a measurement
             self._assembler.metrics.add("otel_bridge.events.read", len(positions), {}, "")
@@ -853,8 +862,14 @@ class Tailer:
     def _close_quiet(self, now: float) -> None:
         """Close the open interaction of a log quiet for the idle timeout. One whose loop has
         stopped and only waits for background work is left to the assembler's background wait,
-        counted from its last event as `replay` counts it, so both end it at the same place."""
+        counted from its last event as `replay` counts it, so both end it at the same place.
+
+        Quiet is the log's, not the clock's: only time the bridge was polling counts (a pause
+        of the process or of the machine is not the log being quiet: `_MAX_POLL_GAP`), and a
+        log that has grown beyond what was read is not quiet, whatever the time says (after a
+        pause, its notification may not have been taken yet): it is read first."""
         timeout = self.options.idle_timeout_seconds
+        awake = now - self._paused
         for stream in sorted(self._open):
             follower = self._followers[stream]
             session = self._assembler.session(stream)
@@ -869,7 +884,10 @@ class Tailer:
                     "its task ended at its last event",
                     follower.log.path,
                 )
-            elif now - follower.last_activity >= timeout:
+            elif awake - follower.last_activity >= timeout:
+                if self._grown(follower):
+                    self._behind.add(stream)
+                    continue
                 logger.info(
                     "%s quiet for %.0fs; closing its open interaction", follower.log.path, timeout
                 )
@@ -888,10 +906,18 @@ class Tailer:
                 follower is None
                 or stream in self._open
                 or stream in self._behind
-                or now - follower.last_activity < self.options.evict_seconds
+                or now - self._paused - follower.last_activity < self.options.evict_seconds
             ):
                 continue
             self._evict_one(follower)
+
+    @staticmethod
+    def _grown(follower: Follower) -> bool:
+        """Has the log more than was read (or another file at its place)?"""
+        st = _stat(follower.stream)
+        return isinstance(st, os.stat_result) and (
+            (st.st_dev, st.st_ino) != follower.identity or st.st_size > follower.read_pos
+        )
 
     def _evict_one(self, follower: Follower) -> None:
         snapshot = self._assembler.evict(follower.stream)
@@ -975,7 +1001,7 @@ class Tailer:
                 logger.info("%s was replaced or truncated since its checkpoint", path)
             follower = self._new_follower(log, st, 0, None)
         follower.caught_up = True  # what it gets now is live
-        follower.last_activity = now
+        follower.last_activity = now - self._paused
         self._behind.add(stream)
         logger.debug("%s woke from its checkpoint at byte %d", path, follower.read_pos)
         return True
