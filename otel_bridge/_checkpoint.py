@@ -51,6 +51,7 @@ from typing import Any
 from ._checkpoint_entry import ENTRY_FIELDS, MAX_SENT, checked_entry, scrubbed_session
 from ._checkpoint_io import append_file, read_file, replace_file, set_aside
 from ._exceptions import CheckpointError
+from ._safe_open import open_regular
 from .processors import Scrubber, ScrubberConfig
 
 __all__ = ["FINGERPRINT_BYTES", "CheckpointStore", "FileCheckpoint", "fingerprint"]
@@ -72,11 +73,24 @@ _CONTENT_MASK = (1 << _POSITION_SHIFT) - 1  # the hash and the length
 _KEEP_ASIDE = 3
 
 
-def fingerprint(path: Path, limit: int = FINGERPRINT_BYTES) -> tuple[str, int]:
+def fingerprint(
+    path: Path, limit: int = FINGERPRINT_BYTES, root: Path | None = None
+) -> tuple[str, int]:
     """SHA-256 of the first `limit` bytes, and how many bytes that was (a short file's
-    fingerprint is matched as a prefix once it grows)."""
-    with path.open("rb") as handle:
-        head = handle.read(limit)
+    fingerprint is matched as a prefix once it grows). Opened as the log's reader opens it
+    (`open_regular`, below `root` if given): a FIFO swapped in for a quiet log raises instead
+    of blocking.
+
+    Raises:
+        OSError: it cannot be opened, or is not a regular file (`UnsafeFile`).
+    """
+    with open_regular(path, root) as handle:
+        return fingerprint_of(handle.read(limit))
+
+
+def fingerprint_of(head: bytes) -> tuple[str, int]:
+    """The fingerprint of a file that starts with `head` (its first bytes, at most
+    `FINGERPRINT_BYTES`)."""
     return hashlib.sha256(head).hexdigest(), len(head)
 
 
@@ -101,13 +115,16 @@ class FileCheckpoint:
     session: Mapping[str, Any] = field(default_factory=dict)
     sent: Sequence[int] = ()
 
-    def matches(self, path: Path) -> bool:
-        """Is `path` still the file this checkpoint was taken on (not replaced, not cut)?"""
+    def matches(self, path: Path, root: Path | None = None) -> bool:
+        """Is `path` still the file this checkpoint was taken on (not replaced, not cut)?
+        Opened as its reader opens it (below `root` if given); one that cannot be opened, or
+        is no longer a regular file, does not match."""
         try:
-            st = path.stat()
-            if (st.st_dev, st.st_ino) != (self.device, self.inode) or st.st_size < self.offset:
-                return False
-            digest, _ = fingerprint(path, self.fingerprint_bytes)
+            with open_regular(path, root) as handle:
+                st = handle.stat
+                if (st.st_dev, st.st_ino) != (self.device, self.inode) or st.st_size < self.offset:
+                    return False
+                digest, _ = fingerprint_of(handle.read(self.fingerprint_bytes))
         except OSError:
             return False
         return digest == self.fingerprint

@@ -394,6 +394,14 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "otel_bridge.files.followed", Instrument.GAUGE, "{file}", "Session logs `run` is following"
     ),
     MetricSpec(
+        "otel_bridge.files.skipped",
+        Instrument.COUNTER,
+        "{file}",
+        "Session logs not read: a link, not a regular file, over --max-log-bytes, a second "
+        "path of a file already read, an unprintable name, no permission",
+        ("otel_bridge.reason",),
+    ),
+    MetricSpec(
         "otel_bridge.sessions.resident",
         Instrument.GAUGE,
         "{session}",

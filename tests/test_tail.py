@@ -191,3 +191,92 @@ def test_an_unreadable_log_is_reported_once_and_the_others_go_on(tmp_path, caplo
     assert sum(s.name == "invoke_agent copilot" for s in out) == 2  # the good log's
     assert caplog.text.count("cannot read") == 1
     tailer.close()
+
+
+def other_log(tasks: int) -> bytes:
+    """Another session's log (a log rewritten in place gets new content), longer than
+    `two_messages()` with five tasks."""
+    log = Log(session="rewritten")
+    log.start()
+    for n in range(tasks):
+        log.user(interaction=f"k{n}")
+        log.simple_turn("0", f"w{n}", interaction=f"k{n}")
+    return log.jsonl().replace(b'"id": "e', b'"id": "w')
+
+
+def test_a_log_truncated_and_written_again_longer_is_read_from_its_start(tmp_path) -> None:
+    """Between two looks, the log is cut and rewritten with more than it had: its size alone
+    says it grew, its first bytes say it is another content. Its every task is read, none
+    merged with what was open in the old one."""
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    data = two_messages()
+    open_task = data[: data.rindex(b'"type": "assistant.turn_end"')]
+    path.write_bytes(open_task[: open_task.rindex(b"\n") + 1])  # the second task still open
+    clock = Clock(os.path.getmtime(path))
+    tailer, out = make_tailer(tmp_path, clock)
+    tailer.start()
+    tailer.poll_once()
+    before = len(out)
+    new = other_log(5)
+    assert len(new) > path.stat().st_size
+    path.write_bytes(new)  # the same file (inode), truncated and written again
+    tailer.poll_once()
+    tailer.close()
+    roots = [s for s in out[before:] if s.name == "invoke_agent copilot"]
+    ids = {r.attributes["gen_ai.conversation.id"] for r in roots}
+    assert ids >= {"rewritten"}
+    assert sum(r.attributes["gen_ai.conversation.id"] == "rewritten" for r in roots) == 5
+
+
+def test_rotation_right_after_an_append_reads_the_old_files_tail_first(tmp_path) -> None:
+    """A task is appended, then the log is renamed away and a new one started, all between
+    two looks: the old file's new task is read from where it was renamed to, then the new
+    file."""
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    data = two_messages()
+    first = data[: data.index(b'"interactionId": "i2"')]
+    first = first[: first.rindex(b"\n") + 1]  # the first task only
+    path.write_bytes(first)
+    clock = Clock(os.path.getmtime(path))
+    tailer, out = make_tailer(tmp_path, clock)
+    tailer.start()
+    tailer.poll_once()
+    assert [s.name for s in out].count("invoke_agent copilot") == 1
+    with path.open("ab") as handle:
+        handle.write(data[len(first) :])  # the second task
+    path.rename(path.with_name("events.jsonl.1"))
+    path.write_bytes(other_log(1))
+    tailer.poll_once()
+    tailer.close()
+    sessions = [
+        s.attributes["gen_ai.conversation.id"] for s in out if s.name == "invoke_agent copilot"
+    ]
+    assert sessions == ["sess-1", "sess-1", "rewritten"]
+
+
+def test_the_idle_timeout_counts_no_time_the_bridge_was_paused(tmp_path) -> None:
+    """A task is open and its log quiet; the bridge is stopped for an hour (SIGSTOP, a
+    suspended laptop) while its clock runs on. The task is not closed as incomplete on
+    waking: quiet time is time the bridge was looking."""
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(log.jsonl())
+    clock = Clock(os.path.getmtime(path))
+    tailer, out = make_tailer(tmp_path, clock, idle_timeout_seconds=900)
+    tailer.start()
+    tailer.poll_once()
+    clock.now += 3600  # paused
+    tailer.poll_once()
+    assert out == []
+    for _ in range(30):  # then awake and polling, the log quiet: 15 minutes
+        clock.now += 30
+        tailer.poll_once()
+    tailer.close()
+    root = next(s for s in out if s.name == "invoke_agent copilot")
+    assert root.attributes["copilot.incomplete"] is True

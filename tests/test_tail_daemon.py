@@ -8,7 +8,9 @@ import logging
 import os
 import struct
 import threading
+import time
 import tracemalloc
+import types
 from pathlib import Path
 
 import pytest
@@ -583,3 +585,113 @@ def test_three_run_shards_follow_every_session_once(tmp_path) -> None:
     assert sorted((s for part in parts for s in part), key=lambda s: s.span_id) == sorted(
         whole, key=lambda s: s.span_id
     )
+
+
+def test_old_empty_session_directories_take_no_watch_and_are_looked_at_in_turn(
+    tmp_path, monkeypatch
+) -> None:
+    """Session folders with no log cost neither a watch each (inotify's are the user's, and
+    few) nor a stat each at every rescan: old ones are looked at a few at a time, in turn,
+    and a log that appears in one is still found."""
+    monkeypatch.setattr(tail_module, "_WAITING_PER_RESCAN", 10)
+    root = tmp_path / "session-state"
+    old = time.time() - 7 * 86400
+    for n in range(40):
+        directory = root / f"empty-{n:02d}"
+        directory.mkdir(parents=True)
+        os.utime(directory, (old, old))
+    out: list = []
+    tailer = Tailer([root], Assembler(), out.extend, TailOptions(rescan_seconds=0))
+    tailer.start()
+    assert tailer._watcher._inotify is not None
+    assert tailer._watcher._inotify.watches == 1  # the session-state directory only
+    log = Log(session="late")
+    log.start()
+    task(log, "i", "u", "c")
+    (root / "empty-17" / "events.jsonl").write_bytes(log.jsonl())
+    for _ in range(5):  # 40 directories, 10 a rescan
+        tailer.poll_once()
+    tailer.close()
+    assert tailer.followed == [str(root / "empty-17" / "events.jsonl")]
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 1
+
+
+def test_new_empty_session_directories_are_watched_up_to_a_cap(tmp_path, monkeypatch) -> None:
+    """A session folder made while `run` runs is watched (the CLI writes its log right after
+    making it), the newest ones up to a cap: the oldest give their watch back."""
+    monkeypatch.setattr(tail_module, "_WATCHED_WAITING", 5)
+    root = tmp_path / "session-state"
+    root.mkdir()
+    out: list = []
+    tailer = Tailer([root], Assembler(), out.extend, TailOptions(rescan_seconds=3600))
+    tailer.start()
+    for n in range(12):  # one after the other: the last made is the newest seen
+        (root / f"new-{n:02d}").mkdir()
+        for _ in range(50):
+            tailer.wake.wait(0.1)
+            tailer.wake.clear()  # (poll_once leaves it set: the next wait would not wait)
+            tailer.poll_once()
+            if len(tailer._waiting_dirs) == n + 1:
+                break
+    assert len(tailer._waiting_dirs) == 12
+    assert tailer._watcher._inotify is not None
+    assert tailer._watcher._inotify.watches == 1 + 5
+    log = Log(session="new-11")
+    log.start()
+    task(log, "i", "u", "c")
+    (root / "new-11" / "events.jsonl").write_bytes(log.jsonl())  # told by its notification
+    for _ in range(50):
+        tailer.wake.wait(0.1)
+        tailer.wake.clear()
+        tailer.poll_once()
+        if out:
+            break
+    tailer.close()
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 1
+
+
+def test_a_log_that_grew_while_the_machine_slept_is_read_before_its_task_is_judged_quiet(
+    tmp_path, monkeypatch
+) -> None:
+    """A task quiet for almost the idle timeout; the machine sleeps (the wall clock jumps, the
+    monotonic one does not) after the CLI wrote its end. On waking, the timeout is judged
+    before that notification is taken: the log has grown, so it is read, not closed."""
+    mono = [1000.0]
+    monkeypatch.setattr(
+        tail_module, "time", types.SimpleNamespace(monotonic=lambda: mono[0], time=time.time)
+    )
+    monkeypatch.setattr(watch_module.Watcher, "degraded", property(lambda self: False))
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(log.jsonl())
+    clock = Clock(os.path.getmtime(path))
+    out: list = []
+    tailer = Tailer(
+        [tmp_path],
+        Assembler(),
+        out.extend,
+        TailOptions(rescan_seconds=5, watch=False, idle_timeout_seconds=900),
+        clock=clock,
+    )
+    tailer.start()
+    tailer.poll_once()
+    for _ in range(28):  # 840 s quiet, the bridge polling
+        clock.now += 30
+        mono[0] += 30
+        tailer.poll_once()
+    size = len(log.jsonl())
+    log.turn_end("0")
+    log.simple_turn("1", "u2")
+    with path.open("ab") as handle:
+        handle.write(log.jsonl()[size:])
+    clock.now += 3600  # asleep
+    mono[0] += 5
+    tailer.poll_once()
+    tailer.poll_once()
+    tailer.close()
+    (root,) = [s for s in out if s.name == "invoke_agent copilot"]
+    assert "copilot.incomplete" not in root.attributes

@@ -17,6 +17,7 @@ from ..export._console import CONSOLE_FORMATS
 from ..export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
 from ..export._sink import DEFAULT_QUEUE_SPANS
 from ..semconv import SEMCONV_MODES, SEMCONV_RELEASED
+from ..sources._discovery import DEFAULT_MAX_LOG_BYTES
 from ..sources._parallel import WORKERS_FROM_BYTES, usable_cores
 from ..sources._shard import Shard, parse_shard
 from ._common import CONTENT_ENV
@@ -216,6 +217,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_LINE_BYTES,
         metavar="N",
         help=f"skip (and count) log lines longer than N bytes (default: {DEFAULT_MAX_LINE_BYTES})",
+    )
+    common.add_argument(
+        "--max-log-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_LOG_BYTES,
+        metavar="N",
+        help="do not read a log larger than N bytes, far above what the CLI writes: a sparse "
+        "or runaway file that would never be read to its end (said once; run counts it in "
+        f"otel_bridge.files.skipped) (default: {DEFAULT_MAX_LOG_BYTES})",
     )
     common.add_argument(
         "--console-format",

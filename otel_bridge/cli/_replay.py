@@ -100,6 +100,7 @@ def _replay(
             on_progress=bar.advance,
             max_line_bytes=args.max_line_bytes,
             prepare=_prepare(sink),
+            max_log_bytes=args.max_log_bytes,
         )
     except KeyboardInterrupt:
         if sink.queued:

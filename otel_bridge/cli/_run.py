@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         rescan_seconds=args.rescan_interval,
         max_line_bytes=args.max_line_bytes,
         shard=args.shard,
+        max_log_bytes=args.max_log_bytes,
     )
     tailer = Tailer(
         roots, assembler, sink.export, options, checkpoints=store, sequence=lambda: sink.sequence

@@ -9,21 +9,26 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .._exceptions import ConfigError
+from .._safe_open import kind, open_regular
 
 __all__ = [
+    "DEFAULT_MAX_LOG_BYTES",
     "EVENTS_FILE",
     "LogFile",
+    "Refused",
     "default_session_state",
     "find_logs",
     "read_client_name",
     "read_session_name",
     "scan_session_state",
     "session_log",
+    "shown",
 ]
 
 EVENTS_FILE = "events.jsonl"
@@ -31,18 +36,36 @@ EVENTS_FILE = "events.jsonl"
 #: `name`...): flat `key: value` lines, a few hundred bytes.
 WORKSPACE_FILE = "workspace.yaml"
 _WORKSPACE_MAX = 64 * 1024
+#: Logs larger than this are not read (`--max-log-bytes`): sessions of days write some hundreds
+#: of MB; a log of 4 GiB is a sparse or runaway file, whose reading would never end.
+DEFAULT_MAX_LOG_BYTES = 4 << 30
 _CLIENT_NAME_MAX = 64
 
 logger = logging.getLogger(__name__)
-_REPORTED_LINKS: set[Path] = set()  # warned about once
+_REPORTED: set[Path] = set()  # refusals said once (replay, stats and doctor scan once)
 
 
 @dataclass(frozen=True, slots=True)
 class LogFile:
-    """One session log and the session id its place implies."""
+    """One session log and the session id its place implies.
+
+    `root`: the directory it was found in (a session-state directory, or the session directory
+    the user named); every open of the log goes from there without following a symbolic link
+    (`_safe_open`). None: a file the user named, opened as named."""
 
     path: Path
     session_hint: str
+    root: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A session directory's log that is not to be read: why, for a log line, and the reason
+    as the label of `otel_bridge.files.skipped` (`link`, `not_regular`, `name`, `denied`)."""
+
+    path: Path
+    why: str
+    reason: str
 
 
 def default_session_state(environ: dict[str, str] | os._Environ[str]) -> Path:
@@ -52,50 +75,77 @@ def default_session_state(environ: dict[str, str] | os._Environ[str]) -> Path:
     return base / "session-state"
 
 
-def log_file(path: Path) -> LogFile:
-    """A log at `path`; its directory name is the session hint."""
-    return LogFile(path, path.parent.name or path.stem)
+def log_file(path: Path, root: Path | None = None) -> LogFile:
+    """A log at `path` (found below `root`, if given); its directory name is the session
+    hint."""
+    return LogFile(path, path.parent.name or path.stem, root)
 
 
 def scan_session_state(root: Path) -> list[LogFile]:
     """Every `<session>/events.jsonl` directly under `root`, sorted by path; [] if none.
 
     Lock and other dot-directories are skipped; so are entries that vanish while scanning, and
-    symbolic links that lead out of `root`: the daemon reads only the tree it was pointed at,
-    whatever a session directory contains.
+    (said once each) logs that are not to be read: a session directory or log that is a
+    symbolic link (the daemon reads only the tree it was pointed at, whatever a session
+    directory contains), a log that is not a regular file (a FIFO would block its reader), a
+    directory whose name is not printable. Two paths of one file (a hard link) give one log.
     """
     try:
         with os.scandir(root) as entries:
             directories = [Path(entry.path) for entry in entries]
     except OSError:
         return []
-    try:
-        real_root = root.resolve()
-    except OSError:
-        return []
-    found = [log for d in directories if (log := session_log(root, d, real_root)) is not None]
-    return sorted(found, key=lambda f: str(f.path))
+    found = []
+    for directory in directories:
+        log = session_log(root, directory)
+        if isinstance(log, LogFile):
+            found.append(log)
+        elif isinstance(log, Refused) and log.path not in _REPORTED:
+            _REPORTED.add(log.path)
+            logger.warning("not reading %s: %s", shown(log.path), log.why)
+    return list(_unique(sorted(found, key=lambda f: str(f.path))))
 
 
-def session_log(root: Path, directory: Path, real_root: Path | None = None) -> LogFile | None:
-    """The log of the session directory `directory` directly under `root`, if it has one
-    and it is to be read (the rules of `scan_session_state`; `real_root`: `root` resolved,
-    when the caller has it)."""
-    if directory.name.startswith("."):
+def session_log(root: Path, directory: Path) -> LogFile | Refused | None:
+    """The log of the session directory `directory` directly under `root`: a `LogFile` to
+    read, `Refused` (with why) when it is there but not to be read, None when there is none
+    (yet), or the directory is a dot-directory (the CLI's locks) or gone.
+
+    Looked at with `lstat`, never following a link; the reader's every open is checked again
+    (`_safe_open`), since any of it may be swapped after this look."""
+    name = directory.name
+    if name.startswith("."):
         return None
+    if not name.isprintable():  # a newline, a control character, bytes that are not UTF-8
+        return Refused(
+            directory / EVENTS_FILE, "its session directory's name is not printable", "name"
+        )
     candidate = directory / EVENTS_FILE
     try:
-        if directory.is_symlink() or not candidate.is_file():
-            return None
-        inside = candidate.resolve().is_relative_to(real_root or root.resolve())
+        if stat.S_ISLNK(os.lstat(directory).st_mode):
+            return Refused(
+                candidate, f"its session directory is a symbolic link ({_NO_LINKS})", "link"
+            )
+        mode = os.lstat(candidate).st_mode
+    except PermissionError as exc:
+        return Refused(candidate, f"cannot look at it: {exc.strerror or exc}", "denied")
     except OSError:
         return None
-    if not inside:
-        if candidate not in _REPORTED_LINKS:
-            _REPORTED_LINKS.add(candidate)
-            logger.warning("not following %s: it links outside %s", candidate, root)
-        return None
-    return log_file(candidate)
+    if stat.S_ISLNK(mode):
+        return Refused(candidate, f"a symbolic link ({_NO_LINKS})", "link")
+    if not stat.S_ISREG(mode):
+        return Refused(candidate, f"not a regular file ({kind(mode)})", "not_regular")
+    return LogFile(candidate, name, root)
+
+
+_NO_LINKS = "no link is followed inside the session-state directory"
+
+
+def shown(path: Path | str) -> str:
+    """A path for a log line: as it is when printable, else escaped (a newline in a directory
+    name must not make a line of its own)."""
+    text = str(path)
+    return text if text.isprintable() else ascii(text)
 
 
 def find_logs(paths: Sequence[Path]) -> list[LogFile]:
@@ -116,8 +166,8 @@ def _find_one(path: Path) -> list[LogFile]:
         raise ConfigError(f"{path}: no such file or directory")
     if path.is_file():
         return [log_file(path)]
-    if (path / EVENTS_FILE).is_file():
-        return [log_file(path / EVENTS_FILE)]
+    if (path / EVENTS_FILE).is_file():  # a session directory: its log stays in it
+        return [log_file(path / EVENTS_FILE, path)]
     for root in (path, path / "session-state"):
         logs = scan_session_state(root)
         if logs:
@@ -129,9 +179,15 @@ def _find_one(path: Path) -> list[LogFile]:
 
 
 def _unique(logs: Iterable[LogFile]) -> Iterable[LogFile]:
-    seen: set[Path] = set()
+    """The first path of each file: one named twice, or linked (a hard link in another
+    session's directory), is read once."""
+    seen: set[object] = set()
     for log in logs:
-        key = log.path.resolve()
+        try:
+            st = os.stat(log.path)
+            key: object = (st.st_dev, st.st_ino)
+        except OSError:
+            key = log.path.resolve()
         if key not in seen:
             seen.add(key)
             yield log
@@ -161,8 +217,9 @@ def _workspace_value(stream: str, wanted: str, limit: int | None = None) -> str 
     redacted, which a cut before could hide). Read with a line scan, not a YAML parser: the
     CLI writes each key on one line as a plain scalar or a quoted one, and nothing else of
     the file is needed."""
-    try:
-        with open(Path(stream).with_name(WORKSPACE_FILE), "rb") as file:
+    log = Path(os.path.abspath(stream))
+    try:  # held to its log's rule: a regular file, no link followed in the session directory
+        with open_regular(log.with_name(WORKSPACE_FILE), log.parent.parent) as file:
             text = file.read(_WORKSPACE_MAX).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None

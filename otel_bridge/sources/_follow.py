@@ -20,7 +20,8 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
 from .._checkpoint import FINGERPRINT_BYTES, FileCheckpoint, fingerprint
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
-from ._discovery import LogFile
+from .._safe_open import open_regular
+from ._discovery import DEFAULT_MAX_LOG_BYTES, LogFile
 from ._shard import Shard
 
 _MAX_ID = 1 << 64  # above any span id: bisects on (sequence number, span id) pairs
@@ -37,7 +38,8 @@ class TailOptions:
         catch_up_seconds: without backfill, logs modified this recently are read from their
             beginning at start; older ones are followed from their current end.
         idle_timeout_seconds: an interaction whose log has been quiet this long is closed
-            (marked incomplete unless its loop had ended). One whose loop has stopped and
+            (marked incomplete unless its loop had ended); time the tailer was not polling
+            (the process stopped, the machine asleep) does not count. One whose loop has stopped and
             only waits for background work ends instead when the assembler's background wait
             has passed since its last event (`AssemblerConfig.background_wait_seconds`).
         rescan_seconds: how often the session-state directories are looked at for new
@@ -52,6 +54,9 @@ class TailOptions:
             session's state is kept, small, and taken back when the log grows again).
         shard: follow only the sessions of this shard (`_shard.in_shard` of the session
             directory's name); None: every session.
+        max_log_bytes: a log larger than this is not read (said once, counted): far above
+            anything the CLI writes, it is a sparse or runaway file that would keep `run`
+            catching up for good.
     """
 
     backfill: bool = False
@@ -63,8 +68,11 @@ class TailOptions:
     checkpoint_seconds: float = 0.05
     evict_seconds: float = 60.0
     shard: Shard | None = None
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
 
     def __post_init__(self) -> None:
+        if self.max_log_bytes < 1:
+            raise ValueError("max_log_bytes must be positive")
         for name in (
             "catch_up_seconds",
             "idle_timeout_seconds",
@@ -203,7 +211,7 @@ class Follower:
                 self.sent_saved = -1  # recounted below
         if self.fingerprint is None or self.fingerprint[1] < FINGERPRINT_BYTES:
             try:
-                self.fingerprint = fingerprint(self.log.path)
+                self.fingerprint = fingerprint(self.log.path, root=self.log.root)
             except OSError:
                 return None
         digest, length = self.fingerprint
@@ -313,21 +321,24 @@ def _minutes(seconds: float) -> str:
     return f"{minutes / 60:g} h" if minutes >= 120 and not minutes % 60 else f"{minutes:g} min"
 
 
-def end_of_last_line(path: Path, size: int) -> int:
-    """Where to start following a file from its end: after its last complete line."""
+def end_of_last_line(log: LogFile, size: int, max_line_bytes: int) -> int:
+    """Where to start following a file from its end: after its last complete line. Looked
+    for in the last `max_line_bytes` only: a line longer would be skipped anyway, so when
+    there is no newline there, following starts at the end (and a file of a terabyte of
+    zeros is not read backwards)."""
     if size == 0:
         return 0
+    window = min(size, max_line_bytes + 1)
     try:
-        with path.open("rb") as handle:
+        with open_regular(log.path, log.root) as handle:
             position = size
-            while position > 0:
-                step = min(65536, position)
-                handle.seek(position - step)
-                block = handle.read(step)
+            while position > size - window:
+                step = min(65536, position - (size - window))
+                block = handle.read_at(position - step, step)
                 newline = block.rfind(b"\n")
                 if newline >= 0:
                     return position - step + newline + 1
                 position -= step
     except OSError:
         return size
-    return 0
+    return 0 if window == size else size

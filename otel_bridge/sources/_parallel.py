@@ -53,7 +53,7 @@ from .._records import AttributeValue, SpanRecord
 from ..assembler import Assembler, AssemblerConfig, AssemblerStats
 from ..export._otlp_json import encode_record
 from ..processors import Scrubber, ScrubberConfig
-from ._discovery import LogFile
+from ._discovery import DEFAULT_MAX_LOG_BYTES, LogFile
 from ._replay import ReplaySummary, replay_logs
 
 __all__ = [
@@ -171,6 +171,7 @@ class _Task:
     max_line_bytes: int
     observe: bool  # record metric observations (the parent has somewhere to send them)
     prepare: Prepare | None = None
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
 
 
 @dataclass
@@ -283,7 +284,13 @@ def _replay_one(log: LogFile, task: _Task, scrubber: Scrubber | None = None) -> 
         else:
             result.span_ids.append([record.span_id for record in records])
 
-    result.summary = replay_logs([log], assembler, keep, max_line_bytes=task.max_line_bytes)
+    result.summary = replay_logs(
+        [log],
+        assembler,
+        keep,
+        max_line_bytes=task.max_line_bytes,
+        max_log_bytes=task.max_log_bytes,
+    )
     result.log_records = _CAPTURE.records
     return result
 
@@ -342,6 +349,7 @@ def replay_logs_parallel(
     on_progress: Callable[[int], None] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     prepare: tuple[Prepare, PreparedSink] | None = None,
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
 ) -> ReplaySummary:
     """`replay_logs` with the logs read in `jobs` worker processes; the same spans, metrics,
     log lines and summary, in the same order. One job (or one log) is `replay_logs` itself.
@@ -358,12 +366,18 @@ def replay_logs_parallel(
     jobs = min(jobs, len(logs))
     if jobs <= 1:
         return replay_logs(
-            logs, assembler, emit, on_progress=on_progress, max_line_bytes=max_line_bytes
+            logs,
+            assembler,
+            emit,
+            on_progress=on_progress,
+            max_line_bytes=max_line_bytes,
+            max_log_bytes=max_log_bytes,
         )
     observe = not isinstance(assembler.metrics, NullRecorder)
     how = prepare[0] if prepare is not None else None
     tasks = [
-        _Task(group, assembler.config, max_line_bytes, observe, how) for group in _groups(logs)
+        _Task(group, assembler.config, max_line_bytes, observe, how, max_log_bytes)
+        for group in _groups(logs)
     ]
     summary = ReplaySummary()
     own = workers is None

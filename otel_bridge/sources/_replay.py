@@ -1,4 +1,10 @@
-"""Replay: read finished (or growing) session logs once, from the first byte to the last."""
+"""Replay: read finished (or growing) session logs once, from the first byte to the last.
+
+Each log is opened as `open_regular` opens it (a regular file only, no link followed below the
+directory it was found in) and read up to the size it had when opened: a FIFO cannot block
+the replay, nor a file that grows without end keep it going. A log larger than
+`max_log_bytes` is not read at all (a failure, said in one line).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,9 @@ from dataclasses import dataclass, field
 from .._events import Event
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from .._records import SpanRecord
+from .._safe_open import open_regular
 from ..assembler import Assembler
-from ._discovery import LogFile
+from ._discovery import DEFAULT_MAX_LOG_BYTES, LogFile
 from ._health import SkipCounter
 
 __all__ = ["ReplaySummary", "replay_logs"]
@@ -53,6 +60,7 @@ def replay_logs(
     *,
     on_progress: Callable[[int], None] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
 ) -> ReplaySummary:
     """Read each log to its end and feed its events through `assembler` into `emit`.
 
@@ -67,6 +75,7 @@ def replay_logs(
         emit: receives the finished records, a batch at a time.
         on_progress: called with the number of bytes just read.
         max_line_bytes: lines longer than this are skipped and counted.
+        max_log_bytes: logs larger than this are not read (listed as failed).
     """
     summary = ReplaySummary()
     skips = SkipCounter(summary.read, assembler.metrics)
@@ -75,8 +84,15 @@ def replay_logs(
         decoder = JsonLinesDecoder(stream, max_line_bytes=max_line_bytes, stats=summary.read)
         failures = len(summary.failed)
         try:
-            with log.path.open("rb") as handle:
-                while chunk := handle.read(_CHUNK):
+            with open_regular(log.path, log.root) as handle:
+                left = handle.stat.st_size
+                if left > max_log_bytes:
+                    why = f"{left} bytes, more than --max-log-bytes ({max_log_bytes})"
+                    logger.error("not reading %s: %s", log.path, why)
+                    summary.failed.append((stream, why))
+                    left = 0
+                while left > 0 and (chunk := handle.read(min(_CHUNK, left))):
+                    left -= len(chunk)
                     summary.bytes += len(chunk)
                     records = assembler.feed(
                         stream, _counted(decoder.feed(chunk), assembler), log.session_hint

@@ -28,20 +28,23 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._checkpoint import CheckpointStore, FileCheckpoint
+from .._checkpoint import FINGERPRINT_BYTES, CheckpointStore, FileCheckpoint, fingerprint_of
 from .._exceptions import CheckpointError
 from .._lines import ReadStats
 from .._records import SpanRecord
+from .._safe_open import RegularFile, kind, open_regular
 from ..assembler import Assembler, SessionAssembler
-from ._discovery import EVENTS_FILE, LogFile, log_file, session_log
+from ._discovery import EVENTS_FILE, LogFile, Refused, session_log, shown
 from ._follow import Follower, Hints, TailOptions, end_of_last_line, start_summary
+from ._gate import Gate, identity_key
 from ._health import SkipCounter
 from ._shard import in_shard
 from ._watch import Watcher
@@ -56,6 +59,17 @@ _READ_LIMIT = 8 << 20  # bytes read from one file per poll, so one huge log cann
 #: With notifications, every log is stat'ed anyway at every this many rescans (a minute at the
 #: default 5 s): a safety net for what the kernel did not report, cheap at 10,000 logs.
 _RESCANS_PER_SWEEP = 12
+#: Session directories with no log yet that get a watch of their own (the newest): beyond,
+#: they are polled. A directory the CLI makes gets its log within milliseconds, so the young
+#: ones are watched; 100,000 empty folders would otherwise take 100,000 of the user's inotify
+#: watches.
+_WATCHED_WAITING = 1000
+#: Session directories with no log yet looked at (stat) per rescan, in turn: 100,000 of
+#: them cost a stat each every 8 minutes or so at the default 5 s, not 20,000 stats a second.
+_WAITING_PER_RESCAN = 1000
+#: A longer gap between two polls is the bridge not running (SIGSTOP, a suspended machine):
+#: only this much of it counts as a log being quiet (`--idle-timeout`).
+_MAX_POLL_GAP = 60.0
 #: Emit: takes finished records; may return the (sequence number, span id) of each span it
 #: queued (`SpanSink.export` does), so that checkpoints can name what was delivered.
 Emit = Callable[[list[SpanRecord]], "list[tuple[int, int]] | None"]
@@ -113,7 +127,13 @@ class Tailer:
         self._last_rescan = float("-inf")
         self._last_sweep = float("-inf")
         self._root_mtimes: dict[Path, float] = {}
-        self._waiting_dirs: dict[str, float] = {}  # session dirs with no log yet -> mtime
+        # Session dirs with no log yet -> mtime, in the order they are looked at in.
+        self._waiting_dirs: OrderedDict[str, float] = OrderedDict()
+        self._waiting_watched: dict[str, None] = {}  # those watched, oldest first
+        self._gate = Gate(self._count_skip)
+        # Wall-clock seconds the bridge was not polling (paused, suspended): not quiet time.
+        self._paused = 0.0
+        self._last_poll: float | None = None
         self.started = False
         self._store = checkpoints
         self._resume: dict[str, FileCheckpoint] = {}
@@ -198,6 +218,9 @@ class Tailer:
             the number of events read.
         """
         now = self._clock()
+        if self._last_poll is not None and now - self._last_poll > _MAX_POLL_GAP:
+            self._paused += now - self._last_poll - _MAX_POLL_GAP  # not polling: not quiet
+        self._last_poll = now
         mono = time.monotonic()
         to_read: set[str] = set()
         for path in self._hints.take():
@@ -227,6 +250,8 @@ class Tailer:
             self._last_sweep = mono
             to_read.update(self._followers)
             to_read.update(self._changed_sleepers(now))
+            for path in list(self._gate.refused):  # readable again? (a stat or two each)
+                self._consider(path, now)
         to_read |= self._behind
         events = 0
         for stream in sorted(to_read):  # sorted: the same order in every run
@@ -324,37 +349,74 @@ class Tailer:
             return []
         found = []
         shard = self.options.shard
+        refused = self._gate.refused
         for name, path in _subdirectories(root):  # strings: 10,000 Paths cost 50 ms to make
             log_path = os.path.join(path, EVENTS_FILE)
             if (
                 log_path in self._followers
                 or log_path in self._dormant
                 or path in self._waiting_dirs
+                or log_path in refused
                 or not in_shard(name, shard)
             ):
                 continue
             directory = Path(path)
             log = session_log(root, directory)
-            if log is not None:
+            if isinstance(log, LogFile):
                 found.append(log)
-            elif not directory.name.startswith("."):
+            elif isinstance(log, Refused):
+                self._gate.refuse(str(log.path), log.reason, log.why)
+            elif not name.startswith("."):
                 self._await(directory)
         return sorted(found, key=lambda f: str(f.path))
 
     def _await(self, directory: Path) -> None:
-        """A session directory with no log yet: watched, then looked at once more (a log
-        created before the watch was there gives no notification), and again whenever its
-        mtime moves."""
-        self._waiting_dirs[str(directory)] = _mtime(directory) or 0.0
-        self._watcher.watch_directory(directory)
+        """A session directory with no log yet: looked at once more (a log created before
+        the watch was there gives no notification), and again whenever its mtime moves. A
+        young one (made while `run` runs, or lately) is watched: the CLI writes its log
+        right after making it; the others are looked at in turn (`_rescan`)."""
+        key = str(directory)
+        if key in self._waiting_dirs:
+            return
+        mtime = _mtime(directory)
+        self._waiting_dirs[key] = mtime or 0.0
+        if self.started or (
+            mtime is not None and self._clock() - mtime <= self.options.catch_up_seconds
+        ):
+            self._watch_waiting(key)
         log = session_log(directory.parent, directory)
-        if log is not None:
-            del self._waiting_dirs[str(directory)]
+        if isinstance(log, LogFile):
+            self._stop_waiting(key)
             self._follow(log, at_start=not self.started, now=self._clock())
+        elif isinstance(log, Refused):
+            self._stop_waiting(key, unwatch=True)
+            self._gate.refuse(str(log.path), log.reason, log.why)
+
+    def _watch_waiting(self, key: str) -> None:
+        """Watch a session directory with no log yet, in place of the oldest watched one when
+        `_WATCHED_WAITING` are."""
+        if key in self._waiting_watched:
+            return
+        if len(self._waiting_watched) >= _WATCHED_WAITING:
+            oldest = next(iter(self._waiting_watched))
+            del self._waiting_watched[oldest]
+            self._watcher.forget_directory(Path(oldest))
+        self._waiting_watched[key] = None
+        self._watcher.watch_directory(Path(key))
+
+    def _stop_waiting(self, key: str, *, unwatch: bool = False) -> None:
+        """A session directory waits no more: its log is followed (its watch is the log's
+        now), refused or gone (`unwatch`)."""
+        self._waiting_dirs.pop(key, None)
+        if key in self._waiting_watched:
+            del self._waiting_watched[key]
+            if unwatch:
+                self._watcher.forget_directory(Path(key))
 
     def _rescan(self, now: float) -> None:
-        """The periodic look without hints: a root whose mtime moved is listed again, a
-        session directory still without a log is looked at when its mtime moved."""
+        """The periodic look without hints: a root whose mtime moved is listed again; session
+        directories still without a log are looked at, `_WAITING_PER_RESCAN` at a time in
+        turn, and one whose mtime moved is looked into (and watched)."""
         for root in self.roots:
             try:
                 mtime = root.stat().st_mtime
@@ -363,17 +425,21 @@ class Tailer:
             if self._root_mtimes.get(root) != mtime:
                 for log in self._scan(root):
                     self._follow(log, at_start=False, now=now)
-        for directory, mtime in list(self._waiting_dirs.items()):
+        waiting = self._waiting_dirs
+        for _ in range(min(_WAITING_PER_RESCAN, len(waiting))):
+            directory, mtime = waiting.popitem(last=False)  # the longest not looked at
             current = _mtime(Path(directory))
             if current is None:
-                del self._waiting_dirs[directory]
-                self._watcher.forget_directory(Path(directory))
-            elif current != mtime:
-                self._waiting_dirs[directory] = current
+                self._stop_waiting(directory, unwatch=True)
+                continue
+            waiting[directory] = current  # to the back of the turn
+            if current != mtime:
+                self._watch_waiting(directory)
                 self._consider(directory, now)
 
     def _consider(self, path: str, now: float) -> None:
-        """A hint for a path that is not a followed log: a new session directory or log?"""
+        """A hint (or a sweep) for a path that is not a followed log: a new session directory
+        or log, or a refused log that may be readable now?"""
         candidate = Path(path)
         directory = candidate.parent if candidate.name == EVENTS_FILE else candidate
         root = directory.parent
@@ -383,15 +449,25 @@ class Tailer:
         if log_path in self._followers or log_path in self._dormant:
             return  # a sleeping log is woken by its own notification or the sweep
         log = session_log(root, directory)
-        if log is not None:
-            self._waiting_dirs.pop(str(directory), None)
+        if isinstance(log, LogFile):
+            self._stop_waiting(str(directory))
             self._follow(log, at_start=False, now=now)
-        elif directory.is_dir() and not directory.name.startswith("."):
-            self._await(directory)
+        elif isinstance(log, Refused):
+            self._stop_waiting(str(directory), unwatch=True)
+            self._gate.refuse(str(log.path), log.reason, log.why)
+        else:
+            self._gate.forget(log_path)  # gone, or not there any more
+            if directory.is_dir() and not directory.name.startswith("."):
+                self._await(directory)
 
     def _count_watch_problem(self, reason: str) -> None:
         self._assembler.metrics.add(
             "otel_bridge.watch.problems", 1, {"otel_bridge.reason": reason}, ""
+        )
+
+    def _count_skip(self, reason: str) -> None:
+        self._assembler.metrics.add(
+            "otel_bridge.files.skipped", 1, {"otel_bridge.reason": reason}, ""
         )
 
     @property
@@ -401,15 +477,20 @@ class Tailer:
 
     def _follow(self, log: LogFile, *, at_start: bool, now: float) -> str:
         """Follow a log; returns where from: "beginning", "end", "checkpoint", "recovered" (an
-        older log read from its beginning because checkpoints were lost), "" if gone."""
+        older log read from its beginning because checkpoints were lost), "" if gone or
+        refused."""
+        stream = str(log.path)
         try:
             st = log.path.stat()
         except OSError:
             return ""
+        key = identity_key(st.st_dev, st.st_ino)
+        if not self._admissible(stream, st.st_size, key):
+            return ""
         offset = 0
         start = "beginning"
-        resume = self._resume.pop(str(log.path), None)
-        if resume is not None and resume.matches(log.path):
+        resume = self._resume.pop(stream, None)
+        if resume is not None and resume.matches(log.path, log.root):
             offset = resume.offset
             start = "checkpoint"
         elif resume is not None:
@@ -422,7 +503,7 @@ class Tailer:
             if self._recover:
                 start = "recovered"  # said by start() in a line of its own
             else:
-                offset = end_of_last_line(log.path, st.st_size)
+                offset = end_of_last_line(log, st.st_size, self.options.max_line_bytes)
                 start = "end"
         if at_start:  # summed up in one line by start()
             logger.debug("following %s from byte %d (%s)", log.path, offset, start)
@@ -431,7 +512,8 @@ class Tailer:
         self._watcher.watch_directory(log.path.parent)
         if resume is not None and start == "checkpoint":
             if offset == st.st_size and not resume.sent:  # nothing to read: asleep at once
-                self._dormant[str(log.path)] = _pack(st.st_ino, st.st_size)
+                self._dormant[stream] = _pack(key, st.st_size)
+                self._gate.claim(key, stream)
                 return start
             follower = self._new_follower(log, st, offset, resume)
         else:
@@ -441,21 +523,44 @@ class Tailer:
             self._behind.add(follower.stream)
         return start
 
+    def _admissible(self, stream: str, size: int, key: int) -> bool:
+        """May the log `stream`, of this size and file, be followed? If not, it is refused
+        (said once, counted); if so, any earlier refusal is lifted."""
+        limit = self.options.max_log_bytes
+        if size > limit:
+            self._gate.refuse(
+                stream, "too_large", f"{size} bytes, more than --max-log-bytes ({limit})"
+            )
+            return False
+        other = self._gate.owner(key, stream)
+        if other is not None:
+            self._gate.refuse(stream, "duplicate", f"the same file as {shown(other)}, read there")
+            return False
+        self._gate.admit(stream)
+        return True
+
     def _new_follower(
         self, log: LogFile, st: os.stat_result, offset: int, resume: FileCheckpoint | None
     ) -> Follower:
         """A follower from `offset`, taking up `resume`'s state if given."""
         follower = Follower(
-            log, offset, (st.st_dev, st.st_ino), st.st_mtime, self.options, self.stats
+            log,
+            offset,
+            (st.st_dev, st.st_ino),
+            st.st_mtime - self._paused,
+            self.options,
+            self.stats,
         )
         if resume is not None:
             # Taken back when the log is read (a checkpointed log that stays quiet costs no
             # session assembler): the state at the safe place, and what was delivered after.
             follower.safe_session = follower.evicted = json.dumps(resume.session)
             follower.resume_sent(resume.sent)
+            follower.fingerprint = (resume.fingerprint, resume.fingerprint_bytes)
         else:
             self._dirty.add(follower.stream)  # its first checkpoint: where it starts
         self._followers[follower.stream] = follower
+        self._gate.claim(identity_key(st.st_dev, st.st_ino), follower.stream)
         return follower
 
     # --- reading ---------------------------------------------------------------------------
@@ -483,57 +588,77 @@ class Tailer:
             return 0
 
     def _read(self, follower: Follower, now: float) -> int:
+        """Read what was appended to the log since the last read (at most `_READ_LIMIT`).
+
+        A stat says whether there is anything to do; the file is then opened as
+        `open_regular` does (a regular file, no link followed below the root), and what
+        its `fstat` says is what counts: another file (replaced: the rest of the old one is
+        read first if it is still in the directory), a shorter one (truncated), or one whose
+        first bytes changed (rewritten, even if longer) is read again from its start."""
         path = follower.log.path
-        stream = follower.stream
         try:
             st = path.stat()
         except FileNotFoundError:
-            logger.info("%s was removed; its open spans are closed", path)
-            self._emit(self._assembler.end_stream(stream))
-            self._forget(stream)
+            self._removed(follower)
             return 0
         except OSError as exc:
             self._failed(follower, f"cannot stat {path}: {exc.strerror or exc}")
             return 0
-        identity = (st.st_dev, st.st_ino)
-        if identity != follower.identity or st.st_size < follower.read_pos:
-            logger.info(
-                "%s was %s; reading it from the start",
-                path,
-                "replaced" if identity != follower.identity else "truncated",
-            )
-            self._emit(self._assembler.end_stream(stream))
-            self._open.discard(stream)
-            follower.restart(identity)
-        if st.st_size <= follower.read_pos:
-            self._reached_end(follower)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or a directory now: not even opened
+            self._failed(follower, _unreadable(path, f"not a regular file ({kind(st.st_mode)})"))
+            return 0
+        if (st.st_dev, st.st_ino) == follower.identity and st.st_size == follower.read_pos:
+            self._reached_end(follower)  # nothing new: not even opened
             return 0
         try:
-            with path.open("rb") as handle:
-                handle.seek(follower.read_pos)
-                chunk = handle.read(min(st.st_size - follower.read_pos, _READ_LIMIT))
-        except OSError as exc:
-            self._failed(
-                follower,
-                f"cannot read {path}: {exc.strerror or exc}; the other "
-                f"logs go on, and this one is tried again",
-            )
+            handle = open_regular(path, follower.log.root)
+        except FileNotFoundError:
+            self._removed(follower)
             return 0
+        except OSError as exc:
+            self._failed(follower, _unreadable(path, exc.strerror or str(exc)))
+            return 0
+        with handle:
+            return self._read_from(follower, handle, now)
+
+    def _read_from(self, follower: Follower, handle: RegularFile, now: float) -> int:
+        stream = follower.stream
+        st = handle.stat
+        size = st.st_size
+        identity = (st.st_dev, st.st_ino)
+        events = 0
+        if identity != follower.identity:
+            key = identity_key(*identity)
+            if not self._admissible(stream, size, key):
+                self._stop_following(stream)
+                return 0
+            events = self._read_rotated(follower, now)
+            self._start_over(follower, identity, "replaced")
+        elif size < follower.read_pos:
+            self._start_over(follower, identity, "truncated")
+        elif 0 < follower.read_pos < size and not self._same_start(follower, handle):
+            self._start_over(follower, identity, "rewritten")
+        if size > self.options.max_log_bytes:
+            self._admissible(stream, size, identity_key(*identity))  # refused: said, counted
+            self._stop_following(stream)
+            return events
         if follower.error is not None:
-            logger.info("%s can be read again", path)
+            logger.info("%s can be read again", follower.log.path)
             follower.error = None
-        follower.read_pos += len(chunk)
-        follower.last_activity = now
-        positions = follower.decoder.feed_positions(chunk)
-        if positions:  # once a chunk: each observation costs the SDK a measurement
-            self._assembler.metrics.add("otel_bridge.events.read", len(positions), {}, "")
-        if follower.caught_up:  # catch-up reading is late by design; only live lag counts
-            metrics = self._assembler.metrics
-            for event, _ in positions:
-                self.last_lag = max(now - event.timestamp_ns / 1e9, 0.0)
-                metrics.record("otel_bridge.event.lag", self.last_lag, {}, "")
+        if size <= follower.read_pos:
+            self._reached_end(follower)
+            return events
+        wanted = min(size - follower.read_pos, _READ_LIMIT)
+        start = follower.read_pos
+        chunk = handle.read_at(start, wanted)
+        if start == 0 and chunk:
+            follower.fingerprint = fingerprint_of(chunk[:FINGERPRINT_BYTES])
+        positions = self._decode(follower, chunk, now)
         catching_up = not follower.caught_up
-        if follower.read_pos >= st.st_size:
+        # A read that ends short is the end of the file, whatever its size said (truncated
+        # meanwhile, or a file that tells no size): looked at again when it changes, not at
+        # every poll.
+        if len(chunk) < wanted or follower.read_pos >= size:
             self._reached_end(follower)
         else:
             follower.at_end = False
@@ -544,7 +669,93 @@ class Tailer:
                 # Read whole at start (or copied in): out of memory at once, not a minute
                 # later, so that catching up on 10,000 logs does not hold 10,000 sessions.
                 self._evict_one(follower)
-        return len(positions)
+        return events + len(positions)
+
+    def _decode(self, follower: Follower, chunk: bytes, now: float) -> list[tuple[Any, int]]:
+        """The events of `chunk`, the next bytes of the log, counted (and their lag, once
+        the log is live)."""
+        if not chunk:
+            return []
+        follower.read_pos += len(chunk)
+        follower.last_activity = now - self._paused
+        positions = follower.decoder.feed_positions(chunk)
+        if positions:  # once a chunk: each observation costs the SDK a measurement
+            self._assembler.metrics.add("otel_bridge.events.read", len(positions), {}, "")
+        if follower.caught_up:  # catch-up reading is late by design; only live lag counts
+            metrics = self._assembler.metrics
+            for event, _ in positions:
+                self.last_lag = max(now - event.timestamp_ns / 1e9, 0.0)
+                metrics.record("otel_bridge.event.lag", self.last_lag, {}, "")
+        return positions
+
+    @staticmethod
+    def _same_start(follower: Follower, handle: RegularFile) -> bool:
+        """Does the file still begin as it did (its fingerprint: the first KiB, as the
+        checkpoint's)? A log truncated and written again longer than it was is told apart
+        from one that grew by this, not by its size. Takes the fingerprint of a file that
+        has none yet, or a longer one."""
+        head = handle.read_at(0, FINGERPRINT_BYTES)
+        known = follower.fingerprint
+        if known is not None:
+            digest, length = known
+            if len(head) < length or fingerprint_of(head[:length])[0] != digest:
+                return False
+            if length == len(head):
+                return True
+        follower.fingerprint = fingerprint_of(head)
+        return True
+
+    def _read_rotated(self, follower: Follower, now: float) -> int:
+        """The log was replaced. If the old file is still in the session directory under
+        another name (rotated: renamed, a new log made in its place), read what was appended
+        to it since the last read before moving on; returns the events read. (One deleted
+        is gone with what was left in it.)"""
+        name = _renamed_to(follower.log.path.parent, follower.identity[1])
+        if name is None:
+            return 0
+        events = 0
+        try:
+            with open_regular(follower.log.path.parent / name, follower.log.root) as old:
+                st = old.stat
+                if (st.st_dev, st.st_ino) != follower.identity:
+                    return 0
+                end = min(st.st_size, self.options.max_log_bytes)
+                while follower.read_pos < end:
+                    wanted = min(end - follower.read_pos, _READ_LIMIT)
+                    chunk = old.read_at(follower.read_pos, wanted)
+                    positions = self._decode(follower, chunk, now)
+                    if positions:
+                        self._assemble(follower, positions)
+                        events += len(positions)
+                    if len(chunk) < wanted:
+                        break
+        except OSError:
+            pass
+        if events:
+            logger.info("%s: read the rest of the file it replaced (%s)", follower.log.path, name)
+        return events
+
+    def _start_over(self, follower: Follower, identity: tuple[int, int], how: str) -> None:
+        """The log's file was replaced, truncated or rewritten: what was open ends, and the
+        new content is read from its start."""
+        stream = follower.stream
+        logger.info("%s was %s; reading it from the start", follower.log.path, how)
+        self._emit(self._assembler.end_stream(stream))
+        self._open.discard(stream)
+        self._gate.release(identity_key(*follower.identity), stream)
+        self._gate.claim(identity_key(*identity), stream)
+        follower.restart(identity)
+
+    def _removed(self, follower: Follower) -> None:
+        logger.info("%s was removed; its open spans are closed", follower.log.path)
+        self._emit(self._assembler.end_stream(follower.stream))
+        self._forget(follower.stream)
+
+    def _stop_following(self, stream: str) -> None:
+        """A followed (or sleeping) log that is refused now: what was open ends, and it is
+        looked at again at every sweep (`Gate`)."""
+        self._emit(self._assembler.end_stream(stream))
+        self._forget(stream)
 
     def _assemble(self, follower: Follower, positions: Iterable[tuple[Any, int]]) -> None:
         """Feed events to the log's session (taken back into memory if it was evicted) and
@@ -631,8 +842,12 @@ class Tailer:
 
     def _forget(self, stream: str) -> None:
         """A log that is gone: no follower, no session, no checkpoint."""
-        self._followers.pop(stream, None)
-        self._dormant.pop(stream, None)
+        follower = self._followers.pop(stream, None)
+        if follower is not None:
+            self._gate.release(identity_key(*follower.identity), stream)
+        packed = self._dormant.pop(stream, None)
+        if packed is not None:
+            self._gate.release(packed >> 64, stream)
         self._watcher.forget_directory(Path(stream).parent)
         for kept in (self._behind, self._catching, self._open, self._dirty):
             kept.discard(stream)
@@ -664,8 +879,14 @@ class Tailer:
     def _close_quiet(self, now: float) -> None:
         """Close the open interaction of a log quiet for the idle timeout. One whose loop has
         stopped and only waits for background work is left to the assembler's background wait,
-        counted from its last event as `replay` counts it, so both end it at the same place."""
+        counted from its last event as `replay` counts it, so both end it at the same place.
+
+        Quiet is the log's, not the clock's: only time the bridge was polling counts (a pause
+        of the process or of the machine is not the log being quiet: `_MAX_POLL_GAP`), and a
+        log that has grown beyond what was read is not quiet, whatever the time says (after a
+        pause, its notification may not have been taken yet): it is read first."""
         timeout = self.options.idle_timeout_seconds
+        awake = now - self._paused
         for stream in sorted(self._open):
             follower = self._followers[stream]
             session = self._assembler.session(stream)
@@ -680,7 +901,10 @@ class Tailer:
                     "its task ended at its last event",
                     follower.log.path,
                 )
-            elif now - follower.last_activity >= timeout:
+            elif awake - follower.last_activity >= timeout:
+                if self._grown(follower):
+                    self._behind.add(stream)
+                    continue
                 logger.info(
                     "%s quiet for %.0fs; closing its open interaction", follower.log.path, timeout
                 )
@@ -699,10 +923,18 @@ class Tailer:
                 follower is None
                 or stream in self._open
                 or stream in self._behind
-                or now - follower.last_activity < self.options.evict_seconds
+                or now - self._paused - follower.last_activity < self.options.evict_seconds
             ):
                 continue
             self._evict_one(follower)
+
+    @staticmethod
+    def _grown(follower: Follower) -> bool:
+        """Has the log more than was read (or another file at its place)?"""
+        st = _stat(follower.stream)
+        return isinstance(st, os.stat_result) and (
+            (st.st_dev, st.st_ino) != follower.identity or st.st_size > follower.read_pos
+        )
 
     def _evict_one(self, follower: Follower) -> None:
         snapshot = self._assembler.evict(follower.stream)
@@ -721,7 +953,7 @@ class Tailer:
         for stream, follower in list(self._followers.items()):
             if self._may_sleep(follower):
                 del self._followers[stream]
-                self._dormant[stream] = _pack(follower.identity[1], follower.read_pos)
+                self._dormant[stream] = _pack(identity_key(*follower.identity), follower.read_pos)
 
     def _may_sleep(self, follower: Follower) -> bool:
         """Would waking it from its saved checkpoint give it back as it is? Its session is
@@ -751,7 +983,10 @@ class Tailer:
         woken = []
         for stream, packed in list(self._dormant.items()):
             st = _stat(stream)
-            if isinstance(st, os.stat_result) and _pack(st.st_ino, st.st_size) == packed:
+            if (
+                isinstance(st, os.stat_result)
+                and _pack(identity_key(st.st_dev, st.st_ino), st.st_size) == packed
+            ):
                 continue  # unchanged: still asleep
             if self._wake(stream, now, st):
                 woken.append(stream)
@@ -768,20 +1003,29 @@ class Tailer:
             return False
         if isinstance(st, OSError):
             return False
+        key = identity_key(st.st_dev, st.st_ino)
+        if not self._admissible(stream, st.st_size, key):
+            self._stop_following(stream)
+            return False
+        self._gate.release(self._dormant.pop(stream) >> 64, stream)
         path = Path(stream)
-        del self._dormant[stream]
+        log = LogFile(path, path.parent.name, path.parent.parent)  # as `session_log` makes it
         resume = self._store.get(stream) if self._store is not None else None
-        if resume is not None and resume.matches(path):
-            follower = self._new_follower(log_file(path), st, resume.offset, resume)
+        if resume is not None and resume.matches(path, log.root):
+            follower = self._new_follower(log, st, resume.offset, resume)
         else:
             if resume is not None:
                 logger.info("%s was replaced or truncated since its checkpoint", path)
-            follower = self._new_follower(log_file(path), st, 0, None)
+            follower = self._new_follower(log, st, 0, None)
         follower.caught_up = True  # what it gets now is live
-        follower.last_activity = now
+        follower.last_activity = now - self._paused
         self._behind.add(stream)
         logger.debug("%s woke from its checkpoint at byte %d", path, follower.read_pos)
         return True
+
+
+def _unreadable(path: Path, why: str) -> str:
+    return f"cannot read {path}: {why}; the other logs go on, and this one is tried again"
 
 
 def _stat(path: str) -> os.stat_result | OSError:
@@ -792,9 +1036,10 @@ def _stat(path: str) -> os.stat_result | OSError:
         return exc
 
 
-def _pack(inode: int, size: int) -> int:
-    """A sleeping log's file in one int: enough to see that it grew or was replaced."""
-    return (inode << 64) | size
+def _pack(key: int, size: int) -> int:
+    """A sleeping log's file (`identity_key`) and size in one int: enough to see that it grew
+    or was replaced (and `>> 64` gives the file back)."""
+    return (key << 64) | size
 
 
 def _subdirectories(root: Path) -> list[tuple[str, str]]:
@@ -809,6 +1054,25 @@ def _subdirectories(root: Path) -> list[tuple[str, str]]:
 def _is_dir(entry: Any) -> bool:
     try:
         return bool(entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return False
+
+
+def _renamed_to(directory: Path, inode: int) -> str | None:
+    """The name under which the file `inode` is in `directory` now, other than the log's."""
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.inode() == inode and entry.name != EVENTS_FILE and _is_file(entry):
+                    return entry.name
+    except OSError:
+        pass
+    return None
+
+
+def _is_file(entry: Any) -> bool:
+    try:
+        return bool(entry.is_file(follow_symlinks=False))
     except OSError:
         return False
 
