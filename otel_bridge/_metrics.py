@@ -381,7 +381,14 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "otel_bridge.spans.dropped",
         Instrument.COUNTER,
         "{span}",
-        "Spans dropped because an exporter's queue was full",
+        "Spans dropped: an exporter's queue was full, or the exporter refused the span alone",
+    ),
+    MetricSpec(
+        "otel_bridge.spans.rejected",
+        Instrument.COUNTER,
+        "{span}",
+        "Spans an exporter could not take even alone (dropped from it), by exporter",
+        ("otel_bridge.exporter",),
     ),
     MetricSpec(
         "otel_bridge.export.failures",

@@ -1,0 +1,262 @@
+"""A span that cannot be encoded never blocks the others: a span an exporter refuses is
+isolated, dropped, counted and logged once, the rest delivered, while a collector that refuses
+everything loses nothing (docs/architecture.md, "Delivery")."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from otel_bridge import Assembler, JsonLinesDecoder, SpanRecord
+from otel_bridge.export import SpanSink, build_resource
+from otel_bridge.export._common import quiet_exporter_logs
+from otel_bridge.export._poison import Verdict, classify, isolate
+from otel_bridge.export._queue import RetryPolicy
+from tests import otlp_receiver as rx
+from tests.otlp_receiver import OtlpReceiver, ReceivedRequest
+from tests.test_metrics import Recorder
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HEALTHY = ("one_tool_cli1092", "subagent", "abort")
+FAST = RetryPolicy(initial_seconds=0.05, max_seconds=0.2)
+
+
+# --- a span an exporter still refuses -------------------------------------------------------
+
+
+def healthy_records() -> list[SpanRecord]:
+    path = FIXTURES / "subagent" / "events.jsonl"
+    assembler = Assembler()
+    decoder = JsonLinesDecoder(str(path))
+    events = decoder.feed(path.read_bytes()) + decoder.finish()
+    return assembler.feed("s", events) + assembler.end_stream("s")
+
+
+def poisoned(records: list[SpanRecord]) -> tuple[list[SpanRecord], set[str]]:
+    """The records with two no exporter can encode (built past the assembler, which would
+    have made them valid): a time past 2^64 ns, a name with a lone surrogate."""
+    records = list(records)
+    records[2] = dataclasses.replace(records[2], start_ns=2**64 + 5, end_ns=2**64 + 6)
+    records[7] = dataclasses.replace(records[7], name="execute_tool \ud83d")
+    return records, {f"{records[i].span_id:016x}" for i in (2, 7)}
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_span_the_exporter_cannot_encode_is_dropped_alone_counted_and_logged_once(
+    protocol: str, otlp_receiver, caplog
+) -> None:
+    records, bad = poisoned(healthy_records())
+    exporter = (
+        GrpcExporter(endpoint=otlp_receiver.grpc_endpoint, insecure=True)
+        if protocol == "grpc"
+        else HttpExporter(endpoint=otlp_receiver.http_endpoint + "/v1/traces")
+    )
+    quiet_exporter_logs()
+    recorder = Recorder()
+    sink = SpanSink([exporter], build_resource({}), metrics=recorder, retry=FAST)
+    with caplog.at_level(logging.WARNING, logger="otel_bridge"):
+        sink.export(records)
+        assert sink.flush(timeout=20)
+    received = {s["span_id"] for s in otlp_receiver.spans()}
+    assert received == {f"{r.span_id:016x}" for r in records} - bad
+    assert sink.watermark == sink.sequence  # checkpoints pass the dropped spans
+    assert sink.stats.dropped == 2
+    assert sum(recorder.values("otel_bridge.spans.dropped")) == 2
+    assert sum(recorder.values("otel_bridge.spans.rejected")) == 2
+    warnings = [r for r in caplog.records if "cannot take" in r.getMessage()]
+    assert len(warnings) == 1
+    assert any(span_id in warnings[0].getMessage() for span_id in bad)
+    assert "\ud83d" not in caplog.text
+    sink.shutdown(timeout=2)
+
+
+class RefusingReceiver(OtlpReceiver):
+    """A receiver that refuses as invalid (HTTP 400, gRPC INVALID_ARGUMENT) every request that
+    holds a span named with `marker`, or every request at all."""
+
+    def __init__(self, marker: str | None) -> None:
+        super().__init__()
+        self.marker = marker
+
+    def refuses(self, request: ExportTraceServiceRequest) -> bool:
+        names = [
+            span.name
+            for resource in request.resource_spans
+            for scope in resource.scope_spans
+            for span in scope.spans
+        ]
+        return self.marker is None or any(self.marker in name for name in names)
+
+    def _grpc_export(self, signal, request, context) -> None:  # type: ignore[no-untyped-def]
+        if signal == "traces" and self.refuses(request):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "span refused")
+        super()._grpc_export(signal, request, context)
+
+    def _start_http(self) -> None:
+        receiver = self
+
+        class Handler(rx._OtlpHttpHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = ExportTraceServiceRequest.FromString(body)
+                if receiver.refuses(request):
+                    return self._send(400, rx._status_body(3, "span refused"))
+                receiver._store(ReceivedRequest("traces", "http", request, {}))
+                return self._send(200, ExportTraceServiceResponse().SerializeToString())
+
+        server = rx._OtlpHttpServer(("127.0.0.1", 0), Handler, receiver=self)
+        self._http_server = server
+        self._http_port = server.server_address[1]
+        self._http_thread = rx.threading.Thread(target=server.serve_forever, daemon=True)
+        self._http_thread.start()
+
+
+def exporter_for(receiver: OtlpReceiver, protocol: str) -> Any:
+    quiet_exporter_logs()
+    if protocol == "grpc":
+        return GrpcExporter(endpoint=receiver.grpc_endpoint, insecure=True)
+    return HttpExporter(endpoint=receiver.http_endpoint + "/v1/traces")
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_span_the_collector_refuses_alone_is_dropped_the_rest_delivered(protocol) -> None:
+    records = healthy_records()
+    records[4] = dataclasses.replace(records[4], name="poison pill")
+    with RefusingReceiver("poison") as receiver:
+        sink = SpanSink([exporter_for(receiver, protocol)], build_resource({}), retry=FAST)
+        sink.export(records)
+        assert sink.flush(timeout=20)
+        received = {s["span_id"] for s in receiver.spans()}
+        sink.shutdown(timeout=2)
+    assert received == {f"{r.span_id:016x}" for i, r in enumerate(records) if i != 4}
+    assert sink.stats.dropped == 1
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_collector_that_refuses_everything_loses_nothing(protocol) -> None:
+    """Every part refused the same way: the collector's doing, not a span's. Nothing is
+    dropped; the batch waits for the back-off, and the checkpoints with it."""
+    records = healthy_records()
+    with RefusingReceiver(None) as receiver:
+        sink = SpanSink([exporter_for(receiver, protocol)], build_resource({}), retry=FAST)
+        sink.export(records)
+        assert not sink.flush(timeout=1.5)
+        assert sink.stats.dropped == 0
+        assert sink.watermark == 0
+        receiver.marker = "nothing is refused now"
+        assert sink.flush(timeout=20)
+        assert {s["span_id"] for s in receiver.spans()} == {f"{r.span_id:016x}" for r in records}
+        sink.shutdown(timeout=2)
+    assert sink.stats.dropped == 0
+
+
+def test_an_endpoint_that_is_not_found_loses_nothing(otlp_receiver) -> None:
+    records = healthy_records()
+    exporter = HttpExporter(endpoint=otlp_receiver.http_endpoint + "/no/such/path")
+    quiet_exporter_logs()
+    sink = SpanSink([exporter], build_resource({}), retry=FAST)
+    sink.export(records)
+    assert not sink.flush(timeout=1.0)
+    assert sink.stats.dropped == 0 and sink.watermark == 0
+    assert sink.shutdown(timeout=0.2) == len(records)
+
+
+# --- the verdict and the search, alone ----------------------------------------------------------
+
+
+def record(msg: str, *args: object) -> logging.LogRecord:
+    return logging.LogRecord("x", logging.ERROR, __file__, 0, msg, args, None)
+
+
+#: What the SDK exporters log when a call fails (their own messages, with their arguments).
+HTTP_FAILED = "Failed to export %s batch code: %s, reason: %s"
+HTTP_ENCODING = "Failed to encode span batch: %s"
+GRPC_FAILED = "Failed to export %s to %s, error code: %s, error details: %s"
+SURROGATE = UnicodeEncodeError("utf-8", "", 0, 1, "surrogates not allowed")
+CODE = grpc.StatusCode
+
+
+@pytest.mark.parametrize(
+    ("exc", "records", "verdict"),
+    [
+        (ConnectionRefusedError(111, "refused"), [], Verdict.TRANSIENT),
+        (ValueError("Value out of range"), [], Verdict.DATA),
+        (None, [record(HTTP_ENCODING, SURROGATE)], Verdict.DATA),
+        (None, [record(HTTP_FAILED, "spans", 400, "Bad Request")], Verdict.DATA),
+        (None, [record(HTTP_FAILED, "spans", 413, "Too Large")], Verdict.DATA),
+        (None, [record(HTTP_FAILED, "spans", 404, "Not Found")], Verdict.TRANSIENT),
+        (None, [record(HTTP_FAILED, "spans", 503, "Unavailable")], Verdict.TRANSIENT),
+        (None, [record(HTTP_FAILED, "spans", None, OSError("reset"))], Verdict.TRANSIENT),
+        (None, [record(GRPC_FAILED, "t", "h", CODE.INVALID_ARGUMENT, "d")], Verdict.DATA),
+        (None, [record(GRPC_FAILED, "t", "h", CODE.UNAVAILABLE, "d")], Verdict.TRANSIENT),
+        (None, [record(GRPC_FAILED, "t", "h", CODE.UNAUTHENTICATED, "d")], Verdict.TRANSIENT),
+        (None, [], Verdict.TRANSIENT),
+    ],
+)  # fmt: skip
+def test_a_failure_is_about_the_data_only_when_the_exporter_says_so(exc, records, verdict) -> None:
+    assert classify(exc, records)[0] is verdict
+
+
+def search(batch: list[int], bad: set[int], *, everything: bool = False) -> tuple[list, list, list]:
+    """`isolate` against an exporter that refuses any part holding a `bad` item (or any part at
+    all): what it delivered, rejected and left."""
+    delivered: list[int] = []
+    rejected: list[int] = []
+    calls = [0]
+
+    def attempt(part: list[int]) -> tuple[Verdict | None, str]:
+        calls[0] += 1
+        return (Verdict.DATA, "bad") if everything or bad & set(part) else (None, "")
+
+    left = isolate(batch, attempt, delivered.extend, lambda i, _: rejected.append(i), lambda: False)
+    return sorted(delivered), sorted(rejected), left
+
+
+@pytest.mark.parametrize(
+    "bad", [{0}, {511}, {3, 300}, set(range(40)), set(range(0, 512, 64)), {5, 6, 7}]
+)
+def test_isolating_delivers_every_good_item_and_rejects_only_the_bad(bad) -> None:
+    batch = list(range(512))
+    delivered, rejected, left = search(batch, bad)
+    assert rejected == sorted(bad)
+    assert delivered == sorted(set(batch) - bad)
+    assert left == []
+
+
+def test_isolating_a_batch_everything_of_which_is_refused_leaves_it_whole() -> None:
+    delivered, rejected, left = search(list(range(512)), set(), everything=True)
+    assert (delivered, rejected, left) == ([], [], list(range(512)))
+
+
+def test_a_lone_refused_span_is_not_rejected_without_a_span_that_went_through() -> None:
+    assert search([7], {7}) == ([], [], [7])
+
+
+def test_spans_refused_while_the_receiver_refused_everything_are_tried_again() -> None:
+    """The receiver refuses every call for a while, then only the bad span: the spans it had
+    refused alone meanwhile are not taken for bad ones."""
+    delivered: list[int] = []
+    rejected: list[int] = []
+    calls = [0]
+
+    def attempt(part: list[int]) -> tuple[Verdict | None, str]:
+        calls[0] += 1
+        if calls[0] <= 8 or 5 in part:  # the eighth call refuses span 1 alone, the ninth
+            return Verdict.DATA, "HTTP 400"  # (span 2 alone) goes through
+        return None, ""
+
+    left = isolate(
+        list(range(8)), attempt, delivered.extend, lambda i, _: rejected.append(i), lambda: False
+    )
+    assert (sorted(delivered), rejected, left) == ([0, 1, 2, 3, 4, 6, 7], [5], [])
