@@ -359,6 +359,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         ("otel_bridge.step", "copilot.event.type"),
     ),
     MetricSpec(
+        "otel_bridge.values.repaired",
+        Instrument.COUNTER,
+        "{value}",
+        "Values of spans made valid for the exporters: text, numbers, times",
+        ("otel_bridge.reason",),
+    ),
+    MetricSpec(
         "otel_bridge.lines.skipped",
         Instrument.COUNTER,
         "{line}",

@@ -255,6 +255,13 @@ STEP_END_OF_INPUT: Final = "end_of_input"  # closing what is open (end of a log,
 STEP_EXPIRE: Final = "expire"  # ending a task whose background wait is over
 STEP_SNAPSHOT: Final = "snapshot"  # saving the session's state for a checkpoint
 STEP_RESTORE: Final = "restore"  # taking a checkpoint's state back
+# Bad input the assembler bounded or made valid (docs/architecture.md, "Bad input").
+METRIC_VALUES_REPAIRED: Final = "otel_bridge.values.repaired"
+#: On otel_bridge.values.repaired: what was wrong (the REPAIR_* values).
+OTEL_BRIDGE_REASON: Final = "otel_bridge.reason"
+REPAIR_TEXT: Final = "text"  # lone surrogates, made U+FFFD
+REPAIR_NUMBER: Final = "number"  # beyond 64 bits or not finite, left out
+REPAIR_TIME: Final = "time"  # outside 1970..2262 or an end before its start, clamped
 
 # --- tools: interrupted by a crash, refused by a permission, served by MCP ------------------
 #: error.type values the CLI writes on `tool.execution_complete` (`error.code`) that the bridge

@@ -1,16 +1,22 @@
-"""A span that cannot be encoded never blocks the others: a span an exporter refuses is
-isolated, dropped, counted and logged once, the rest delivered, while a collector that refuses
-everything loses nothing (docs/architecture.md, "Delivery")."""
+"""A span that cannot be encoded never blocks the others: replays of healthy sessions beside
+broken ones deliver every healthy span to every exporter (OTLP over HTTP and gRPC to a real
+receiver, the traces file read back with protobuf's JSON parser, the console), and a span an
+exporter still refuses is isolated, dropped, counted and logged once, while a collector that
+refuses everything loses nothing (docs/architecture.md, "Bad input" and "Delivery")."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -19,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from otel_bridge import Assembler, JsonLinesDecoder, SpanRecord
+from otel_bridge.cli import main
 from otel_bridge.export import SpanSink, build_resource
 from otel_bridge.export._common import quiet_exporter_logs
 from otel_bridge.export._poison import Verdict, classify, isolate
@@ -30,6 +37,139 @@ from tests.test_metrics import Recorder
 FIXTURES = Path(__file__).parent / "fixtures"
 HEALTHY = ("one_tool_cli1092", "subagent", "abort")
 FAST = RetryPolicy(initial_seconds=0.05, max_seconds=0.2)
+
+
+def lines_of(fixture: str) -> list[dict[str, Any]]:
+    path = FIXTURES / fixture / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def session_id_of(events: list[dict[str, Any]]) -> str:
+    return next(e["data"]["sessionId"] for e in events if e["type"] == "session.start")
+
+
+def as_new_session(events: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """A copy of a log under a fresh session id (its directory is named after it)."""
+    new = str(uuid.uuid4())
+    text = json.dumps(events).replace(session_id_of(events), new)
+    return new, json.loads(text)
+
+
+def write_session(root: Path, session_id: str, events: list[dict[str, Any]]) -> Path:
+    path = root / session_id / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    # json.dumps escapes a lone surrogate as "\udxxx", as a JSON writer that cut an emoji does
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def bad_sessions() -> Iterator[list[dict[str, Any]]]:
+    """One session per trigger: a time in 2555 and one before 1970, a lone surrogate in a tool
+    name and in an error message, a call duration of -1e30, a usage field of 1e999."""
+    base = lines_of("parallel_tools")
+    for mutate in (
+        lambda e: (
+            e["type"] == "tool.execution_complete"
+            and e.__setitem__("timestamp", "2555-06-01T00:00:00.000Z")
+        ),
+        lambda e: (
+            e["type"] == "assistant.turn_end"
+            and e.__setitem__("timestamp", "1969-06-01T00:00:00.000Z")
+        ),
+        lambda e: (
+            e["type"] == "tool.execution_start" and e["data"].__setitem__("toolName", "view\ud83d")
+        ),
+        lambda e: (
+            e["type"] == "tool.execution_complete"
+            and e["data"].update(success=False, error={"message": "cut \ud83d", "code": "x\udc00"})
+        ),
+        lambda e: (
+            e["type"] == "session.usage_record"
+            and e["data"]["usage"].__setitem__("duration", -1e30)
+        ),
+        lambda e: (
+            e["type"] == "session.usage_record"
+            and e["data"]["usage"].__setitem__("inputTokens", float("inf"))
+        ),
+    ):
+        _, events = as_new_session(base)
+        for event in events:
+            mutate(event)
+        yield events
+
+
+def span_ids(path: Path) -> set[str]:
+    """The span ids a log gives on its own (the replay's assembler, fed it alone)."""
+    assembler = Assembler()
+    decoder = JsonLinesDecoder(str(path))
+    stream = str(path)
+    records = assembler.feed(stream, decoder.feed(path.read_bytes()) + decoder.finish(), None)
+    return {f"{r.span_id:016x}" for r in records + assembler.end_stream(stream)}
+
+
+@pytest.fixture
+def session_state(tmp_path: Path) -> tuple[Path, set[str]]:
+    """Healthy sessions and broken ones side by side; the healthy ones' span ids."""
+    root = tmp_path / "session-state"
+    healthy: set[str] = set()
+    for fixture in HEALTHY:
+        events = lines_of(fixture)
+        healthy |= span_ids(write_session(root, session_id_of(events), events))
+    for events in bad_sessions():
+        write_session(root, session_id_of(events), events)
+    return root, healthy
+
+
+def replay(root: Path, *extra: str) -> int:
+    return main(["replay", str(root), "--no-progress", "--export-timeout", "3", *extra])
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_broken_sessions_never_keep_the_healthy_ones_from_the_collector(
+    protocol: str, session_state, otlp_receiver, monkeypatch
+) -> None:
+    root, healthy = session_state
+    endpoint = otlp_receiver.grpc_endpoint if protocol == "grpc" else otlp_receiver.http_endpoint
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+    assert replay(root, "--capture-content") == 0
+    received = {s["span_id"] for s in otlp_receiver.spans()}
+    assert healthy <= received
+    assert len(received) > len(healthy)  # the broken sessions' spans came too, made valid
+
+
+def test_broken_sessions_write_a_traces_file_protobuf_reads(session_state, tmp_path) -> None:
+    root, healthy = session_state
+    out = tmp_path / "traces.jsonl"
+    assert replay(root, "--capture-content", "--traces-file", str(out)) == 0
+    received = set()
+    for line in out.read_text().splitlines():
+        json_format.Parse(line, ExportTraceServiceRequest())  # raises on a line it cannot read
+        received |= {
+            span["spanId"]  # hex in OTLP JSON (protobuf's own mapping would read base64)
+            for resource in json.loads(line)["resourceSpans"]
+            for scope in resource["scopeSpans"]
+            for span in scope["spans"]
+        }
+    assert healthy <= received
+
+
+@pytest.mark.parametrize("console_format", ["summary", "tree", "json"])
+def test_broken_sessions_never_stop_the_console(
+    console_format: str, session_state, capsys, monkeypatch
+) -> None:
+    root, healthy = session_state
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    assert replay(root, "--capture-content", "--console-format", console_format) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\ud83d" not in out
+    if console_format == "json":
+        printed = {json.loads(line)["context"]["span_id"][2:] for line in out.splitlines()}
+        assert healthy <= printed
+    else:  # a line per task: the healthy sessions' and the broken ones'
+        tasks = [line for line in out.splitlines() if not line.startswith((" ", "├", "└", "│"))]
+        assert len(tasks) >= len(HEALTHY) + 6
 
 
 # --- a span an exporter still refuses -------------------------------------------------------

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import semconv as sc
 from .._events import Event
-from .._records import AttributeValue
+from .._records import AttributeValue, clamp_int
 from ._fields import compact, read_int, read_num, read_obj, read_str
 from ._state import Interaction, OpenSpan
 
@@ -238,7 +238,8 @@ def tool_changes(interaction: Interaction, span: OpenSpan, data: Mapping[str, An
     ):
         if value is not None:
             previous = root.get(key, 0)
-            root[key] = (previous if isinstance(previous, int) else 0) + value
+            # saturated: a sum of counts from the log must stay a value OTLP carries
+            root[key] = clamp_int((previous if isinstance(previous, int) else 0) + value)
 
 
 # --- per session -------------------------------------------------------------------------------

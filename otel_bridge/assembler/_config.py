@@ -77,5 +77,7 @@ class AssemblerStats:
     #: steps that raised (a bug met by an unusual log) and were skipped, by step
     #: (`otel_bridge.step`: feed, end_of_input, expire, snapshot, restore)
     failures: Counter[str] = field(default_factory=Counter)
+    #: values of spans made valid, by what was wrong (`otel_bridge.reason`: text, number, time)
+    repaired: Counter[str] = field(default_factory=Counter)
     interactions: int = 0
     spans: int = 0

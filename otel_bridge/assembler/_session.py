@@ -93,7 +93,7 @@ class SessionAssembler:
         self.meter = SessionMeter(self.metrics, self.facts, self.stats, self.config.metric_labels)
         self.content = ContentPolicy(self.config.capture_content, self.config.hash_salt)
         self.spans = SpanBuilders(
-            SpanFactory(self.facts, self.stats, self.meter),
+            SpanFactory(self.facts, self.stats, self.meter, self.stream),
             self.content,
             self.facts,
             self.config.parent,

@@ -3,6 +3,7 @@ truncation as span events on the interaction."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from ... import semconv as sc
@@ -10,13 +11,15 @@ from ..._events import Event
 from ..._records import AttributeValue, SpanEventRecord
 from .._accounting import on_shutdown_accounting
 from .._attribution import context_attributes
-from .._fields import read_str, snake_case
+from .._fields import read_int, read_num, read_str, snake_case
 
 if TYPE_CHECKING:
     from .._session import SessionAssembler
 
 #: String fields of compaction/truncation events safe to copy onto span events (short labels).
 LABEL_FIELDS = frozenset({"trigger", "performedBy", "outcome", "model"})
+#: The names of the fields copied: camelCase words, as the CLI's schema has them.
+FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,63}", re.ASCII)
 
 
 def on_segment_start(session: SessionAssembler, event: Event) -> None:
@@ -113,9 +116,19 @@ def on_context_event(session: SessionAssembler, event: Event) -> None:
         return
     attributes: dict[str, AttributeValue] = {}
     for name, value in event.data.items():
-        if isinstance(value, bool | int | float) or (
-            name in LABEL_FIELDS and isinstance(value, str)
-        ):
+        if not (isinstance(name, str) and FIELD_NAME.fullmatch(name)):
+            continue  # a name no CLI writes: it would become an attribute key as it is
+        if isinstance(value, bool):
+            attributes[sc.COPILOT_NAMESPACE + snake_case(name)] = value
+        elif isinstance(value, int | float):
+            number = (
+                read_num(event.data, name)
+                if isinstance(value, float)
+                else read_int(event.data, name)
+            )
+            if number is not None:
+                attributes[sc.COPILOT_NAMESPACE + snake_case(name)] = number
+        elif name in LABEL_FIELDS and isinstance(value, str):
             attributes[sc.COPILOT_NAMESPACE + snake_case(name)] = value
     interaction.root.events.append(
         SpanEventRecord(

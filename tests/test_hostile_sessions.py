@@ -1,0 +1,205 @@
+"""One bad session never changes what the bridge makes of the others: values no exporter can
+carry are made valid where the record is built (docs/architecture.md, "Bad input")."""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import pytest
+
+from otel_bridge import Assembler, JsonLinesDecoder, SpanRecord
+from otel_bridge import semconv as sc
+from tests.builder import Log
+from tests.spantree import by_name, check_invariants
+from tests.test_metrics import Recorder
+
+FIXTURES = Path(__file__).parent / "fixtures"
+UUID = "4b1d7a57-3c1e-4f5a-9d7e-0123456789ab"
+OTHER_UUID = "0c6f2b9e-8d1a-4e55-b1a3-fedcba987654"
+#: What OTLP carries, for every consumer: times as signed 64-bit ns, 64-bit integers.
+MAX_TIME_NS = 2**63 - 1
+INT64_MAX = 2**63 - 1
+
+
+def replay_bytes(
+    data: bytes, stream: str = "sess-1", hint: str | None = None, recorder: Recorder | None = None
+) -> tuple[list[SpanRecord], Assembler, JsonLinesDecoder]:
+    """What `replay` makes of one log's bytes: decoder, then assembler, then the end of input."""
+    assembler = Assembler(metrics=recorder)
+    decoder = JsonLinesDecoder(stream)
+    events = decoder.feed(data) + decoder.finish()
+    spans = assembler.feed(stream, events, hint) + assembler.end_stream(stream)
+    return spans, assembler, decoder
+
+
+def exportable(span: SpanRecord) -> None:
+    """What OTLP carries: times in 0..2^63-1, text that is UTF-8, 64-bit integers, finite
+    floats."""
+    assert 0 <= span.start_ns <= span.end_ns <= MAX_TIME_NS, span.name
+    span.name.encode("utf-8")
+    for mapping in (span.attributes, *(e.attributes for e in span.events)):
+        for key, value in mapping.items():
+            key.encode("utf-8")
+            for item in value if isinstance(value, list | tuple) else [value]:
+                if isinstance(item, str):
+                    item.encode("utf-8")
+                elif isinstance(item, float):
+                    assert math.isfinite(item), key
+                elif isinstance(item, int) and not isinstance(item, bool):
+                    assert -(2**63) <= item <= INT64_MAX, key
+
+
+def one_tool_task(log: Log, usage: dict | None = None) -> None:
+    log.start()
+    log.user()
+    log.turn("0")
+    log.usage("u1", **(usage or {}))
+    log.message([("c1", "grep")])
+    log.tool_start("c1", "grep")
+    log.tool_done("c1")
+    log.turn_end("0")
+
+
+# --- values no exporter can carry --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["1e999", "-1e999", "NaN", "100000000000000000000000"])
+def test_a_usage_field_out_of_range_drops_the_field_and_keeps_the_llm_call(bad: str) -> None:
+    log = Log()
+    one_tool_task(log, {"inputTokens": 123456789, "reasoningTokens": 987654321})
+    text = log.jsonl().replace(b"987654321", bad.encode())
+    spans, assembler, _ = replay_bytes(text)
+    check_invariants(spans)
+    (chat,) = by_name(spans, "chat")
+    assert chat.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] == 123456789  # the rest stays
+    assert sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS not in chat.attributes
+    assert not assembler.stats.failures
+    for span in spans:
+        exportable(span)
+
+
+def test_a_negative_or_huge_call_duration_never_puts_a_span_outside_its_times() -> None:
+    log = Log()
+    one_tool_task(log, {"duration": -1e30})
+    log.turn("1")
+    log.usage("u2", duration=1e300)
+    log.turn_end("1")
+    spans, _, _ = replay_bytes(log.jsonl())
+    chats = sorted(by_name(spans, "chat"), key=lambda s: s.end_ns)
+    usage_times = [e.timestamp_ns for e in log.events() if e.type == "session.usage_record"]
+    turns = sorted(by_name(spans, "turn"), key=lambda s: s.start_ns)
+    assert [c.end_ns for c in chats] == usage_times  # an LLM call ends at its usage record
+    assert chats[0].start_ns == chats[0].end_ns  # a negative duration: no duration at all
+    assert chats[1].start_ns == turns[1].start_ns  # cut to its turn
+    assert sc.COPILOT_USAGE_DURATION_MS not in chats[0].attributes
+    for span in spans:
+        exportable(span)
+
+
+@pytest.mark.parametrize("stamp", ["2555-01-01T00:00:00.000Z", "1969-12-31T23:59:59.000Z"])
+def test_an_event_time_no_span_can_carry_is_refused_as_a_bad_line(stamp: str) -> None:
+    log = Log()
+    one_tool_task(log)
+    raw = log.raw
+    good = replay_bytes(log.jsonl())[0]
+    raw[-2]["timestamp"] = stamp  # the tool's completion
+    spans, _, decoder = replay_bytes(log.jsonl())
+    assert decoder.stats.malformed == 1
+    for span in spans:
+        exportable(span)
+    # the rest of the task is there, the tool ended incomplete with its turn
+    assert {s.span_id for s in spans} == {s.span_id for s in good}
+
+
+def test_lone_surrogates_from_the_log_become_replacement_characters_counted() -> None:
+    log = Log()
+    one_tool_task(log)
+    log.raw[-3]["data"]["toolName"] = "gr\ud83dep"  # an emoji's escape cut in half
+    log.raw[-2]["data"]["result"] = {"content": "x\udc00y"}
+    text = log.jsonl()
+    assert b"\\ud83d" in text  # as JSON writes it (ensure_ascii)
+    recorder = Recorder()
+    spans, assembler, _ = replay_bytes(text, recorder=recorder)
+    (tool,) = by_name(spans, "execute_tool")
+    assert tool.name == "execute_tool gr\ufffdep"
+    assert tool.attributes[sc.GEN_AI_TOOL_NAME] == "gr\ufffdep"
+    for span in spans:
+        exportable(span)
+    assert assembler.stats.repaired[sc.REPAIR_TEXT] >= 2
+    assert sum(recorder.values(sc.METRIC_VALUES_REPAIRED)) >= 2
+    # the metric labels made of the tool's name are valid text too
+    for _, _, _, attributes, _ in recorder.points:
+        for value in attributes.values():
+            if isinstance(value, str):
+                value.encode("utf-8")
+
+
+def test_compaction_fields_are_bounded_in_size_and_names() -> None:
+    log = Log()
+    one_tool_task(log)
+    log.raw.pop()  # keep the task open
+    fields = {f"n{i}": i for i in range(100)}
+    log.add(
+        "session.compaction_complete",
+        success=True,
+        preCompactionTokens=2**70,
+        tokensRemoved=float("nan"),
+        **{"bad key\n": 1, "x" * 100: 2},
+        **fields,
+    )
+    text = log.jsonl()
+    assert b"NaN" in text
+    spans, _, _ = replay_bytes(text)
+    root = by_name(spans, "invoke_agent")[0]
+    (event,) = [e for e in root.events if e.name == "copilot.compaction_complete"]
+    assert event.attributes["copilot.success"] is True
+    assert "copilot.pre_compaction_tokens" not in event.attributes  # beyond 64 bits
+    assert "copilot.tokens_removed" not in event.attributes  # NaN
+    assert not [k for k in event.attributes if "\n" in k or "xxxx" in k]
+
+
+def test_line_counts_of_edits_saturate_rather_than_overflow() -> None:
+    log = Log()
+    one_tool_task(log)
+    log.raw.pop()  # keep the task open
+    for call in ("e1", "e2"):
+        log.tool_start(call, "edit")
+        log.tool_done(call, toolTelemetry={"metrics": {"linesAdded": INT64_MAX}})
+    spans, _, _ = replay_bytes(log.jsonl())
+    root = by_name(spans, "invoke_agent")[0]
+    assert root.attributes[sc.COPILOT_TASK_LINES_ADDED] == INT64_MAX
+    for span in spans:
+        exportable(span)
+
+
+# --- the live stream ---------------------------------------------------------------------------
+
+
+def test_live_events_with_values_no_exporter_can_carry_give_valid_spans(caplog) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_bridge.sources import LiveBridge
+
+    log = Log(session=UUID)
+    one_tool_task(log, {"inputTokens": 2**70})
+    log.raw[-3]["data"]["toolName"] = "gr\ud83dep"  # as an app's own string may hold
+    log.raw[-2]["timestamp"] = "2555-01-01T00:00:00.000Z"
+    exporter = InMemorySpanExporter()
+    bridge = LiveBridge([exporter], environ={})
+    with caplog.at_level(logging.WARNING, logger="otel_bridge"):
+        for raw in log.raw:
+            bridge.on_event(raw, UUID)
+        for bad in (42, {"type": "x"}, {"type": "x", "timestamp": "1900-01-01T00:00:00Z"}):
+            bridge.on_event(bad, UUID)
+    bridge.close()
+    spans = exporter.get_finished_spans()
+    assert {s.name for s in spans} >= {"invoke_agent copilot", "execute_tool gr\ufffdep"}
+    for span in spans:
+        span.name.encode("utf-8")
+        for value in (span.attributes or {}).values():
+            if isinstance(value, int):
+                assert -(2**63) <= value <= INT64_MAX
+    assert bridge.rejected == 4  # the 2555 completion, and the three bad events
+    assert caplog.text.count("live event skipped") == 1  # said once, not once per event
