@@ -7,6 +7,7 @@ refuses everything loses nothing (docs/architecture.md, "Bad input" and "Deliver
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import logging
 import uuid
@@ -28,6 +29,7 @@ from otel_bridge import Assembler, JsonLinesDecoder, SpanRecord
 from otel_bridge.cli import main
 from otel_bridge.export import SpanSink, build_resource
 from otel_bridge.export._common import quiet_exporter_logs
+from otel_bridge.export._console import ConsoleSpanExporter
 from otel_bridge.export._poison import Verdict, classify, isolate
 from otel_bridge.export._queue import RetryPolicy
 from tests import otlp_receiver as rx
@@ -400,3 +402,37 @@ def test_spans_refused_while_the_receiver_refused_everything_are_tried_again() -
         list(range(8)), attempt, delivered.extend, lambda i, _: rejected.append(i), lambda: False
     )
     assert (sorted(delivered), rejected, left) == ([0, 1, 2, 3, 4, 6, 7], [5], [])
+
+
+def test_the_console_never_stops_and_escapes_what_could_act_on_a_terminal() -> None:
+    records = healthy_records()
+    hostile = {
+        "gen_ai.conversation.id": "\x1b[2J\x1b[Hforged",
+        "gen_ai.tool.name": "x",
+        "error.type": "boom\nFAKE LINE",
+        "gen_ai.request.model": "m\u202egnp.exe\ud83d",
+    }
+    records = [
+        dataclasses.replace(
+            r, name=r.name + "\x1b]0;title\x07\r\n", attributes={**r.attributes, **hostile}
+        )
+        for r in records
+    ]
+    for console_format in ("summary", "tree", "json"):
+        for stream in (io.StringIO(), io.TextIOWrapper(io.BytesIO(), encoding="ascii")):
+            exporter = ConsoleSpanExporter(stream, console_format)
+            sink = SpanSink([exporter], build_resource({}), retry=FAST)
+            sink.export(records)
+            assert sink.flush(timeout=10)
+            sink.shutdown(timeout=2)
+            assert sink.stats.dropped == 0 and not exporter._broken
+            text = (
+                stream.getvalue()
+                if isinstance(stream, io.StringIO)
+                else stream.buffer.getvalue().decode("ascii")  # type: ignore[attr-defined]
+            )
+            assert "\x1b" not in text and "\r" not in text and "\u202e" not in text
+            lines = text.splitlines()
+            assert not [line for line in lines if line.startswith("FAKE LINE")]
+            if console_format == "json":
+                assert len(lines) == len(records)
