@@ -366,6 +366,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         ("otel_bridge.reason",),
     ),
     MetricSpec(
+        "otel_bridge.limits.reached",
+        Instrument.COUNTER,
+        "{event}",
+        "Times a bound on what an open task holds was reached (what was over it was left out)",
+        ("otel_bridge.limit",),
+    ),
+    MetricSpec(
         "otel_bridge.lines.skipped",
         Instrument.COUNTER,
         "{line}",

@@ -262,6 +262,10 @@ OTEL_BRIDGE_REASON: Final = "otel_bridge.reason"
 REPAIR_TEXT: Final = "text"  # lone surrogates, made U+FFFD
 REPAIR_NUMBER: Final = "number"  # beyond 64 bits or not finite, left out
 REPAIR_TIME: Final = "time"  # outside 1970..2262 or an end before its start, clamped
+METRIC_LIMITS_REACHED: Final = "otel_bridge.limits.reached"
+#: On otel_bridge.limits.reached: which bound of what an open task holds (the LIMIT_* values).
+OTEL_BRIDGE_LIMIT: Final = "otel_bridge.limit"
+LIMIT_ORPHAN_AGENTS: Final = "orphan_agents"  # sub-agents no subagent.started announced
 
 # --- tools: interrupted by a crash, refused by a permission, served by MCP ------------------
 #: error.type values the CLI writes on `tool.execution_complete` (`error.code`) that the bridge

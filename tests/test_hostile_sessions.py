@@ -1,5 +1,7 @@
-"""One bad session never changes what the bridge makes of the others: values no exporter can
-carry are made valid where the record is built (docs/architecture.md, "Bad input")."""
+"""One bad session never changes what the bridge makes of the others, nor of its own real work:
+values no exporter can carry are made valid where the record is built, junk events add a
+bounded, counted number of spans and never change a real one (docs/architecture.md, "Bad
+input")."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pytest
 
 from otel_bridge import Assembler, JsonLinesDecoder, SpanRecord
 from otel_bridge import semconv as sc
-from tests.builder import Log
+from tests.builder import Log, iso
 from tests.spantree import by_name, check_invariants
 from tests.test_metrics import Recorder
 
@@ -172,6 +174,77 @@ def test_line_counts_of_edits_saturate_rather_than_overflow() -> None:
     assert root.attributes[sc.COPILOT_TASK_LINES_ADDED] == INT64_MAX
     for span in spans:
         exportable(span)
+
+
+# --- junk sub-agent events -----------------------------------------------------------------
+
+
+def real_task() -> Log:
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    log.usage("u1")
+    log.message([("t1", "task")])
+    log.tool_start("t1", "task")
+    log.add("subagent.started", "sub", toolCallId="t1", agentName="explore")
+    log.turn("0", "si", agent="sub", parent="t1")
+    log.usage("u-sub", agent="sub", parent="t1")
+    log.message(agent="sub", parent="t1")
+    log.turn_end("0", agent="sub", parent="t1")
+    log.add("subagent.completed", "sub", toolCallId="t1", agentName="explore")
+    log.tool_done("t1")
+    log.turn_end("0")
+    log.turn("1")
+    log.usage("u2")
+    log.message()
+    log.turn_end("1")  # the loop ends here: no tools asked for
+    return log
+
+
+def with_junk(log: Log, at: int, count: int, distinct: bool) -> Log:
+    """`count` assistant.turn_start lines of sub-agents nobody announced, inserted before event
+    `at`, an hour later than anything else."""
+    junk = []
+    for n in range(count):
+        junk.append(
+            {
+                "type": "assistant.turn_start",
+                "data": {"turnId": "0"},
+                "id": f"junk{n}",
+                "timestamp": iso(log.now + 3_600_000_000_000 + n * 1_000_000),
+                "agentId": f"ghost-{n if distinct else 0}",
+            }
+        )
+    log.raw[at:at] = junk
+    return log
+
+
+@pytest.mark.parametrize("distinct", [True, False])
+def test_junk_subagent_events_never_change_a_real_span_and_add_a_bounded_number(
+    distinct: bool,
+) -> None:
+    clean, _, _ = replay_bytes(real_task().jsonl())
+    log = with_junk(real_task(), at=len(real_task().raw) - 2, count=200, distinct=distinct)
+    spans, assembler, _ = replay_bytes(log.jsonl())
+    check_invariants(spans)
+    by_id = {s.span_id: s for s in spans}
+    for span in clean:  # every real span, unchanged: same times, same attributes
+        assert by_id[span.span_id] == span, span.name
+    added = len(spans) - len(clean)
+    assert 0 < added <= 40, added
+    assert sum(assembler.stats.limits.values()) > 0
+
+
+def test_a_real_task_still_ends_at_its_turn_end_after_junk_subagent_events() -> None:
+    """A sub-agent nobody announced is not waited for: the loop ends as it would have."""
+    clean, _, _ = replay_bytes(real_task().jsonl())
+    log = with_junk(real_task(), at=len(real_task().raw) - 4, count=3, distinct=True)
+    spans, _, _ = replay_bytes(log.jsonl())
+    (root,) = [s for s in by_name(spans, "invoke_agent copilot")]
+    (clean_root,) = [s for s in by_name(clean, "invoke_agent copilot")]
+    assert root.end_ns == clean_root.end_ns
+    assert root.attributes[sc.COPILOT_END_REASON] == sc.END_LOOP
 
 
 # --- the live stream ---------------------------------------------------------------------------

@@ -205,10 +205,13 @@ def count_call(session: SessionAssembler, attributes: Mapping[str, AttributeValu
 # --- per tool call -----------------------------------------------------------------------------
 
 
-def tool_changes(interaction: Interaction, span: OpenSpan, data: Mapping[str, Any]) -> None:
+def tool_changes(
+    interaction: Interaction, span: OpenSpan, data: Mapping[str, Any], *, to_root: bool = True
+) -> None:
     """A built-in edit tool's changes (`toolTelemetry.metrics.linesAdded/linesRemoved`, the
-    paths of `fileEdits`) on its span, and the lines summed on its task's root. The paths are
-    text like any other: `--paths` rewrites them on export."""
+    paths of `fileEdits`) on its span, and the lines summed on its task's root (not those of
+    a junk sub-agent's tool: `to_root` False). The paths are text like any other: `--paths`
+    rewrites them on export."""
     metrics = read_obj(read_obj(data, "toolTelemetry"), "metrics")
     added = read_int(metrics, "linesAdded")
     removed = read_int(metrics, "linesRemoved")
@@ -229,7 +232,7 @@ def tool_changes(interaction: Interaction, span: OpenSpan, data: Mapping[str, An
             }
         )
     )
-    if interaction.root_exported:
+    if interaction.root_exported or not to_root:
         return  # late work: the task's root is gone already
     root = interaction.root.attributes
     for key, value in (

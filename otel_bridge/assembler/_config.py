@@ -79,5 +79,7 @@ class AssemblerStats:
     failures: Counter[str] = field(default_factory=Counter)
     #: values of spans made valid, by what was wrong (`otel_bridge.reason`: text, number, time)
     repaired: Counter[str] = field(default_factory=Counter)
+    #: bounds of what an open task holds that were reached, by bound (`otel_bridge.limit`)
+    limits: Counter[str] = field(default_factory=Counter)
     interactions: int = 0
     spans: int = 0

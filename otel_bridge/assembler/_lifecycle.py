@@ -30,17 +30,24 @@ __all__ = ["Lifecycle", "restore", "snapshot"]
 #: interactionIds of the previous interaction kept for a late steering message (a task has its
 #: message's, and one per autopilot nudge).
 MAX_IDS = 64
+#: Sub-agents no subagent.started announced (`Agent.orphan`) an interaction makes spans for,
+#: and events it places on them in all: what junk lines can add to a task is bounded.
+MAX_ORPHAN_AGENTS = 4
+MAX_ORPHAN_EVENTS = 16
 
 
 class Lifecycle:
     """The open interaction of one session, and the rules that open and close it."""
 
-    __slots__ = ("_facts", "_meter", "_spans", "_stats", "interaction")
+    __slots__ = ("_facts", "_meter", "_spans", "_stats", "interaction", "orphaned")
 
     def __init__(
         self, facts: SessionFacts, stats: AssemblerStats, spans: SpanBuilders, meter: SessionMeter
     ) -> None:
         self.interaction: Interaction | None = None
+        #: the last event `agent_for` gave to an orphan sub-agent, or refused as one: it does
+        #: not move its task's last event time (`SessionAssembler._handle`)
+        self.orphaned: Event | None = None
         self._facts = facts
         self._stats = stats
         self._spans = spans
@@ -75,10 +82,17 @@ class Lifecycle:
 
     def agent_for(
         self, event: Event, interaction: Interaction, parent_call: str | None = None
-    ) -> Agent:
+    ) -> Agent | None:
         """The agent an event belongs to: main, or the sub-agent named by parentToolCallId or
         agentId (docs/events.md, "Main agent and sub-agents"); a sub-agent not seen before is
-        opened here."""
+        opened here.
+
+        A sub-agent known by its agentId only (no subagent.started announced it, no
+        parentToolCallId names its call: junk, or a log read from its middle) is an orphan:
+        its events make spans under the main agent's turn, but never change the task's own
+        (they do not move its end, it is not waited for), and an interaction gives orphans
+        at most `MAX_ORPHAN_EVENTS` events: past that (or past `MAX_ORPHAN_AGENTS` of them)
+        None, and the caller counts the event as unplaced (`otel_bridge.limits.reached`)."""
         parent_call = parent_call or read_str(event.data, "parentToolCallId")
         agent_id = event.agent_id
         if parent_call:
@@ -89,13 +103,30 @@ class Lifecycle:
                 )
         elif agent_id is not None:
             agent = interaction.agents_by_id.get(agent_id)
-            if agent is None:  # a sub-agent whose spawning call we never saw
-                agent = self._spans.agent.subagent(
-                    interaction, f"agent:{agent_id}", None, event.timestamp_ns, orphan=True
-                )
+            if agent is None or agent.orphan:
+                return self._orphan(event, interaction, agent_id, agent)
         else:
             return interaction.main
         if agent_id is not None and agent.agent_id is None:
+            self._spans.agent.identify(interaction, agent, agent_id)
+        return agent
+
+    def _orphan(
+        self, event: Event, interaction: Interaction, agent_id: str, agent: Agent | None
+    ) -> Agent | None:
+        """The orphan sub-agent `agent_id` for `event` (opened if new), within the bounds."""
+        self.orphaned = event
+        if interaction.orphan_events >= MAX_ORPHAN_EVENTS or (
+            agent is None and interaction.orphans >= MAX_ORPHAN_AGENTS
+        ):
+            self._meter.limit(sc.LIMIT_ORPHAN_AGENTS)
+            return None
+        interaction.orphan_events += 1
+        if agent is None:
+            interaction.orphans += 1
+            agent = self._spans.agent.subagent(
+                interaction, f"agent:{agent_id}", None, event.timestamp_ns, orphan=True
+            )
             self._spans.agent.identify(interaction, agent, agent_id)
         return agent
 

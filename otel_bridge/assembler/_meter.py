@@ -147,3 +147,9 @@ class SessionMeter:
                     count,
                     {sc.OTEL_BRIDGE_REASON: reason},
                 )
+
+    def limit(self, which: str) -> None:
+        """A bound of what an open task holds was reached (`which`: one of semconv's LIMIT_*);
+        what was over it was left out."""
+        self._stats.limits[which] += 1
+        self.add(sc.METRIC_LIMITS_REACHED, {sc.OTEL_BRIDGE_LIMIT: which})

@@ -174,8 +174,12 @@ class SessionAssembler:
         ):
             self.lifecycle.end_killed()  # the resumed CLI has said what it had to say
             interaction = None
+        orphaned = False
         if handler is not None:
             handler(self, event)
+            # junk of a sub-agent nobody announced does not move its task's end
+            orphaned = self.lifecycle.orphaned is event
+            self.lifecycle.orphaned = None
         if event.type not in KNOWN_EVENT_TYPES:
             self.meter.unknown_event(event.type)
             if self.config.keep_unknown_events:
@@ -184,6 +188,7 @@ class SessionAssembler:
             interaction is not None
             and interaction is self.lifecycle.interaction
             and interaction.killed_ns is None  # a killed one ended at its last event
+            and not orphaned
         ):
             interaction.last_ns = max(interaction.last_ns, event.timestamp_ns)
 

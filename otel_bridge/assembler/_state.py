@@ -139,6 +139,10 @@ class Agent:
     inference_calls: int = 0
     #: a session.error of this sub-agent (CLI 1.0.81 ends it with subagent.completed after one)
     error: Error | None = None
+    #: known by its agentId only: no subagent.started announced it, no parentToolCallId names
+    #: its call. Junk, as far as the bridge can tell: its events never change the task's own
+    #: spans (`Lifecycle.agent_for`)
+    orphan: bool = False
 
     @property
     def type(self) -> str:
@@ -205,10 +209,15 @@ class Interaction:
     # Permission decisions for tool calls that have not started yet, by toolCallId.
     decisions: dict[str, dict[str, AttributeValue]] = field(default_factory=dict)
 
+    # Events placed on orphan sub-agents (`Agent.orphan`), and those agents: both bounded.
+    orphan_events: int = 0
+    orphans: int = 0
+
     @property
     def subagents_running(self) -> bool:
-        """A sub-agent of this interaction has not ended yet."""
-        return any(not agent.done for agent in self.subagents.values())
+        """A sub-agent of this interaction has not ended yet (orphans are not waited for: the
+        bridge never saw them start, so it cannot see them end)."""
+        return any(not agent.done and not agent.orphan for agent in self.subagents.values())
 
 
 @dataclass(eq=False, slots=True)

@@ -37,6 +37,9 @@ def on_turn_retry(session: SessionAssembler, event: Event) -> None:
     if interaction is None:
         return
     agent = session.lifecycle.agent_for(event, interaction)
+    if agent is None:
+        session.unplaced(event)
+        return
     agent.current_span.events.append(
         SpanEventRecord(
             sc.EVENT_TURN_RETRY,
@@ -55,6 +58,9 @@ def on_call_failure(session: SessionAssembler, event: Event) -> None:
     """model.call_failure: a failed chat span per failed attempt."""
     interaction = session.lifecycle.ensure(event)
     agent = session.lifecycle.agent_for(event, interaction)
+    if agent is None:
+        session.unplaced(event)
+        return
     session.spans.chat.failed_call(interaction, agent, event)
 
 

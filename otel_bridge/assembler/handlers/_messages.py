@@ -124,6 +124,9 @@ def on_turn_start(session: SessionAssembler, event: Event) -> None:
     """A new turn of the event's agent (its previous turn, if still open, ends incomplete)."""
     interaction = session.lifecycle.ensure(event)
     agent = session.lifecycle.agent_for(event, interaction)
+    if agent is None:  # junk beyond what an interaction takes of it
+        session.unplaced(event)
+        return
     if agent.turn is not None:  # its turn_end never came
         session.spans.turn.finish(agent, event.timestamp_ns, incomplete=True)
     session.spans.turn.open(interaction, agent, event)
@@ -144,8 +147,8 @@ def on_turn_end(session: SessionAssembler, event: Event) -> None:
         session.unplaced(event)
         return
     agent = session.lifecycle.agent_for(event, interaction)
-    turn = agent.turn
-    if turn is None:
+    turn = agent.turn if agent is not None else None
+    if agent is None or turn is None:
         session.unplaced(event)
         return
     if agent is interaction.main:  # held for one event, in case it is an abort
@@ -177,14 +180,18 @@ def on_assistant_message(session: SessionAssembler, event: Event) -> None:
     the message itself, for chat spans of logs without usage records."""
     interaction = session.lifecycle.ensure(event)
     agent = session.lifecycle.agent_for(event, interaction)
+    if agent is None:
+        session.unplaced(event)
+        return
     turn = agent.turn
     owner = agent.current_span
     requests = event.data.get("toolRequests")
     if isinstance(requests, list):
-        for request in requests:
-            call_id = read_str(request, "toolCallId") if isinstance(request, dict) else None
-            if call_id:
-                interaction.requested_by[call_id] = owner.span_id
+        if not agent.orphan:  # junk does not get to say which turn asked for a real call
+            for request in requests:
+                call_id = read_str(request, "toolCallId") if isinstance(request, dict) else None
+                if call_id:
+                    interaction.requested_by[call_id] = owner.span_id
         if turn is not None and requests:
             turn.asked_for_tools = True
     if turn is not None:
@@ -217,9 +224,14 @@ def on_usage(session: SessionAssembler, event: Event) -> None:
         or read_str(usage, "apiCallId")
         or event.key
     )
+    agent = session.lifecycle.agent_for(event, interaction, read_str(usage, "parentToolCallId"))
+    if agent is None:
+        session.unplaced(event)
+        return
+    if agent.orphan:  # junk does not get to take a real call's key
+        call_key = f"{agent.key}\x00{call_key}"
     if call_key in interaction.chat_keys:
         return  # the same call seen twice (disk record and live event)
     interaction.chat_keys.add(call_key)
-    agent = session.lifecycle.agent_for(event, interaction, read_str(usage, "parentToolCallId"))
     record = session.spans.chat.from_usage(interaction, agent, event, usage, call_key)
     count_call(session, record.attributes)

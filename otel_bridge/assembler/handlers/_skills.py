@@ -55,4 +55,7 @@ def _put(
         session.unplaced(event)
         return
     agent = session.lifecycle.agent_for(event, interaction)
+    if agent is None:
+        session.unplaced(event)
+        return
     agent.current_span.events.append(SpanEventRecord(name, event.timestamp_ns, attributes))
