@@ -373,6 +373,12 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         ("otel_bridge.limit",),
     ),
     MetricSpec(
+        "otel_bridge.sessions.mismatched",
+        Instrument.COUNTER,
+        "{session}",
+        "Sessions whose session.start names another session id than their directory",
+    ),
+    MetricSpec(
         "otel_bridge.lines.skipped",
         Instrument.COUNTER,
         "{line}",

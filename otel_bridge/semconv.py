@@ -266,6 +266,7 @@ METRIC_LIMITS_REACHED: Final = "otel_bridge.limits.reached"
 #: On otel_bridge.limits.reached: which bound of what an open task holds (the LIMIT_* values).
 OTEL_BRIDGE_LIMIT: Final = "otel_bridge.limit"
 LIMIT_ORPHAN_AGENTS: Final = "orphan_agents"  # sub-agents no subagent.started announced
+METRIC_SESSION_MISMATCHES: Final = "otel_bridge.sessions.mismatched"
 
 # --- tools: interrupted by a crash, refused by a permission, served by MCP ------------------
 #: error.type values the CLI writes on `tool.execution_complete` (`error.code`) that the bridge

@@ -1,7 +1,7 @@
 """One bad session never changes what the bridge makes of the others, nor of its own real work:
 values no exporter can carry are made valid where the record is built, junk events add a
-bounded, counted number of spans and never change a real one (docs/architecture.md, "Bad
-input")."""
+bounded, counted number of spans and never change a real one, a session cannot take another's
+ids (docs/architecture.md, "Bad input")."""
 
 from __future__ import annotations
 
@@ -245,6 +245,61 @@ def test_a_real_task_still_ends_at_its_turn_end_after_junk_subagent_events() -> 
     (clean_root,) = [s for s in by_name(clean, "invoke_agent copilot")]
     assert root.end_ns == clean_root.end_ns
     assert root.attributes[sc.COPILOT_END_REASON] == sc.END_LOOP
+
+
+# --- a session that claims another's id ------------------------------------------------------
+
+
+def session_log(session_id: str) -> bytes:
+    log = Log(session=session_id)
+    one_tool_task(log)
+    return log.jsonl()
+
+
+def conversations(spans: list[SpanRecord]) -> set[object]:
+    return {s.attributes.get(sc.GEN_AI_CONVERSATION_ID) for s in spans} - {None}
+
+
+def test_a_session_claiming_another_sessions_id_gets_ids_of_its_own(caplog) -> None:
+    victim, _, _ = replay_bytes(session_log(UUID), f"/s/{UUID}/events.jsonl", UUID)
+    recorder = Recorder()
+    with caplog.at_level(logging.WARNING, logger="otel_bridge"):
+        forged, assembler, _ = replay_bytes(
+            session_log(UUID), f"/s/{OTHER_UUID}/events.jsonl", OTHER_UUID, recorder
+        )
+    assert not {s.span_id for s in victim} & {s.span_id for s in forged}
+    assert not {s.trace_id for s in victim} & {s.trace_id for s in forged}
+    assert conversations(forged) == {OTHER_UUID}
+    assert assembler.stats.mismatched == 1
+    assert sum(recorder.values(sc.METRIC_SESSION_MISMATCHES)) == 1
+    assert caplog.text.count("names session") == 1
+
+
+def test_a_session_id_that_agrees_with_its_directory_changes_nothing() -> None:
+    as_named, _, _ = replay_bytes(session_log(UUID), "x", None)
+    in_its_directory, assembler, _ = replay_bytes(
+        session_log(UUID), f"/s/{UUID}/events.jsonl", UUID
+    )
+    assert as_named == in_its_directory
+    assert assembler.stats.mismatched == 0
+
+
+def test_a_fixture_directory_that_is_not_a_session_id_keeps_the_claimed_id() -> None:
+    """tests/fixtures/<name>/events.jsonl: the name is no session id; the log's is used."""
+    spans, assembler, _ = replay_bytes(session_log(UUID), "fixtures/abort/events.jsonl", "abort")
+    assert conversations(spans) == {UUID}
+    assert assembler.stats.mismatched == 0
+
+
+def test_a_checkpoint_naming_another_session_does_not_give_its_id() -> None:
+    """A checkpoint saved before this rule (or forged) is held to it too."""
+    assembler = Assembler()
+    session = assembler.session(f"/s/{OTHER_UUID}/events.jsonl", OTHER_UUID)
+    session.restore({"session_id": UUID, "named": True})
+    assert session.session_id == OTHER_UUID
+    fixture = assembler.session("fixtures/abort/events.jsonl", "abort")
+    fixture.restore({"session_id": UUID, "named": True})
+    assert fixture.session_id == UUID
 
 
 # --- the live stream ---------------------------------------------------------------------------

@@ -81,5 +81,7 @@ class AssemblerStats:
     repaired: Counter[str] = field(default_factory=Counter)
     #: bounds of what an open task holds that were reached, by bound (`otel_bridge.limit`)
     limits: Counter[str] = field(default_factory=Counter)
+    #: sessions whose session.start named another session id than their directory
+    mismatched: int = 0
     interactions: int = 0
     spans: int = 0

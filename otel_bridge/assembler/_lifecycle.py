@@ -22,7 +22,7 @@ from ._attribution import restore_attribution
 from ._config import AssemblerStats
 from ._fields import read_str
 from ._meter import SessionMeter
-from ._state import Agent, Error, Interaction, SessionFacts
+from ._state import Agent, Error, Interaction, SessionFacts, disagrees
 from .spans import SpanBuilders
 
 __all__ = ["Lifecycle", "restore", "snapshot"]
@@ -320,8 +320,9 @@ def snapshot(facts: SessionFacts) -> dict[str, Any]:
 
 def restore(facts: SessionFacts, saved: Mapping[str, Any]) -> None:
     """Take back a `snapshot()` (of a previous run). Unknown or bad fields are ignored."""
-    if isinstance(saved.get("session_id"), str) and saved["session_id"]:
-        facts.session_id = saved["session_id"]
+    saved_id = saved.get("session_id")
+    if isinstance(saved_id, str) and saved_id and not disagrees(facts.directory, saved_id):
+        facts.session_id = saved_id
     facts.named = saved.get("named") is True
     if isinstance(saved.get("mode"), str):
         facts.mode = saved["mode"]

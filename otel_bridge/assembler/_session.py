@@ -89,7 +89,7 @@ class SessionAssembler:
         self.config = config or AssemblerConfig()
         self.stats = stats if stats is not None else AssemblerStats()
         self.metrics: MetricsRecorder = metrics or _NO_METRICS
-        self.facts = SessionFacts(session_id)
+        self.facts = SessionFacts(session_id, directory=session_id)
         self.meter = SessionMeter(self.metrics, self.facts, self.stats, self.config.metric_labels)
         self.content = ContentPolicy(self.config.capture_content, self.config.hash_salt)
         self.spans = SpanBuilders(

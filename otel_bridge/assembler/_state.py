@@ -8,6 +8,7 @@ handlers.
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
@@ -227,6 +228,9 @@ class SessionFacts:
 
     session_id: str
     named: bool = False  # session id confirmed by a session.start
+    #: the id the source gave (the log's directory name), which a session.start may not
+    #: contradict when it has the shape of a session id (`handlers._session_events`)
+    directory: str = ""
     mode: str = "interactive"
     model: str | None = None
     copilot_version: str | None = None
@@ -246,6 +250,21 @@ class SessionFacts:
     # has no cost to show (its 0 is not a price).
     byok_calls: int = 0
     billed_calls: int = 0
+
+
+#: What a Copilot session id looks like (a UUID): the name of its directory under
+#: session-state.
+SESSION_ID = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.ASCII | re.IGNORECASE
+)
+
+
+def disagrees(directory: str, claimed: str) -> bool:
+    """A log names another session (in its session.start, or a checkpoint saved from it) than
+    its directory does. Only a directory named like a session id (a UUID, as the CLI names them
+    under session-state) says which session it is: a log replayed from elsewhere
+    (tests/fixtures/<name>/events.jsonl) takes the id its session.start gives, as always."""
+    return SESSION_ID.fullmatch(directory) is not None and claimed.lower() != directory.lower()
 
 
 class SeenSet:

@@ -3,6 +3,7 @@ truncation as span events on the interaction."""
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import TYPE_CHECKING
 
@@ -12,9 +13,12 @@ from ..._records import AttributeValue, SpanEventRecord
 from .._accounting import on_shutdown_accounting
 from .._attribution import context_attributes
 from .._fields import read_int, read_num, read_str, snake_case
+from .._state import SESSION_ID, disagrees
 
 if TYPE_CHECKING:
     from .._session import SessionAssembler
+
+logger = logging.getLogger(__name__)
 
 #: String fields of compaction/truncation events safe to copy onto span events (short labels).
 LABEL_FIELDS = frozenset({"trigger", "performedBy", "outcome", "model"})
@@ -34,8 +38,11 @@ def _segment_facts(session: SessionAssembler, event: Event) -> None:
     facts = session.facts
     session_id = read_str(event.data, "sessionId")
     if session_id and not facts.named:
-        facts.session_id = session_id
         facts.named = True
+        if disagrees(facts.directory, session_id):
+            mismatched(session, session_id)
+        else:
+            facts.session_id = session_id
     version = event.data.get("copilotVersion")
     if isinstance(version, str):
         facts.copilot_version = version
@@ -45,6 +52,21 @@ def _segment_facts(session: SessionAssembler, event: Event) -> None:
     facts.mode = sc.MODE_INTERACTIVE
     facts.agent_name = None  # a new process: the default agent unless `--agent` selects again
     _attribute(session, context_attributes(event.data.get("context")) or {}, new_process=True)
+
+
+def mismatched(session: SessionAssembler, claimed: str) -> None:
+    """A log claims another session's id (a forged or copied log): its spans keep the id of
+    its directory, so that their trace and span ids, derived from the session id, can never be
+    another session's. Said once per session, counted."""
+    session.stats.mismatched += 1
+    session.meter.add(sc.METRIC_SESSION_MISMATCHES)
+    logger.warning(
+        "%s: its session.start names session %s, not the one its directory is named after; "
+        "its spans keep the directory's (%s), apart from that session's",
+        session.stream,
+        claimed if SESSION_ID.fullmatch(claimed) else "<not a session id>",
+        session.facts.session_id,
+    )
 
 
 def on_context_changed(session: SessionAssembler, event: Event) -> None:
