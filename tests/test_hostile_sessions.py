@@ -1,17 +1,18 @@
 """One bad session never changes what the bridge makes of the others, nor of its own real work:
 values no exporter can carry are made valid where the record is built, junk events add a
 bounded, counted number of spans and never change a real one, a session cannot take another's
-ids (docs/architecture.md, "Bad input")."""
+ids, and what an open task holds is bounded (docs/architecture.md, "Bad input")."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from pathlib import Path
 
 import pytest
 
-from otel_bridge import Assembler, JsonLinesDecoder, SpanRecord
+from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, SpanRecord
 from otel_bridge import semconv as sc
 from tests.builder import Log, iso
 from tests.spantree import by_name, check_invariants
@@ -138,7 +139,7 @@ def test_lone_surrogates_from_the_log_become_replacement_characters_counted() ->
                 value.encode("utf-8")
 
 
-def test_compaction_fields_are_bounded_in_size_and_names() -> None:
+def test_compaction_fields_are_bounded_in_number_size_and_names() -> None:
     log = Log()
     one_tool_task(log)
     log.raw.pop()  # keep the task open
@@ -153,13 +154,15 @@ def test_compaction_fields_are_bounded_in_size_and_names() -> None:
     )
     text = log.jsonl()
     assert b"NaN" in text
-    spans, _, _ = replay_bytes(text)
+    spans, assembler, _ = replay_bytes(text)
     root = by_name(spans, "invoke_agent")[0]
     (event,) = [e for e in root.events if e.name == "copilot.compaction_complete"]
     assert event.attributes["copilot.success"] is True
     assert "copilot.pre_compaction_tokens" not in event.attributes  # beyond 64 bits
     assert "copilot.tokens_removed" not in event.attributes  # NaN
     assert not [k for k in event.attributes if "\n" in k or "xxxx" in k]
+    assert len(event.attributes) <= 32
+    assert assembler.stats.limits[sc.LIMIT_EVENT_FIELDS] == 1
 
 
 def test_line_counts_of_edits_saturate_rather_than_overflow() -> None:
@@ -302,6 +305,76 @@ def test_a_checkpoint_naming_another_session_does_not_give_its_id() -> None:
     assert fixture.session_id == UUID
 
 
+# --- what an open task holds ------------------------------------------------------------------
+
+
+def sizes(assembler: Assembler, stream: str) -> dict[str, int]:
+    """How much the open task of `stream` holds, container by container."""
+    session = assembler.session(stream)
+    interaction = session.interaction
+    assert interaction is not None
+    turn = interaction.main.turn
+    return {
+        "requested_by": len(interaction.requested_by),
+        "chat_keys": len(interaction.chat_keys),
+        "interaction_ids": len(interaction.interaction_ids),
+        "shells": len(interaction.shells),
+        "tools": len(interaction.tools),
+        "subagents": len(interaction.subagents),
+        "agents_by_id": len(interaction.agents_by_id),
+        "root_events": len(interaction.root.events),
+        "messages": len(turn.messages) if turn else 0,
+        "answer": len(turn.answer) if turn else 0,
+        "held": len(turn.held) if turn else 0,
+    }
+
+
+def endless_task(events: int) -> list[bytes]:
+    """A task that never ends: turns that each make an LLM call, ask for two tools and start
+    them (one never completes, one moves a shell to the background), spawn a sub-agent that
+    ends, compact, steer; autopilot nudges with an interactionId each."""
+    log = Log()
+    log.start()
+    log.add("session.mode_changed", newMode="autopilot")
+    log.user(interaction="i0")
+    n = 0
+    while len(log.raw) < events:
+        n += 1
+        log.add("assistant.turn_start", turnId=str(n), interactionId="i0")
+        log.usage(f"u{n}")
+        log.message([(f"c{n}", "bash"), (f"open{n}", "view"), (f"never{n}", "view")])
+        log.tool_start(f"c{n}", "bash")
+        log.tool_start(f"open{n}", "view")  # never completes
+        log.tool_done(
+            f"c{n}", result={"content": f"<command started in background with shellId: s{n}>"}
+        )
+        log.add("subagent.started", f"sub{n}", toolCallId=f"t{n}", agentName="explore")
+        log.add("subagent.completed", f"sub{n}", toolCallId=f"t{n}", agentName="explore")
+        log.add("session.compaction_start", trigger="threshold")
+        log.add("user.message", content="more", interactionId="i0", delivery="steering")
+        log.add("user.message", content="", isAutopilotContinuation=True, interactionId=f"n{n}")
+        log.add("assistant.message", content="x" * 100, messageId=f"m{n}")
+    return [json.dumps(obj).encode() for obj in log.raw[:events]]
+
+
+def test_an_endless_task_holds_a_bounded_amount() -> None:
+    """What the open task holds after 90,000 events is no more than after 30,000 (and some
+    slack for the compact set of LLM calls, which forgets by halves)."""
+    lines = endless_task(90_000)
+    assembler = Assembler()
+    decoder = JsonLinesDecoder("endless")
+    at_third: dict[str, int] = {}
+    for start in range(0, len(lines), 1000):
+        assembler.feed("endless", decoder.feed(b"\n".join(lines[start : start + 1000]) + b"\n"))
+        if start + 1000 == len(lines) // 3:
+            at_third = sizes(assembler, "endless")
+    at_end = sizes(assembler, "endless")
+    assert assembler.session("endless").interaction is not None  # one task all along
+    grown = {k: (at_third[k], at_end[k]) for k in at_end if at_end[k] > 2 * max(at_third[k], 64)}
+    assert not grown, grown  # nothing grows with the task's events
+    assert assembler.stats.limits  # the bounds that were reached are counted
+
+
 # --- the live stream ---------------------------------------------------------------------------
 
 
@@ -331,3 +404,29 @@ def test_live_events_with_values_no_exporter_can_carry_give_valid_spans(caplog) 
                 assert -(2**63) <= value <= INT64_MAX
     assert bridge.rejected == 4  # the 2555 completion, and the three bad events
     assert caplog.text.count("live event skipped") == 1  # said once, not once per event
+
+
+def test_a_turn_that_never_ends_holds_a_bounded_amount_and_says_its_full_size() -> None:
+    """One turn, thousands of LLM calls and messages, with content capture: the messages kept
+    for its chat spans, its answer's text and the chat spans held for their messages stay
+    bounded; the answer's size on the turn is all of it."""
+    log = Log()
+    log.start()
+    log.user()
+    log.turn("0")
+    for n in range(3000):
+        log.usage(f"u{n}", apiCallId=f"never{n}")  # their messages never come
+        log.add("assistant.message", content="y" * 1000, messageId=f"m{n}", apiCallId=f"a{n}")
+    assembler = Assembler(AssemblerConfig(capture_content=True))
+    decoder = JsonLinesDecoder("turn")
+    emitted = assembler.feed("turn", decoder.feed(log.jsonl()))
+    turn = assembler.session("turn").interaction.main.turn  # type: ignore[union-attr]
+    assert len(turn.messages) <= 1000 and len(turn.held) <= 100
+    assert len(turn.answer) <= 1 << 20
+    assert len(by_name(emitted, "chat")) >= 2900  # held ones went out, oldest first
+    spans = emitted + assembler.end_stream("turn")
+    (turn_span,) = by_name(spans, "turn")
+    assert turn_span.attributes[sc.COPILOT_RESPONSE + sc.LENGTH_SUFFIX] == 3000 * 1000
+    assert {sc.LIMIT_TURN_MESSAGES, sc.LIMIT_ANSWER, sc.LIMIT_HELD_CHATS} <= set(
+        assembler.stats.limits
+    )

@@ -34,6 +34,13 @@ MAX_IDS = 64
 #: and events it places on them in all: what junk lines can add to a task is bounded.
 MAX_ORPHAN_AGENTS = 4
 MAX_ORPHAN_EVENTS = 16
+#: What an open interaction remembers at most, so that a task that never ends (a million
+#: events) holds a bounded amount: its interactionIds and background shells (each), the tool
+#: calls asked for and not started yet, the sub-agents that ended (the oldest are forgotten).
+#: Far above what a real task has; reaching one is counted (`otel_bridge.limits.reached`).
+MAX_TASK_IDS = 256
+MAX_TOOL_REQUESTS = 1_000
+MAX_ENDED_SUBAGENTS = 256
 
 
 class Lifecycle:
@@ -129,6 +136,53 @@ class Lifecycle:
             )
             self._spans.agent.identify(interaction, agent, agent_id)
         return agent
+
+    # --- what an open interaction remembers, bounded ---------------------------------------
+
+    def add_id(self, interaction: Interaction, interaction_id: str) -> None:
+        """One of the CLI's interactionIds of this task (`MAX_TASK_IDS` at most)."""
+        ids = interaction.interaction_ids
+        if interaction_id in ids:
+            return
+        if len(ids) >= MAX_TASK_IDS:
+            self._meter.limit(sc.LIMIT_TASK_IDS)
+            return
+        ids.add(interaction_id)
+
+    def add_shell(self, interaction: Interaction, shell_id: str) -> None:
+        """A background shell of this task still running (`MAX_TASK_IDS` at most: past that,
+        the task does not wait for more)."""
+        if shell_id not in interaction.shells and len(interaction.shells) >= MAX_TASK_IDS:
+            self._meter.limit(sc.LIMIT_TASK_IDS)
+            return
+        interaction.shells.add(shell_id)
+
+    def requested(self, interaction: Interaction, tool_call_id: str, span_id: int) -> None:
+        """The turn (span) that asked for a tool call, until the call starts; past
+        `MAX_TOOL_REQUESTS` waiting calls, the oldest request is forgotten (its call, if it
+        ever starts, goes under its agent's current turn)."""
+        requests = interaction.requested_by
+        if tool_call_id not in requests and len(requests) >= MAX_TOOL_REQUESTS:
+            del requests[next(iter(requests))]
+            self._meter.limit(sc.LIMIT_TOOL_REQUESTS)
+        requests[tool_call_id] = span_id
+
+    def forget_ended(self, interaction: Interaction, agent: Agent) -> None:
+        """A sub-agent ended: past `MAX_ENDED_SUBAGENTS` ended ones, the oldest is forgotten
+        (a late event naming its call would open a new sub-agent span); its LLM calls still
+        count for the task."""
+        interaction.ended.append(agent.key)
+        if len(interaction.ended) <= MAX_ENDED_SUBAGENTS:
+            return
+        key = interaction.ended.popleft()
+        old = interaction.subagents.get(key)
+        if old is None or not old.done:  # its call id was taken again, by one still running
+            return
+        del interaction.subagents[key]
+        interaction.forgotten_inference_calls += old.inference_calls
+        if old.agent_id is not None and interaction.agents_by_id.get(old.agent_id) is old:
+            del interaction.agents_by_id[old.agent_id]
+        self._meter.limit(sc.LIMIT_SUBAGENTS)
 
     # --- closing ---------------------------------------------------------------------------
 
@@ -264,8 +318,10 @@ class Lifecycle:
             ),
         }
         self._meter.record(sc.METRIC_INVOKE_AGENT_TOOL_CALLS, interaction.tool_calls, labels)
-        inference_calls = interaction.main.inference_calls + sum(
-            agent.inference_calls for agent in interaction.subagents.values()
+        inference_calls = (
+            interaction.main.inference_calls
+            + interaction.forgotten_inference_calls
+            + sum(agent.inference_calls for agent in interaction.subagents.values())
         )
         self._meter.record(sc.METRIC_INVOKE_AGENT_INFERENCE_CALLS, inference_calls, labels)
         self._facts.previous = (interaction.root.trace_id, interaction.root.span_id)

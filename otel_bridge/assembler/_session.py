@@ -280,8 +280,9 @@ class SessionAssembler:
         self.content.put(
             attributes, sc.COPILOT_EVENT_DATA, as_json(dict(event.data)), sc.COPILOT_EVENT_DATA
         )
-        interaction.root.events.append(
-            SpanEventRecord(printable_type(event.type), event.timestamp_ns, attributes)
+        self.spans.factory.add_event(
+            interaction.root,
+            SpanEventRecord(printable_type(event.type), event.timestamp_ns, attributes),
         )
 
     def unplaced(self, event: Event) -> None:

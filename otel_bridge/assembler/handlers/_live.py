@@ -40,7 +40,8 @@ def on_turn_retry(session: SessionAssembler, event: Event) -> None:
     if agent is None:
         session.unplaced(event)
         return
-    agent.current_span.events.append(
+    session.spans.factory.add_event(
+        agent.current_span,
         SpanEventRecord(
             sc.EVENT_TURN_RETRY,
             event.timestamp_ns,
@@ -50,7 +51,7 @@ def on_turn_retry(session: SessionAssembler, event: Event) -> None:
                     sc.GEN_AI_REQUEST_MODEL: read_str(event.data, "model"),
                 }
             ),
-        )
+        ),
     )
 
 

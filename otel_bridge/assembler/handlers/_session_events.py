@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 LABEL_FIELDS = frozenset({"trigger", "performedBy", "outcome", "model"})
 #: The names of the fields copied: camelCase words, as the CLI's schema has them.
 FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,63}", re.ASCII)
+#: Fields copied at most from one such event (the CLI writes about ten).
+MAX_CONTEXT_FIELDS = 32
 
 
 def on_segment_start(session: SessionAssembler, event: Event) -> None:
@@ -138,6 +140,9 @@ def on_context_event(session: SessionAssembler, event: Event) -> None:
         return
     attributes: dict[str, AttributeValue] = {}
     for name, value in event.data.items():
+        if len(attributes) >= MAX_CONTEXT_FIELDS:
+            session.meter.limit(sc.LIMIT_EVENT_FIELDS)
+            break
         if not (isinstance(name, str) and FIELD_NAME.fullmatch(name)):
             continue  # a name no CLI writes: it would become an attribute key as it is
         if isinstance(value, bool):
@@ -152,10 +157,11 @@ def on_context_event(session: SessionAssembler, event: Event) -> None:
                 attributes[sc.COPILOT_NAMESPACE + snake_case(name)] = number
         elif name in LABEL_FIELDS and isinstance(value, str):
             attributes[sc.COPILOT_NAMESPACE + snake_case(name)] = value
-    interaction.root.events.append(
+    session.spans.factory.add_event(
+        interaction.root,
         SpanEventRecord(
             sc.COPILOT_NAMESPACE + event.type.removeprefix("session."),
             event.timestamp_ns,
             attributes,
-        )
+        ),
     )

@@ -58,4 +58,6 @@ def _put(
     if agent is None:
         session.unplaced(event)
         return
-    agent.current_span.events.append(SpanEventRecord(name, event.timestamp_ns, attributes))
+    session.spans.factory.add_event(
+        agent.current_span, SpanEventRecord(name, event.timestamp_ns, attributes)
+    )

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 #: Permission requests waiting for an answer that a session remembers.
 MAX_OPEN_PERMISSIONS = 1_000
+#: Tools an interaction has running at once, at most: past that, the one running longest ends
+#: (incomplete) as another starts, so that tools that never complete cannot grow a task that
+#: never ends.
+MAX_RUNNING_TOOLS = 1_000
 #: Tools that run shell commands, which may go on in the background.
 SHELL_TOOLS = frozenset({"bash", "powershell"})
 #: The result of a shell call that went on in the background names its shell: "<command
@@ -39,6 +43,11 @@ def on_tool_start(session: SessionAssembler, event: Event) -> None:
         tool_call_id = f"{agent.key}:{tool_call_id}"
     if tool_call_id in interaction.tools:
         return  # delivered twice
+    if len(interaction.tools) >= MAX_RUNNING_TOOLS:
+        session.spans.tool.finish(
+            interaction, next(iter(interaction.tools)), event.timestamp_ns, incomplete=True
+        )
+        session.meter.limit(sc.LIMIT_RUNNING_TOOLS)
     session.spans.tool.open(interaction, agent, event, tool_call_id)
     arguments = read_obj(event.data, "arguments")
     if arguments is not None and arguments.get("detach") is True:
@@ -63,7 +72,7 @@ def on_tool_complete(session: SessionAssembler, event: Event) -> None:
     if shell and event.data.get("success") is not False:
         match = BACKGROUND_RESULT.search(read_str(read_obj(event.data, "result"), "content") or "")
         if match and not tool.agent.orphan:
-            interaction.shells.add(match.group(1))
+            session.lifecycle.add_shell(interaction, match.group(1))
 
 
 def orphan_key(interaction: Interaction, event: Event, tool_call_id: str) -> str:
@@ -88,7 +97,8 @@ def on_notification(session: SessionAssembler, event: Event) -> None:
         session.unplaced(event)
         return
     interaction.shells.discard(shell_id)
-    interaction.root.events.append(
+    session.spans.factory.add_event(
+        interaction.root,
         SpanEventRecord(
             sc.EVENT_SHELL_COMPLETED,
             event.timestamp_ns,
@@ -98,7 +108,7 @@ def on_notification(session: SessionAssembler, event: Event) -> None:
                     sc.COPILOT_TOOL_EXIT_CODE: read_int(kind, "exitCode"),
                 }
             ),
-        )
+        ),
     )
 
 

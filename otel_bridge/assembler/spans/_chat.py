@@ -17,6 +17,9 @@ from ._factory import ID_CHAT, SpanFactory
 
 __all__ = ["ChatSpans"]
 
+#: LLM call spans a turn holds for their messages (content capture on), at most.
+MAX_HELD_CHATS = 100
+
 
 class ChatSpans:
     """`chat <model>` spans (CLIENT): one per LLM call."""
@@ -98,7 +101,11 @@ class ChatSpans:
         )
         record = span.finish(end_ns)
         if self._content.capture and turn is not None:
-            # held for its message, whose text is its output (`answered`)
+            # held for its message, whose text is its output (`answered`); a turn whose
+            # messages never come holds a bounded number (the oldest goes out without it)
+            if len(turn.held) >= MAX_HELD_CHATS:
+                self._emit(agent, turn.held.pop(0)[1])
+                self._factory.limit(sc.LIMIT_HELD_CHATS)
             turn.held.append((read_str(usage, "apiCallId"), record))
         else:
             self._emit(agent, record)

@@ -11,7 +11,14 @@ import logging
 
 from ... import _ids
 from ... import semconv as sc
-from ..._records import AttributeValue, Repairs, SpanRecord, repair_record, valid_record
+from ..._records import (
+    AttributeValue,
+    Repairs,
+    SpanEventRecord,
+    SpanRecord,
+    repair_record,
+    valid_record,
+)
 from .._config import AssemblerStats
 from .._meter import SessionMeter
 from .._spanmetrics import observe_span
@@ -20,6 +27,10 @@ from .._state import Error, OpenSpan, SeenSet, SessionFacts
 __all__ = ["SpanFactory"]
 
 logger = logging.getLogger(__name__)
+
+#: Span events a span keeps: the newest (as the SDK's span limits, whose default is 128); a
+#: task that never ends must not gather compactions, steering messages... without end.
+MAX_SPAN_EVENTS = 128
 
 # The kinds ids are derived for (docs/architecture.md, "Ids are derived, not random").
 ID_INTERACTION = "interaction"
@@ -144,6 +155,18 @@ class SpanFactory:
                 "counted in otel_bridge.values.repaired, not said again for this session",
                 self._stream or "session",
             )
+
+    def limit(self, which: str) -> None:
+        """A bound of what an open task holds was reached (`SessionMeter.limit`)."""
+        self._meter.limit(which)
+
+    def add_event(self, span: OpenSpan, event: SpanEventRecord) -> None:
+        """A point in time on an open span; past `MAX_SPAN_EVENTS` the oldest goes (counted)."""
+        events = span.events
+        if len(events) >= MAX_SPAN_EVENTS:
+            del events[0]
+            self._meter.limit(sc.LIMIT_SPAN_EVENTS)
+        events.append(event)
 
     def take(self) -> list[SpanRecord]:
         """The spans emitted since the last call."""
