@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._exceptions import EventDecodeError
+from ._records import MAX_TIME_NS
 
 __all__ = ["Event", "event_from_json", "parse_timestamp_ns", "printable_type"]
 
@@ -129,7 +130,8 @@ def event_from_json(obj: Any) -> Event:
     happened.
 
     Raises:
-        EventDecodeError: not an object, or `type`/`timestamp` missing or malformed.
+        EventDecodeError: not an object, or `type`/`timestamp` missing or malformed, or a time
+            no span can carry (before 1970, after 2262: `_records.MAX_TIME_NS`).
     """
     if not isinstance(obj, dict):
         raise EventDecodeError(f"expected a JSON object, got {type(obj).__name__}")
@@ -148,6 +150,10 @@ def event_from_json(obj: Any) -> Event:
         raise EventDecodeError(
             f"{printable_type(event_type)} event: timestamp is not ISO-8601"
         ) from exc
+    if not 0 <= timestamp_ns <= MAX_TIME_NS:
+        # Before 1970 or after 2262: no span can carry it (OTLP times are unsigned, and 64-bit
+        # nanoseconds for most backends); a CLI writes neither, so the event is bad input.
+        raise EventDecodeError(f"{printable_type(event_type)} event: timestamp outside 1970..2262")
     data = obj.get("data")
     event_id = obj.get("id")
     agent_id = obj.get("agentId")

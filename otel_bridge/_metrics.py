@@ -359,6 +359,26 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         ("otel_bridge.step", "copilot.event.type"),
     ),
     MetricSpec(
+        "otel_bridge.values.repaired",
+        Instrument.COUNTER,
+        "{value}",
+        "Values of spans made valid for the exporters: text, numbers, times",
+        ("otel_bridge.reason",),
+    ),
+    MetricSpec(
+        "otel_bridge.limits.reached",
+        Instrument.COUNTER,
+        "{event}",
+        "Times a bound on what an open task holds was reached (what was over it was left out)",
+        ("otel_bridge.limit",),
+    ),
+    MetricSpec(
+        "otel_bridge.sessions.mismatched",
+        Instrument.COUNTER,
+        "{session}",
+        "Sessions whose session.start names another session id than their directory",
+    ),
+    MetricSpec(
         "otel_bridge.lines.skipped",
         Instrument.COUNTER,
         "{line}",
@@ -381,7 +401,14 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "otel_bridge.spans.dropped",
         Instrument.COUNTER,
         "{span}",
-        "Spans dropped because an exporter's queue was full",
+        "Spans dropped: an exporter's queue was full, or the exporter refused the span alone",
+    ),
+    MetricSpec(
+        "otel_bridge.spans.rejected",
+        Instrument.COUNTER,
+        "{span}",
+        "Spans an exporter could not take even alone (dropped from it), by exporter",
+        ("otel_bridge.exporter",),
     ),
     MetricSpec(
         "otel_bridge.export.failures",

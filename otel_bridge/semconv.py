@@ -255,6 +255,27 @@ STEP_END_OF_INPUT: Final = "end_of_input"  # closing what is open (end of a log,
 STEP_EXPIRE: Final = "expire"  # ending a task whose background wait is over
 STEP_SNAPSHOT: Final = "snapshot"  # saving the session's state for a checkpoint
 STEP_RESTORE: Final = "restore"  # taking a checkpoint's state back
+# Bad input the assembler bounded or made valid (docs/architecture.md, "Bad input").
+METRIC_VALUES_REPAIRED: Final = "otel_bridge.values.repaired"
+#: On otel_bridge.values.repaired: what was wrong (the REPAIR_* values).
+OTEL_BRIDGE_REASON: Final = "otel_bridge.reason"
+REPAIR_TEXT: Final = "text"  # lone surrogates, made U+FFFD
+REPAIR_NUMBER: Final = "number"  # beyond 64 bits or not finite, left out
+REPAIR_TIME: Final = "time"  # outside 1970..2262 or an end before its start, clamped
+METRIC_LIMITS_REACHED: Final = "otel_bridge.limits.reached"
+#: On otel_bridge.limits.reached: which bound of what an open task holds (the LIMIT_* values).
+OTEL_BRIDGE_LIMIT: Final = "otel_bridge.limit"
+LIMIT_SPAN_EVENTS: Final = "span_events"  # span events on one span
+LIMIT_EVENT_FIELDS: Final = "event_fields"  # fields of a compaction event copied
+LIMIT_RUNNING_TOOLS: Final = "running_tools"  # tools running at once in a task
+LIMIT_TOOL_REQUESTS: Final = "tool_requests"  # tool calls requested, not started yet
+LIMIT_SUBAGENTS: Final = "subagents"  # finished sub-agents a task remembers
+LIMIT_ORPHAN_AGENTS: Final = "orphan_agents"  # sub-agents no subagent.started announced
+LIMIT_TURN_MESSAGES: Final = "turn_messages"  # messages one turn keeps for its LLM calls
+LIMIT_ANSWER: Final = "answer_text"  # text of a turn's answer kept
+LIMIT_HELD_CHATS: Final = "held_chats"  # LLM call spans waiting for their message
+LIMIT_TASK_IDS: Final = "task_ids"  # interactionIds and shells a task keeps
+METRIC_SESSION_MISMATCHES: Final = "otel_bridge.sessions.mismatched"
 
 # --- tools: interrupted by a crash, refused by a permission, served by MCP ------------------
 #: error.type values the CLI writes on `tool.execution_complete` (`error.code`) that the bridge

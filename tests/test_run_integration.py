@@ -22,7 +22,7 @@ from tests.spantree import assemble_file
 FIXTURES = Path(__file__).parent / "fixtures"
 SESSIONS = {  # directory name -> capture: a plain session and one with parallel sub-agents
     "d3ebfa08-de8a-4b43-93da-591db8061cb6": FIXTURES / "run1_cli_prompt_basic" / "events.jsonl",
-    "b7d1a5a2-0000-4000-8000-000000000002": FIXTURES / "subagent_parallel" / "events.jsonl",
+    "218f9283-f314-4dd7-a5a9-14e9c357e003": FIXTURES / "subagent_parallel" / "events.jsonl",
 }
 
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import semconv as sc
 from .._events import Event
-from .._records import AttributeValue
+from .._records import AttributeValue, clamp_int
 from ._fields import compact, read_int, read_num, read_obj, read_str
 from ._state import Interaction, OpenSpan
 
@@ -205,10 +205,13 @@ def count_call(session: SessionAssembler, attributes: Mapping[str, AttributeValu
 # --- per tool call -----------------------------------------------------------------------------
 
 
-def tool_changes(interaction: Interaction, span: OpenSpan, data: Mapping[str, Any]) -> None:
+def tool_changes(
+    interaction: Interaction, span: OpenSpan, data: Mapping[str, Any], *, to_root: bool = True
+) -> None:
     """A built-in edit tool's changes (`toolTelemetry.metrics.linesAdded/linesRemoved`, the
-    paths of `fileEdits`) on its span, and the lines summed on its task's root. The paths are
-    text like any other: `--paths` rewrites them on export."""
+    paths of `fileEdits`) on its span, and the lines summed on its task's root (not those of
+    a junk sub-agent's tool: `to_root` False). The paths are text like any other: `--paths`
+    rewrites them on export."""
     metrics = read_obj(read_obj(data, "toolTelemetry"), "metrics")
     added = read_int(metrics, "linesAdded")
     removed = read_int(metrics, "linesRemoved")
@@ -229,7 +232,7 @@ def tool_changes(interaction: Interaction, span: OpenSpan, data: Mapping[str, An
             }
         )
     )
-    if interaction.root_exported:
+    if interaction.root_exported or not to_root:
         return  # late work: the task's root is gone already
     root = interaction.root.attributes
     for key, value in (
@@ -238,7 +241,8 @@ def tool_changes(interaction: Interaction, span: OpenSpan, data: Mapping[str, An
     ):
         if value is not None:
             previous = root.get(key, 0)
-            root[key] = (previous if isinstance(previous, int) else 0) + value
+            # saturated: a sum of counts from the log must stay a value OTLP carries
+            root[key] = clamp_int((previous if isinstance(previous, int) else 0) + value)
 
 
 # --- per session -------------------------------------------------------------------------------

@@ -77,5 +77,11 @@ class AssemblerStats:
     #: steps that raised (a bug met by an unusual log) and were skipped, by step
     #: (`otel_bridge.step`: feed, end_of_input, expire, snapshot, restore)
     failures: Counter[str] = field(default_factory=Counter)
+    #: values of spans made valid, by what was wrong (`otel_bridge.reason`: text, number, time)
+    repaired: Counter[str] = field(default_factory=Counter)
+    #: bounds of what an open task holds that were reached, by bound (`otel_bridge.limit`)
+    limits: Counter[str] = field(default_factory=Counter)
+    #: sessions whose session.start named another session id than their directory
+    mismatched: int = 0
     interactions: int = 0
     spans: int = 0

@@ -40,10 +40,12 @@ class ContentPolicy:
         text: str,
         content_key: str,
         encode: Callable[[str], str] | None = None,
+        length: int | None = None,
     ) -> None:
-        """`<prefix>.length` always; `<prefix>.sha256` with a salt; `content_key` (the text,
-        through `encode` if given) only with content capture on."""
-        attributes[prefix + sc.LENGTH_SUFFIX] = len(text)
+        """`<prefix>.length` always (`length`, when `text` is the kept part of a longer one);
+        `<prefix>.sha256` with a salt; `content_key` (the text, through `encode` if given) only
+        with content capture on."""
+        attributes[prefix + sc.LENGTH_SUFFIX] = len(text) if length is None else length
         if self.hash_salt is not None:
             digest = hashlib.sha256(
                 f"{self.hash_salt}\x00{text}".encode("utf-8", "replace")

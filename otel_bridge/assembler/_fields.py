@@ -2,7 +2,9 @@
 
 Logs are untrusted: a field may be missing, null, or of another type than the schema says. Every
 handler reads `event.data` through these, which give the value only when it has the expected
-type (and, for text, is not empty), else None.
+type (and, for text, is not empty), else None. A number no span can carry counts as missing too:
+an integer beyond 64 bits (OTLP's intValue), a float that is not finite (1e999 in JSON is
+infinity; NaN): the attribute is left out and the span kept.
 """
 
 from __future__ import annotations
@@ -30,20 +32,34 @@ def read_str(mapping: Any, key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+#: A float whose integer part fits a signed 64-bit integer is in [-2^63, 2^63); an int, in
+#: [-2^63, 2^63 - 1] (written out in `read_int`: a global's lookup costs as much).
+_FLOAT_INT64_MIN = -(2.0**63)
+_FLOAT_INT64_END = 2.0**63
+
+
 def read_int(mapping: Any, key: str) -> int | None:
-    """`mapping[key]` as an int if it is a number (not a bool); floats are truncated."""
+    """`mapping[key]` as an int if it is a number (not a bool) within 64 bits; floats are
+    truncated (NaN and infinities, which have no integer, are None)."""
     value = _get(mapping, key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return int(value)
+    if isinstance(value, float):
+        # NaN fails both comparisons; int() of it or of an infinity would raise
+        return int(value) if _FLOAT_INT64_MIN <= value < _FLOAT_INT64_END else None
+    return value if -9_223_372_036_854_775_808 <= value <= 9_223_372_036_854_775_807 else None
 
 
 def read_num(mapping: Any, key: str) -> float | None:
-    """`mapping[key]` as a float if it is a number (not a bool)."""
+    """`mapping[key]` as a float if it is a finite number (not a bool)."""
     value = _get(mapping, key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        number = float(value)  # an int beyond a double's range raises OverflowError
+    except OverflowError:
+        return None
+    return number if number - number == 0.0 else None  # inf - inf and NaN are NaN
 
 
 def read_obj(mapping: Any, key: str) -> dict[str, Any] | None:

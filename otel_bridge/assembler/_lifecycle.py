@@ -22,7 +22,7 @@ from ._attribution import restore_attribution
 from ._config import AssemblerStats
 from ._fields import read_str
 from ._meter import SessionMeter
-from ._state import Agent, Error, Interaction, SessionFacts
+from ._state import Agent, Error, Interaction, SessionFacts, disagrees
 from .spans import SpanBuilders
 
 __all__ = ["Lifecycle", "restore", "snapshot"]
@@ -30,17 +30,31 @@ __all__ = ["Lifecycle", "restore", "snapshot"]
 #: interactionIds of the previous interaction kept for a late steering message (a task has its
 #: message's, and one per autopilot nudge).
 MAX_IDS = 64
+#: Sub-agents no subagent.started announced (`Agent.orphan`) an interaction makes spans for,
+#: and events it places on them in all: what junk lines can add to a task is bounded.
+MAX_ORPHAN_AGENTS = 4
+MAX_ORPHAN_EVENTS = 16
+#: What an open interaction remembers at most, so that a task that never ends (a million
+#: events) holds a bounded amount: its interactionIds and background shells (each), the tool
+#: calls asked for and not started yet, the sub-agents that ended (the oldest are forgotten).
+#: Far above what a real task has; reaching one is counted (`otel_bridge.limits.reached`).
+MAX_TASK_IDS = 256
+MAX_TOOL_REQUESTS = 1_000
+MAX_ENDED_SUBAGENTS = 256
 
 
 class Lifecycle:
     """The open interaction of one session, and the rules that open and close it."""
 
-    __slots__ = ("_facts", "_meter", "_spans", "_stats", "interaction")
+    __slots__ = ("_facts", "_meter", "_spans", "_stats", "interaction", "orphaned")
 
     def __init__(
         self, facts: SessionFacts, stats: AssemblerStats, spans: SpanBuilders, meter: SessionMeter
     ) -> None:
         self.interaction: Interaction | None = None
+        #: the last event `agent_for` gave to an orphan sub-agent, or refused as one: it does
+        #: not move its task's last event time (`SessionAssembler._handle`)
+        self.orphaned: Event | None = None
         self._facts = facts
         self._stats = stats
         self._spans = spans
@@ -75,10 +89,17 @@ class Lifecycle:
 
     def agent_for(
         self, event: Event, interaction: Interaction, parent_call: str | None = None
-    ) -> Agent:
+    ) -> Agent | None:
         """The agent an event belongs to: main, or the sub-agent named by parentToolCallId or
         agentId (docs/events.md, "Main agent and sub-agents"); a sub-agent not seen before is
-        opened here."""
+        opened here.
+
+        A sub-agent known by its agentId only (no subagent.started announced it, no
+        parentToolCallId names its call: junk, or a log read from its middle) is an orphan:
+        its events make spans under the main agent's turn, but never change the task's own
+        (they do not move its end, it is not waited for), and an interaction gives orphans
+        at most `MAX_ORPHAN_EVENTS` events: past that (or past `MAX_ORPHAN_AGENTS` of them)
+        None, and the caller counts the event as unplaced (`otel_bridge.limits.reached`)."""
         parent_call = parent_call or read_str(event.data, "parentToolCallId")
         agent_id = event.agent_id
         if parent_call:
@@ -89,15 +110,79 @@ class Lifecycle:
                 )
         elif agent_id is not None:
             agent = interaction.agents_by_id.get(agent_id)
-            if agent is None:  # a sub-agent whose spawning call we never saw
-                agent = self._spans.agent.subagent(
-                    interaction, f"agent:{agent_id}", None, event.timestamp_ns, orphan=True
-                )
+            if agent is None or agent.orphan:
+                return self._orphan(event, interaction, agent_id, agent)
         else:
             return interaction.main
         if agent_id is not None and agent.agent_id is None:
             self._spans.agent.identify(interaction, agent, agent_id)
         return agent
+
+    def _orphan(
+        self, event: Event, interaction: Interaction, agent_id: str, agent: Agent | None
+    ) -> Agent | None:
+        """The orphan sub-agent `agent_id` for `event` (opened if new), within the bounds."""
+        self.orphaned = event
+        if interaction.orphan_events >= MAX_ORPHAN_EVENTS or (
+            agent is None and interaction.orphans >= MAX_ORPHAN_AGENTS
+        ):
+            self._meter.limit(sc.LIMIT_ORPHAN_AGENTS)
+            return None
+        interaction.orphan_events += 1
+        if agent is None:
+            interaction.orphans += 1
+            agent = self._spans.agent.subagent(
+                interaction, f"agent:{agent_id}", None, event.timestamp_ns, orphan=True
+            )
+            self._spans.agent.identify(interaction, agent, agent_id)
+        return agent
+
+    # --- what an open interaction remembers, bounded ---------------------------------------
+
+    def add_id(self, interaction: Interaction, interaction_id: str) -> None:
+        """One of the CLI's interactionIds of this task (`MAX_TASK_IDS` at most)."""
+        ids = interaction.interaction_ids
+        if interaction_id in ids:
+            return
+        if len(ids) >= MAX_TASK_IDS:
+            self._meter.limit(sc.LIMIT_TASK_IDS)
+            return
+        ids.add(interaction_id)
+
+    def add_shell(self, interaction: Interaction, shell_id: str) -> None:
+        """A background shell of this task still running (`MAX_TASK_IDS` at most: past that,
+        the task does not wait for more)."""
+        if shell_id not in interaction.shells and len(interaction.shells) >= MAX_TASK_IDS:
+            self._meter.limit(sc.LIMIT_TASK_IDS)
+            return
+        interaction.shells.add(shell_id)
+
+    def requested(self, interaction: Interaction, tool_call_id: str, span_id: int) -> None:
+        """The turn (span) that asked for a tool call, until the call starts; past
+        `MAX_TOOL_REQUESTS` waiting calls, the oldest request is forgotten (its call, if it
+        ever starts, goes under its agent's current turn)."""
+        requests = interaction.requested_by
+        if tool_call_id not in requests and len(requests) >= MAX_TOOL_REQUESTS:
+            del requests[next(iter(requests))]
+            self._meter.limit(sc.LIMIT_TOOL_REQUESTS)
+        requests[tool_call_id] = span_id
+
+    def forget_ended(self, interaction: Interaction, agent: Agent) -> None:
+        """A sub-agent ended: past `MAX_ENDED_SUBAGENTS` ended ones, the oldest is forgotten
+        (a late event naming its call would open a new sub-agent span); its LLM calls still
+        count for the task."""
+        interaction.ended.append(agent.key)
+        if len(interaction.ended) <= MAX_ENDED_SUBAGENTS:
+            return
+        key = interaction.ended.popleft()
+        old = interaction.subagents.get(key)
+        if old is None or not old.done:  # its call id was taken again, by one still running
+            return
+        del interaction.subagents[key]
+        interaction.forgotten_inference_calls += old.inference_calls
+        if old.agent_id is not None and interaction.agents_by_id.get(old.agent_id) is old:
+            del interaction.agents_by_id[old.agent_id]
+        self._meter.limit(sc.LIMIT_SUBAGENTS)
 
     # --- closing ---------------------------------------------------------------------------
 
@@ -233,8 +318,10 @@ class Lifecycle:
             ),
         }
         self._meter.record(sc.METRIC_INVOKE_AGENT_TOOL_CALLS, interaction.tool_calls, labels)
-        inference_calls = interaction.main.inference_calls + sum(
-            agent.inference_calls for agent in interaction.subagents.values()
+        inference_calls = (
+            interaction.main.inference_calls
+            + interaction.forgotten_inference_calls
+            + sum(agent.inference_calls for agent in interaction.subagents.values())
         )
         self._meter.record(sc.METRIC_INVOKE_AGENT_INFERENCE_CALLS, inference_calls, labels)
         self._facts.previous = (interaction.root.trace_id, interaction.root.span_id)
@@ -289,8 +376,9 @@ def snapshot(facts: SessionFacts) -> dict[str, Any]:
 
 def restore(facts: SessionFacts, saved: Mapping[str, Any]) -> None:
     """Take back a `snapshot()` (of a previous run). Unknown or bad fields are ignored."""
-    if isinstance(saved.get("session_id"), str) and saved["session_id"]:
-        facts.session_id = saved["session_id"]
+    saved_id = saved.get("session_id")
+    if isinstance(saved_id, str) and saved_id and not disagrees(facts.directory, saved_id):
+        facts.session_id = saved_id
     facts.named = saved.get("named") is True
     if isinstance(saved.get("mode"), str):
         facts.mode = saved["mode"]

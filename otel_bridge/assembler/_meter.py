@@ -12,7 +12,7 @@ from .. import semconv as sc
 from .._event_types import KNOWN_EVENT_TYPES
 from .._events import printable_type
 from .._metrics import CATALOGUE, REPOSITORY_LABELS, MetricsRecorder, NullRecorder
-from .._records import AttributeValue
+from .._records import AttributeValue, Repairs, valid_text
 from ._config import AssemblerStats
 from ._state import SessionFacts
 
@@ -59,31 +59,51 @@ class SessionMeter:
 
     def add(self, name: str, attributes: Mapping[str, AttributeValue] | None = None) -> None:
         """Count one."""
+        if not self.observing:  # nothing to work out for a recorder that keeps nothing
+            return
         self._recorder.add(
             name, 1, self._attributed(name, attributes or {}), self._facts.session_id
         )
 
     def add_value(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
-        """Add `value` (a cost, a number of lines) to a counter."""
-        self._recorder.add(name, value, self._attributed(name, attributes), self._facts.session_id)
+        """Add `value` (a cost, a number of lines) to a counter; a value that is not finite (a
+        sum of figures from the log can overflow) is not added."""
+        if self.observing and value - value == 0:
+            self._recorder.add(
+                name, value, self._attributed(name, attributes), self._facts.session_id
+            )
 
     def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
-        """Record one value in a histogram."""
-        self._recorder.record(
-            name, value, self._attributed(name, attributes), self._facts.session_id
-        )
+        """Record one value in a histogram (not if it is not finite)."""
+        if self.observing and value - value == 0:
+            self._recorder.record(
+                name, value, self._attributed(name, attributes), self._facts.session_id
+            )
 
     def _attributed(
         self, name: str, attributes: Mapping[str, AttributeValue]
     ) -> Mapping[str, AttributeValue]:
         """`attributes`, plus the session's attribution labels when `name` carries them (a
-        label the session has no value for, outside a git checkout, is left out)."""
+        label the session has no value for, outside a git checkout, is left out); text from
+        the log made valid (`valid_text`: a lone surrogate in a tool name would make every
+        later export of the metrics fail)."""
+        for label in attributes.values():
+            if type(label) is str and not label.isascii():
+                attributes = {
+                    key: valid_text(value) if isinstance(value, str) else value
+                    for key, value in attributes.items()
+                }
+                break
         attribution = self._facts.attribution
         if name not in ATTRIBUTED or not attribution:
             return attributes
         if attribution is not self._extra_of:
             self._extra_of = attribution
-            self._extra = {key: attribution[key] for key in self._labels if key in attribution}
+            self._extra = {
+                key: valid_text(value) if isinstance(value, str) else value
+                for key in self._labels
+                if (value := attribution.get(key)) is not None
+            }
         extra = self._extra
         return {**attributes, **extra} if extra else attributes
 
@@ -112,3 +132,24 @@ class SessionMeter:
                 event_type if event_type in KNOWN_EVENT_TYPES else "other"
             )
         self.add(sc.METRIC_EVENTS_FAILED, attributes)
+
+    def repaired(self, repairs: Repairs) -> None:
+        """Values of a span made valid (`_records.repair_record`), by what was wrong."""
+        for reason, count in (
+            (sc.REPAIR_TEXT, repairs.text),
+            (sc.REPAIR_NUMBER, repairs.number),
+            (sc.REPAIR_TIME, repairs.time),
+        ):
+            if count:
+                self._stats.repaired[reason] += count
+                self.add_value(
+                    sc.METRIC_VALUES_REPAIRED,
+                    count,
+                    {sc.OTEL_BRIDGE_REASON: reason},
+                )
+
+    def limit(self, which: str) -> None:
+        """A bound of what an open task holds was reached (`which`: one of semconv's LIMIT_*);
+        what was over it was left out."""
+        self._stats.limits[which] += 1
+        self.add(sc.METRIC_LIMITS_REACHED, {sc.OTEL_BRIDGE_LIMIT: which})

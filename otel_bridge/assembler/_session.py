@@ -89,11 +89,11 @@ class SessionAssembler:
         self.config = config or AssemblerConfig()
         self.stats = stats if stats is not None else AssemblerStats()
         self.metrics: MetricsRecorder = metrics or _NO_METRICS
-        self.facts = SessionFacts(session_id)
+        self.facts = SessionFacts(session_id, directory=session_id)
         self.meter = SessionMeter(self.metrics, self.facts, self.stats, self.config.metric_labels)
         self.content = ContentPolicy(self.config.capture_content, self.config.hash_salt)
         self.spans = SpanBuilders(
-            SpanFactory(self.facts, self.stats, self.meter),
+            SpanFactory(self.facts, self.stats, self.meter, self.stream),
             self.content,
             self.facts,
             self.config.parent,
@@ -174,8 +174,12 @@ class SessionAssembler:
         ):
             self.lifecycle.end_killed()  # the resumed CLI has said what it had to say
             interaction = None
+        orphaned = False
         if handler is not None:
             handler(self, event)
+            # junk of a sub-agent nobody announced does not move its task's end
+            orphaned = self.lifecycle.orphaned is event
+            self.lifecycle.orphaned = None
         if event.type not in KNOWN_EVENT_TYPES:
             self.meter.unknown_event(event.type)
             if self.config.keep_unknown_events:
@@ -184,6 +188,7 @@ class SessionAssembler:
             interaction is not None
             and interaction is self.lifecycle.interaction
             and interaction.killed_ns is None  # a killed one ended at its last event
+            and not orphaned
         ):
             interaction.last_ns = max(interaction.last_ns, event.timestamp_ns)
 
@@ -275,8 +280,9 @@ class SessionAssembler:
         self.content.put(
             attributes, sc.COPILOT_EVENT_DATA, as_json(dict(event.data)), sc.COPILOT_EVENT_DATA
         )
-        interaction.root.events.append(
-            SpanEventRecord(printable_type(event.type), event.timestamp_ns, attributes)
+        self.spans.factory.add_event(
+            interaction.root,
+            SpanEventRecord(printable_type(event.type), event.timestamp_ns, attributes),
         )
 
     def unplaced(self, event: Event) -> None:

@@ -8,8 +8,10 @@ handlers.
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_left, insort
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,6 +35,7 @@ __all__ = [
     "Interaction",
     "Message",
     "OpenSpan",
+    "RecentSet",
     "SeenSet",
     "SessionFacts",
     "Tool",
@@ -118,6 +121,7 @@ class Turn:
     llm_calls: int = 0
     messages: list[Message] = field(default_factory=list)
     answer: str = ""  # the assistant's text in this turn (its size, hash or text go on the span)
+    answer_length: int = 0  # its size, all of it (`answer` keeps a bounded part)
     #: With content capture on, chat spans waiting for their call's message, whose text is their
     #: `output.value` (the log writes a call's usage record before its message): (apiCallId,
     #: record). Released at the message, else when the turn ends.
@@ -139,6 +143,10 @@ class Agent:
     inference_calls: int = 0
     #: a session.error of this sub-agent (CLI 1.0.81 ends it with subagent.completed after one)
     error: Error | None = None
+    #: known by its agentId only: no subagent.started announced it, no parentToolCallId names
+    #: its call. Junk, as far as the bridge can tell: its events never change the task's own
+    #: spans (`Lifecycle.agent_for`)
+    orphan: bool = False
 
     @property
     def type(self) -> str:
@@ -169,10 +177,17 @@ class Interaction:
     main: Agent
     root_exported: bool = False  # a late continuation of an interaction already exported
     tools: dict[str, Tool] = field(default_factory=dict)  # running, by toolCallId
-    requested_by: dict[str, int] = field(default_factory=dict)  # toolCallId -> turn span id
+    # toolCallId -> span id of the turn that asked for it, until the call starts
+    requested_by: dict[str, int] = field(default_factory=dict)
     subagents: dict[str, Agent] = field(default_factory=dict)  # spawning toolCallId -> agent
     agents_by_id: dict[str, Agent] = field(default_factory=dict)
-    chat_keys: set[str] = field(default_factory=set)
+    # spawning toolCallIds of the sub-agents that ended, oldest first: the oldest are forgotten
+    # past a bound (`Lifecycle.forget_ended`), with the LLM calls they made
+    ended: deque[str] = field(default_factory=deque)
+    forgotten_inference_calls: int = 0
+    # LLM calls seen (usage ids): the disk record and the live event of one call give one span.
+    # They come close together: the last `RECENT` calls or so are enough.
+    chat_keys: RecentSet = field(default_factory=lambda: RecentSet(RECENT))
     outcome: str | None = None
     task_signal: bool = False  # a terminal session.task_complete was seen
     awaiting_continuation: bool = False  # the loop stopped, but more work may come
@@ -205,10 +220,15 @@ class Interaction:
     # Permission decisions for tool calls that have not started yet, by toolCallId.
     decisions: dict[str, dict[str, AttributeValue]] = field(default_factory=dict)
 
+    # Events placed on orphan sub-agents (`Agent.orphan`), and those agents: both bounded.
+    orphan_events: int = 0
+    orphans: int = 0
+
     @property
     def subagents_running(self) -> bool:
-        """A sub-agent of this interaction has not ended yet."""
-        return any(not agent.done for agent in self.subagents.values())
+        """A sub-agent of this interaction has not ended yet (orphans are not waited for: the
+        bridge never saw them start, so it cannot see them end)."""
+        return any(not agent.done and not agent.orphan for agent in self.subagents.values())
 
 
 @dataclass(eq=False, slots=True)
@@ -218,6 +238,9 @@ class SessionFacts:
 
     session_id: str
     named: bool = False  # session id confirmed by a session.start
+    #: the id the source gave (the log's directory name), which a session.start may not
+    #: contradict when it has the shape of a session id (`handlers._session_events`)
+    directory: str = ""
     mode: str = "interactive"
     model: str | None = None
     copilot_version: str | None = None
@@ -237,6 +260,48 @@ class SessionFacts:
     # has no cost to show (its 0 is not a price).
     byok_calls: int = 0
     billed_calls: int = 0
+
+
+#: What a Copilot session id looks like (a UUID): the name of its directory under
+#: session-state.
+SESSION_ID = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.ASCII | re.IGNORECASE
+)
+
+
+def disagrees(directory: str, claimed: str) -> bool:
+    """A log names another session (in its session.start, or a checkpoint saved from it) than
+    its directory does. Only a directory named like a session id (a UUID, as the CLI names them
+    under session-state) says which session it is: a log replayed from elsewhere
+    (tests/fixtures/<name>/events.jsonl) takes the id its session.start gives, as always."""
+    return SESSION_ID.fullmatch(directory) is not None and claimed.lower() != directory.lower()
+
+
+class RecentSet:
+    """A set that remembers at least its `size` most recent entries: two sets, the older
+    forgotten when the newer fills. Cheaper per lookup than a `SeenSet` (one or two set
+    lookups), for a few entries kept only while a task is open."""
+
+    __slots__ = ("_new", "_old", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._new: set[int] = set()
+        self._old: set[int] = set()
+
+    def seen(self, key: str) -> bool:
+        """True if `key` is already in the set; else add it (forgetting the older half if
+        full). Kept as its hash: an int, not the string."""
+        digest = hash(key)
+        if digest in self._new or digest in self._old:
+            return True
+        self._new.add(digest)
+        if len(self._new) >= self._size:
+            self._old, self._new = self._new, set()
+        return False
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._old)
 
 
 class SeenSet:

@@ -298,7 +298,10 @@ def quiet_exporter_logs() -> None:
         for name in names:
             target = logging.getLogger(name)
             if _CHATTER not in target.filters:
-                target.addFilter(_CHATTER)
+                # first: the gRPC exporter's logger has the SDK's DuplicateFilter, which drops
+                # a message repeated within 20 s before any later filter sees it, and the
+                # bridge needs the reason of every failed call (`_poison.classify`)
+                target.filters.insert(0, _CHATTER)
 
 
 @contextlib.contextmanager

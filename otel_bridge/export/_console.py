@@ -14,6 +14,13 @@ assembler marks as the end of an interaction (`copilot.end_reason`, `copilot.tas
 Spans that come after their task's root (a late autopilot continuation) make a line of their
 own. The number of tasks held is bounded; what is still held at shutdown is printed as
 unfinished.
+
+Names on a line come from logs another user may write (a session id, a tool or model name, an
+error type): on a terminal, an escape sequence in one could clear the screen or move the
+cursor, and a newline forge a line. So every such text is shown with its control characters,
+newlines, bidirectional overrides and lone surrogates escaped (`\x1b`, `\n`, `\u202e`), and
+what the stream's encoding cannot show is escaped too: a bad string never stops the output.
+The JSON format is OpenTelemetry's (json.dumps escapes all of these already).
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from opentelemetry.trace.status import StatusCode
 from .. import semconv as sc
 from .._progress import compact_count, write
 
-__all__ = ["CONSOLE_FORMATS", "ConsoleSpanExporter"]
+__all__ = ["CONSOLE_FORMATS", "ConsoleSpanExporter", "shown"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +107,7 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         self._broken = False
         encoding = getattr(stream, "encoding", None)  # None: a StringIO, which takes any text
         self._unicode = encoding is None or "utf" in encoding.lower()
+        self._encoding = encoding if isinstance(encoding, str) and not self._unicode else None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         with self._lock:
@@ -107,7 +115,7 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
                 text = "".join(_json_line(span) for span in spans)
             else:
                 text = "".join(self._take(span) for span in spans)
-            self._write(text)
+            self._write(self._encodable(text))
         return SpanExportResult.SUCCESS
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
@@ -118,7 +126,7 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         with self._lock:
             text = "".join(self._render_leftovers(trace) for trace in self._held.values())
             self._held.clear()
-            self._write(text)
+            self._write(self._encodable(text))
 
     # --- holding spans until their root ----------------------------------------------------
 
@@ -187,7 +195,7 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         if outcome is None:
             late = top.parent is not None and top.parent.span_id in self._printed
             outcome = "continued" if late else "unfinished"
-        outcome = str(outcome)
+        outcome = shown(outcome)
         turns = attributes.get(sc.COPILOT_TURNS)
         if not isinstance(turns, int):
             turns = sum(1 for s in spans if s.name.startswith("turn "))
@@ -202,12 +210,12 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         )
         error_type = attributes.get(sc.ERROR_TYPE)
         if error_type and error_type != outcome:  # why it failed: "error (rate_limited)"
-            outcome += f" ({error_type!s})"
+            outcome += f" ({shown(error_type)})"
         if attributes.get(sc.COPILOT_INCOMPLETE):
             outcome += " incomplete"
         parts = [
             self._paint(_DIM, _clock(_start(top))),
-            session[:8].ljust(8),
+            shown(session[:8]).ljust(8),
             self._paint(_OUTCOME_COLORS.get(outcome.split()[0], _DIM), outcome.ljust(10)),
             _plural(turns, "turn").ljust(8),
         ]
@@ -220,7 +228,7 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         if chats:
             parts.append(f"{compact_count(tokens_in)} in / {compact_count(tokens_out)} out tokens")
         if model:
-            parts.append(str(model))
+            parts.append(shown(model))
         parts.append(_duration(_end(top) - _start(top)))
         return "  ".join(parts)
 
@@ -244,17 +252,17 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
     def _node(self, span: ReadableSpan) -> str:
         """One span of the tree: name, duration, status and what matters for its kind."""
         attributes = span.attributes or {}
-        parts = [span.name, self._paint(_DIM, _duration(_end(span) - _start(span)))]
+        parts = [shown(span.name), self._paint(_DIM, _duration(_end(span) - _start(span)))]
         if span.status.status_code is StatusCode.ERROR:
             why = attributes.get(sc.ERROR_TYPE) or span.status.description or ""
-            parts.append(self._paint(_RED, f"ERROR {why}".rstrip()))
+            parts.append(self._paint(_RED, f"ERROR {shown(why)}".rstrip()))
         if _operation(span) == sc.OP_CHAT and sc.GEN_AI_USAGE_INPUT_TOKENS in attributes:
             parts.append(
                 f"{compact_count(_int(span, sc.GEN_AI_USAGE_INPUT_TOKENS))} in / "
                 f"{compact_count(_int(span, sc.GEN_AI_USAGE_OUTPUT_TOKENS))} out tokens"
             )
         if sc.COPILOT_TOOL_EXIT_CODE in attributes:
-            parts.append(f"exit {attributes[sc.COPILOT_TOOL_EXIT_CODE]!s}")
+            parts.append(f"exit {shown(attributes[sc.COPILOT_TOOL_EXIT_CODE])}")
         if attributes.get(sc.COPILOT_INCOMPLETE):
             parts.append("incomplete")
         return "  ".join(parts)
@@ -262,15 +270,41 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
     def _paint(self, color: str, text: str) -> str:
         return f"{color}{text}{_RESET}" if self._color else text
 
+    def _encodable(self, text: str) -> str:
+        """`text` as the stream's encoding can write it: what it cannot (an accent on an ASCII
+        terminal) escaped, rather than an error that would stop the output for good."""
+        if self._encoding is None or text.isascii():
+            return text
+        try:
+            return text.encode(self._encoding, "backslashreplace").decode(self._encoding)
+        except LookupError:  # an encoding Python does not know: ASCII, escaped
+            return text.encode("ascii", "backslashreplace").decode("ascii")
+
     def _write(self, text: str) -> None:
         if not text or self._broken:
             return
         try:
-            write(self._stream, text)
+            try:
+                write(self._stream, text)
+            except UnicodeError:  # text the stream cannot encode is no reason to stop printing
+                write(self._stream, text.encode("ascii", "backslashreplace").decode("ascii"))
         except (OSError, ValueError) as exc:  # a closed pipe (| head) or stream
             # Retrying cannot help and would hold back every checkpoint: stop printing.
             self._broken = True
             logger.warning("console output stopped: %s", exc)
+
+
+def shown(value: object) -> str:
+    """A value from a log as text fit for one line of a terminal: characters that are not
+    printable (controls, the escape that starts a terminal sequence, newlines, bidirectional
+    overrides, lone surrogates: everything `str.isprintable` refuses) escaped as Python
+    writes them, so that none can act on the terminal or start a line of its own."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable():
+        return text
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
 
 
 def _pop_subtree(trace: dict[int, ReadableSpan], top: int) -> list[ReadableSpan]:

@@ -13,6 +13,10 @@ overflowed). The sink's watermark is the lowest over its workers.
 A worker logs one warning when its exporter starts failing (with the reason) and one line when it
 works again; the SDK exporters' own retry messages are kept off the terminal (see
 `_common.capture_exporter_logs`), and every failed attempt is counted by the sink.
+
+A batch that failed about its data (a span the exporter cannot encode, or the collector refuses
+as invalid) is not retried as it is, which would hold back every span behind it for ever: the
+span is isolated, dropped and counted, the rest delivered (`_poison`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ._common import capture_exporter_logs, describe_exception, failure_reason
 from ._otlp_json import EncodedSpan
+from ._poison import Verdict, classify, isolate, span_ids
 
 __all__ = ["ExportItem", "ExportWorker", "RetryPolicy"]
 
@@ -73,6 +78,8 @@ class ExportWorker:
             from the worker thread; and with ok=None for spans dropped on overflow.
         label: the exporter as a person knows it ("otlp http://collector:4318/v1/traces"), for
             log lines; its class name by default.
+        on_rejected: called with (exporter class name, sequence numbers) for spans the
+            exporter could not take even alone (`_poison`), dropped from its queue.
         linger_seconds: how long to wait for more spans before exporting a batch that is not
             full (like the SDK's BatchSpanProcessor schedule delay, but short: `run` uses
             50 ms, well inside what live latency may take).
@@ -90,6 +97,7 @@ class ExportWorker:
         block_seconds: float = 60.0,
         label: str | None = None,
         linger_seconds: float = 0.0,
+        on_rejected: Callable[[str, Sequence[int]], None] | None = None,
     ) -> None:
         if capacity < 1 or max_batch < 1:
             raise ValueError("capacity and max_batch must be positive")
@@ -103,6 +111,8 @@ class ExportWorker:
         self._linger = linger_seconds
         self._retry = retry
         self._on_result = on_result
+        self._on_rejected = on_rejected
+        self._rejection_logged = False
         self._queue: deque[tuple[int, ExportItem]] = deque()
         self._cond = threading.Condition()
         self._stopping = False
@@ -276,14 +286,29 @@ class ExportWorker:
 
     def _deliver(self, batch: list[tuple[int, ExportItem]]) -> bool:
         """Try a batch until it goes through (True), or until stopping's deadline: then it is
-        put back at the head of the queue, for stop() to count (False)."""
-        spans = [span for _, span in batch]
-        sequence = [seq for seq, _ in batch]
+        put back at the head of the queue, for stop() to count (False).
+
+        A failure about the batch's data (`_poison.classify`) is not retried as it is: the
+        batch is split until the span the exporter cannot take is alone, the rest delivered
+        and that span rejected (`_poison.isolate`); only what is left after that (a transient
+        failure came meanwhile, or the receiver refuses everything) waits for the back-off."""
         attempt = 0
         while True:
             attempt += 1
-            ok, reason = self._attempt(spans)
+            sequence = [seq for seq, _ in batch]
+            ok, reason, verdict, _ = self._attempt([span for _, span in batch])
             self._on_result(self.name, sequence, ok)
+            if not ok and verdict is not Verdict.TRANSIENT:
+                batch = isolate(
+                    batch,
+                    self._try_part,
+                    self._part_delivered,
+                    self._reject,
+                    self._past_deadline_now,
+                )
+                ok = not batch
+                if not ok:
+                    self._refill(batch)
             if ok:
                 if self.failing_since is not None:
                     logger.info(
@@ -327,14 +352,63 @@ class ExportWorker:
                     self._cond.notify_all()
                     return False
 
-    def _attempt(self, spans: list[ExportItem]) -> tuple[bool, str]:
+    def _attempt(self, spans: list[ExportItem]) -> tuple[bool, str, Verdict | None, str]:
         """One export call: whether it went through, and if not, why (from what the SDK
-        logged meanwhile, which is kept off the terminal)."""
+        logged meanwhile, which is kept off the terminal), what that says of the batch and its
+        cause in words that quote nothing from the spans (`_poison.classify`)."""
         with capture_exporter_logs() as records:
             try:
                 # EncodedSpans are given only to the OTLP JSON file exporter (SpanSink)
                 ok = self._exporter.export(spans) is SpanExportResult.SUCCESS  # type: ignore[arg-type]
             except Exception as exc:  # an exporter bug must not stop the bridge
                 logger.debug("exporter %s raised", self.label, exc_info=True)
-                return False, f"the exporter raised {describe_exception(exc)}"
-        return ok, "" if ok else failure_reason(records)
+                verdict, cause = classify(exc, records)
+                return False, f"the exporter raised {describe_exception(exc)}", verdict, cause
+        if ok:
+            return True, "", None, ""
+        verdict, cause = classify(None, records)
+        return False, failure_reason(records), verdict, cause
+
+    # --- a span the exporter cannot take (`_poison`) --------------------------------------
+
+    def _try_part(self, part: list[tuple[int, ExportItem]]) -> tuple[Verdict | None, str]:
+        """One export call of a part of a batch that failed about its data."""
+        _, _, verdict, cause = self._attempt([span for _, span in part])
+        return verdict, cause
+
+    def _part_delivered(self, part: list[tuple[int, ExportItem]]) -> None:
+        self._on_result(self.name, [seq for seq, _ in part], True)
+
+    def _reject(self, item: tuple[int, ExportItem], cause: str) -> None:
+        """A span the exporter could not take, even alone: dropped from this exporter, counted
+        (by the sink), and said once per exporter, by its ids only (its content may be
+        private, and the cause is the exporter's, not the span's)."""
+        seq, span = item
+        if not self._rejection_logged:
+            self._rejection_logged = True
+            logger.warning(
+                "%s: a span it cannot take was dropped (trace %s, span %s: %s); the other "
+                "spans go on; further such spans are counted in otel_bridge.spans.rejected, "
+                "not logged",
+                self.label,
+                *span_ids(span),
+                cause or "refused",
+            )
+        if self._on_rejected is not None:
+            self._on_rejected(self.name, [seq])
+
+    def _past_deadline_now(self) -> bool:
+        with self._cond:
+            return self._past_deadline() or self._shut
+
+    def _refill(self, batch: list[tuple[int, ExportItem]]) -> None:
+        """What is left of a batch after isolating its bad spans goes on in flight (the
+        watermark stays before its first span); it takes more from the queue, up to a batch:
+        a span the receiver refused, alone, gets others to be compared with at the next try
+        (if they go through, the receiver takes data, and that span is the bad one)."""
+        with self._cond:
+            while self._queue and len(batch) < self._max_batch:
+                batch.append(self._queue.popleft())
+            self._in_flight = len(batch)
+            self._in_flight_first = batch[0][0]
+            self._cond.notify_all()

@@ -37,7 +37,10 @@ class ExportStats:
     Attributes:
         exported: spans delivered to every destination.
         failed: spans in failed export attempts (retried; a span counts at each attempt).
-        dropped: spans dropped from a full queue (of at least one destination).
+        dropped: spans dropped from a full queue, or refused alone by an exporter (of at least
+            one destination).
+        rejected: spans an exporter could not take even alone (`_poison`), per exporter that
+            refused them (so a span two exporters refused counts twice).
         by_exporter: spans delivered, per destination (its label), for a summary that says
             which destination fell behind when there are several.
     """
@@ -45,6 +48,7 @@ class ExportStats:
     exported: int = 0
     failed: int = 0
     dropped: int = 0
+    rejected: int = 0
     by_exporter: dict[str, int] = field(default_factory=dict)
 
 
@@ -120,6 +124,7 @@ class SpanSink:
                 linger_seconds=linger_seconds,
                 retry=retry or RetryPolicy(),
                 on_result=partial(self._result, label),
+                on_rejected=self._rejected,
             )
             for exporter, label in zip(exporters, labels, strict=True)
         ]
@@ -326,6 +331,24 @@ class SpanSink:
                 self.metrics.add(
                     "otel_bridge.export.failures", 1, {"otel_bridge.exporter": exporter}, ""
                 )
+
+    def _rejected(self, exporter: str, sequence: Sequence[int]) -> None:
+        """Spans an exporter could not take even alone (`_poison`; its worker logged the first):
+        dropped, as from a full queue, so that the watermark and the checkpoints pass them.
+        Counted in otel_bridge.spans.dropped like those (its alerts and dashboards see them),
+        and by exporter in otel_bridge.spans.rejected."""
+        with self._lock:
+            dropped = sum(self._pending.pop(seq, None) is not None for seq in sequence)
+            self.stats.rejected += len(sequence)
+            self.metrics.add(
+                "otel_bridge.spans.rejected",
+                len(sequence),
+                {"otel_bridge.exporter": exporter},
+                "",
+            )
+            if dropped:
+                self.stats.dropped += dropped
+                self.metrics.add("otel_bridge.spans.dropped", dropped, {}, "")
 
 
 def _unique(labels: list[str]) -> list[str]:

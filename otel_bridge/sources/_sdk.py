@@ -189,22 +189,42 @@ class LiveBridge:
 
     def on_event(self, event: Any, stream: str | None = None) -> None:
         """Take one event: an SDK `SessionEvent` (anything with `to_dict()`) or a plain dict in
-        the log's JSON shape. Never raises: a bad event is logged and counted."""
+        the log's JSON shape. Never raises (it runs in the SDK's callback, in the app): a bad
+        event is counted (`rejected`) and the first is logged; its values are made valid as a
+        log's are (a lone surrogate in a string the app built, a number beyond 64 bits: see
+        `_records.repair_record`)."""
         try:
             raw = event.to_dict() if hasattr(event, "to_dict") else event
             decoded = event_from_json(raw)
-        except (EventDecodeError, TypeError, ValueError, AttributeError) as exc:
-            self.rejected += 1
-            logger.warning("live event skipped: %s", exc)
+        except Exception as exc:  # anything `to_dict` of an odd object may raise
+            self._reject(exc)
             return
         key = stream or "live"
         self._assembler.metrics.add("otel_bridge.events.read", 1, {}, "")
         with self._lock:
             if self._closed:
                 return
-            records = self._assembler.feed(key, [decoded], key)
-            if records:
-                self._sink.export(records)  # queued; a worker thread delivers them
+            try:
+                records = self._assembler.feed(key, [decoded], key)
+                if records:
+                    self._sink.export(records)  # queued; a worker thread delivers them
+            except Exception as exc:  # the assembler never raises; the sink must not either
+                self._reject(exc)
+
+    def _reject(self, exc: Exception) -> None:
+        """Count a live event that could not be taken; log the first (the reason a decoding
+        error gives, which quotes nothing of the event; for anything else its class), the rest
+        at DEBUG: an app that sends a stream of odd events must not flood its own log."""
+        self.rejected += 1
+        why = str(exc) if isinstance(exc, EventDecodeError) else type(exc).__name__
+        if self.rejected == 1:
+            logger.warning(
+                "live event skipped (%s); further ones are counted (LiveBridge.rejected), "
+                "not logged",
+                why,
+            )
+        else:
+            logger.debug("live event skipped (%s)", why, exc_info=exc)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until what is finished has been exported. False on timeout (still queued)."""

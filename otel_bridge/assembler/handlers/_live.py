@@ -37,7 +37,11 @@ def on_turn_retry(session: SessionAssembler, event: Event) -> None:
     if interaction is None:
         return
     agent = session.lifecycle.agent_for(event, interaction)
-    agent.current_span.events.append(
+    if agent is None:
+        session.unplaced(event)
+        return
+    session.spans.factory.add_event(
+        agent.current_span,
         SpanEventRecord(
             sc.EVENT_TURN_RETRY,
             event.timestamp_ns,
@@ -47,7 +51,7 @@ def on_turn_retry(session: SessionAssembler, event: Event) -> None:
                     sc.GEN_AI_REQUEST_MODEL: read_str(event.data, "model"),
                 }
             ),
-        )
+        ),
     )
 
 
@@ -55,6 +59,9 @@ def on_call_failure(session: SessionAssembler, event: Event) -> None:
     """model.call_failure: a failed chat span per failed attempt."""
     interaction = session.lifecycle.ensure(event)
     agent = session.lifecycle.agent_for(event, interaction)
+    if agent is None:
+        session.unplaced(event)
+        return
     session.spans.chat.failed_call(interaction, agent, event)
 
 

@@ -10,12 +10,19 @@ from ..._events import Event
 from ..._records import SpanEventRecord
 from .._accounting import count_call
 from .._fields import compact, read_obj, read_str
-from .._state import Interaction, Message
+from .._state import Interaction, Message, Turn
 
 if TYPE_CHECKING:
     from .._session import SessionAssembler
 
 MODES = frozenset({sc.MODE_INTERACTIVE, sc.MODE_PLAN, sc.MODE_AUTOPILOT})
+#: Messages a turn keeps for its LLM calls (logs without usage records: one chat span per
+#: call); a turn has a few.
+MAX_TURN_MESSAGES = 1_000
+#: Characters of a turn's answer kept (its size is counted in full; its hash, with a salt, and
+#: its text, with content capture, are of what is kept): a turn that never ends must not grow
+#: without end.
+MAX_ANSWER_CHARS = 1 << 20
 DELIVERIES = frozenset({sc.DELIVERY_IDLE, sc.DELIVERY_STEERING, sc.DELIVERY_QUEUED})
 
 
@@ -59,7 +66,7 @@ def on_user_message(session: SessionAssembler, event: Event) -> None:
         # Sent as the task's loop stopped, after the bridge had ended it: it is still that
         # task's (the CLI runs it under the task's interactionId), so it goes into its trace.
         interaction = lifecycle.reopen_previous(event)
-        interaction.interaction_ids.add(interaction_id)
+        lifecycle.add_id(interaction, interaction_id)
     if interaction is not None and _joins(interaction, event):
         # The CLI adds it to the running turn's conversation: nothing is cut or opened.
         interaction.steering += 1
@@ -68,7 +75,8 @@ def on_user_message(session: SessionAssembler, event: Event) -> None:
             sc.METRIC_USER_MESSAGES,
             {sc.COPILOT_CONTINUATION: False, sc.COPILOT_DELIVERY: delivery},
         )
-        interaction.root.events.append(
+        session.spans.factory.add_event(
+            interaction.root,
             SpanEventRecord(
                 sc.EVENT_STEERING,
                 event.timestamp_ns,
@@ -78,7 +86,7 @@ def on_user_message(session: SessionAssembler, event: Event) -> None:
                         sc.COPILOT_TURN_ID: read_str(event.data, "turnId"),
                     }
                 ),
-            )
+            ),
         )
         return
     if event.data.get("isAutopilotContinuation") is True:
@@ -88,17 +96,18 @@ def on_user_message(session: SessionAssembler, event: Event) -> None:
         interaction.user_messages += 1
         interaction.awaiting_continuation = interaction.awaiting_nudge = False
         if interaction_id:
-            interaction.interaction_ids.add(interaction_id)
+            lifecycle.add_id(interaction, interaction_id)
         session.meter.add(
             sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: True, sc.COPILOT_DELIVERY: delivery}
         )
         session.meter.add(sc.METRIC_AUTOPILOT_CONTINUATIONS)
-        interaction.root.events.append(
+        session.spans.factory.add_event(
+            interaction.root,
             SpanEventRecord(
                 sc.EVENT_AUTOPILOT_CONTINUATION,
                 event.timestamp_ns,
                 compact({sc.COPILOT_INTERACTION_ID: read_str(event.data, "interactionId")}),
-            )
+            ),
         )
         return
     if interaction is not None:
@@ -124,6 +133,9 @@ def on_turn_start(session: SessionAssembler, event: Event) -> None:
     """A new turn of the event's agent (its previous turn, if still open, ends incomplete)."""
     interaction = session.lifecycle.ensure(event)
     agent = session.lifecycle.agent_for(event, interaction)
+    if agent is None:  # junk beyond what an interaction takes of it
+        session.unplaced(event)
+        return
     if agent.turn is not None:  # its turn_end never came
         session.spans.turn.finish(agent, event.timestamp_ns, incomplete=True)
     session.spans.turn.open(interaction, agent, event)
@@ -133,7 +145,7 @@ def on_turn_start(session: SessionAssembler, event: Event) -> None:
         interaction.main.done = False
         interaction_id = read_str(event.data, "interactionId")
         if interaction_id:
-            interaction.interaction_ids.add(interaction_id)
+            session.lifecycle.add_id(interaction, interaction_id)
 
 
 def on_turn_end(session: SessionAssembler, event: Event) -> None:
@@ -144,8 +156,8 @@ def on_turn_end(session: SessionAssembler, event: Event) -> None:
         session.unplaced(event)
         return
     agent = session.lifecycle.agent_for(event, interaction)
-    turn = agent.turn
-    if turn is None:
+    turn = agent.turn if agent is not None else None
+    if agent is None or turn is None:
         session.unplaced(event)
         return
     if agent is interaction.main:  # held for one event, in case it is an abort
@@ -177,32 +189,50 @@ def on_assistant_message(session: SessionAssembler, event: Event) -> None:
     the message itself, for chat spans of logs without usage records."""
     interaction = session.lifecycle.ensure(event)
     agent = session.lifecycle.agent_for(event, interaction)
+    if agent is None:
+        session.unplaced(event)
+        return
     turn = agent.turn
     owner = agent.current_span
     requests = event.data.get("toolRequests")
     if isinstance(requests, list):
-        for request in requests:
-            call_id = read_str(request, "toolCallId") if isinstance(request, dict) else None
-            if call_id:
-                interaction.requested_by[call_id] = owner.span_id
+        if not agent.orphan:  # junk does not get to say which turn asked for a real call
+            for request in requests:
+                call_id = read_str(request, "toolCallId") if isinstance(request, dict) else None
+                if call_id:
+                    session.lifecycle.requested(interaction, call_id, owner.span_id)
         if turn is not None and requests:
             turn.asked_for_tools = True
     if turn is not None:
-        turn.messages.append(
-            Message(
-                event.key,
-                event.timestamp_ns,
-                read_str(event.data, "model"),
-                read_str(event.data, "apiCallId"),
+        if len(turn.messages) < MAX_TURN_MESSAGES:
+            turn.messages.append(
+                Message(
+                    event.key,
+                    event.timestamp_ns,
+                    read_str(event.data, "model"),
+                    read_str(event.data, "apiCallId"),
+                )
             )
-        )
+        else:  # only needed for logs without usage records; a turn has a few
+            session.meter.limit(sc.LIMIT_TURN_MESSAGES)
         answer = event.data.get("content")
         if isinstance(answer, str) and answer:
-            turn.answer += answer
+            append_answer(session, turn, answer)
         if turn.held:  # content capture on: the call's chat span waits for this text
             session.spans.chat.answered(
                 agent, read_str(event.data, "apiCallId"), answer if isinstance(answer, str) else ""
             )
+
+
+def append_answer(session: SessionAssembler, turn: Turn, text: str) -> None:
+    """Add a message's text to its turn's answer, up to `MAX_ANSWER_CHARS` (counted beyond)."""
+    turn.answer_length += len(text)
+    room = MAX_ANSWER_CHARS - len(turn.answer)
+    if len(text) > room:
+        text = text[: max(room, 0)]
+        session.meter.limit(sc.LIMIT_ANSWER)
+    if text:
+        turn.answer += text
 
 
 def on_usage(session: SessionAssembler, event: Event) -> None:
@@ -217,9 +247,13 @@ def on_usage(session: SessionAssembler, event: Event) -> None:
         or read_str(usage, "apiCallId")
         or event.key
     )
-    if call_key in interaction.chat_keys:
-        return  # the same call seen twice (disk record and live event)
-    interaction.chat_keys.add(call_key)
     agent = session.lifecycle.agent_for(event, interaction, read_str(usage, "parentToolCallId"))
+    if agent is None:
+        session.unplaced(event)
+        return
+    if agent.orphan:  # junk does not get to take a real call's key
+        call_key = f"{agent.key}\x00{call_key}"
+    if interaction.chat_keys.seen(call_key):
+        return  # the same call seen twice (disk record and live event)
     record = session.spans.chat.from_usage(interaction, agent, event, usage, call_key)
     count_call(session, record.attributes)

@@ -30,8 +30,8 @@ def on_task_complete(session: SessionAssembler, event: Event) -> None:
     summary = event.data.get("summary")
     if isinstance(summary, str):
         attributes[sc.COPILOT_TASK_SUMMARY_LENGTH] = len(summary)
-    interaction.root.events.append(
-        SpanEventRecord(sc.EVENT_TASK_COMPLETE, event.timestamp_ns, attributes)
+    session.spans.factory.add_event(
+        interaction.root, SpanEventRecord(sc.EVENT_TASK_COMPLETE, event.timestamp_ns, attributes)
     )
     if interaction.main.turn is None and not interaction.tools:
         session.lifecycle.loop_ended(interaction, event.timestamp_ns, sc.END_TASK_COMPLETE)
@@ -66,12 +66,12 @@ def on_error(session: SessionAssembler, event: Event) -> None:
         target = agent.span if agent is not None else interaction.root
         if agent is not None and agent.error is None:
             agent.error = (error_type, message)  # it ends failed, however it ends
-        target.events.append(
-            SpanEventRecord(sc.EVENT_SESSION_ERROR, event.timestamp_ns, attributes)
+        session.spans.factory.add_event(
+            target, SpanEventRecord(sc.EVENT_SESSION_ERROR, event.timestamp_ns, attributes)
         )
         return
-    interaction.root.events.append(
-        SpanEventRecord(sc.EVENT_SESSION_ERROR, event.timestamp_ns, attributes)
+    session.spans.factory.add_event(
+        interaction.root, SpanEventRecord(sc.EVENT_SESSION_ERROR, event.timestamp_ns, attributes)
     )
     session.lifecycle.close(event.timestamp_ns, sc.END_SESSION_ERROR, error=(error_type, message))
 
@@ -100,7 +100,8 @@ def on_warning(session: SessionAssembler, event: Event) -> None:
     if interaction is None:
         session.unplaced(event)
         return
-    interaction.root.events.append(
+    session.spans.factory.add_event(
+        interaction.root,
         SpanEventRecord(
             sc.EVENT_SESSION_WARNING,
             event.timestamp_ns,
@@ -112,5 +113,5 @@ def on_warning(session: SessionAssembler, event: Event) -> None:
                     ),
                 }
             ),
-        )
+        ),
     )

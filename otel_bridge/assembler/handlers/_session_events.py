@@ -3,6 +3,8 @@ truncation as span events on the interaction."""
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import TYPE_CHECKING
 
 from ... import semconv as sc
@@ -10,13 +12,20 @@ from ..._events import Event
 from ..._records import AttributeValue, SpanEventRecord
 from .._accounting import on_shutdown_accounting
 from .._attribution import context_attributes
-from .._fields import read_str, snake_case
+from .._fields import read_int, read_num, read_str, snake_case
+from .._state import SESSION_ID, disagrees
 
 if TYPE_CHECKING:
     from .._session import SessionAssembler
 
+logger = logging.getLogger(__name__)
+
 #: String fields of compaction/truncation events safe to copy onto span events (short labels).
 LABEL_FIELDS = frozenset({"trigger", "performedBy", "outcome", "model"})
+#: The names of the fields copied: camelCase words, as the CLI's schema has them.
+FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,63}", re.ASCII)
+#: Fields copied at most from one such event (the CLI writes about ten).
+MAX_CONTEXT_FIELDS = 32
 
 
 def on_segment_start(session: SessionAssembler, event: Event) -> None:
@@ -31,8 +40,11 @@ def _segment_facts(session: SessionAssembler, event: Event) -> None:
     facts = session.facts
     session_id = read_str(event.data, "sessionId")
     if session_id and not facts.named:
-        facts.session_id = session_id
         facts.named = True
+        if disagrees(facts.directory, session_id):
+            mismatched(session, session_id)
+        else:
+            facts.session_id = session_id
     version = event.data.get("copilotVersion")
     if isinstance(version, str):
         facts.copilot_version = version
@@ -42,6 +54,21 @@ def _segment_facts(session: SessionAssembler, event: Event) -> None:
     facts.mode = sc.MODE_INTERACTIVE
     facts.agent_name = None  # a new process: the default agent unless `--agent` selects again
     _attribute(session, context_attributes(event.data.get("context")) or {}, new_process=True)
+
+
+def mismatched(session: SessionAssembler, claimed: str) -> None:
+    """A log claims another session's id (a forged or copied log): its spans keep the id of
+    its directory, so that their trace and span ids, derived from the session id, can never be
+    another session's. Said once per session, counted."""
+    session.stats.mismatched += 1
+    session.meter.add(sc.METRIC_SESSION_MISMATCHES)
+    logger.warning(
+        "%s: its session.start names session %s, not the one its directory is named after; "
+        "its spans keep the directory's (%s), apart from that session's",
+        session.stream,
+        claimed if SESSION_ID.fullmatch(claimed) else "<not a session id>",
+        session.facts.session_id,
+    )
 
 
 def on_context_changed(session: SessionAssembler, event: Event) -> None:
@@ -113,14 +140,28 @@ def on_context_event(session: SessionAssembler, event: Event) -> None:
         return
     attributes: dict[str, AttributeValue] = {}
     for name, value in event.data.items():
-        if isinstance(value, bool | int | float) or (
-            name in LABEL_FIELDS and isinstance(value, str)
-        ):
+        if len(attributes) >= MAX_CONTEXT_FIELDS:
+            session.meter.limit(sc.LIMIT_EVENT_FIELDS)
+            break
+        if not (isinstance(name, str) and FIELD_NAME.fullmatch(name)):
+            continue  # a name no CLI writes: it would become an attribute key as it is
+        if isinstance(value, bool):
             attributes[sc.COPILOT_NAMESPACE + snake_case(name)] = value
-    interaction.root.events.append(
+        elif isinstance(value, int | float):
+            number = (
+                read_num(event.data, name)
+                if isinstance(value, float)
+                else read_int(event.data, name)
+            )
+            if number is not None:
+                attributes[sc.COPILOT_NAMESPACE + snake_case(name)] = number
+        elif name in LABEL_FIELDS and isinstance(value, str):
+            attributes[sc.COPILOT_NAMESPACE + snake_case(name)] = value
+    session.spans.factory.add_event(
+        interaction.root,
         SpanEventRecord(
             sc.COPILOT_NAMESPACE + event.type.removeprefix("session."),
             event.timestamp_ns,
             attributes,
-        )
+        ),
     )

@@ -55,4 +55,9 @@ def _put(
         session.unplaced(event)
         return
     agent = session.lifecycle.agent_for(event, interaction)
-    agent.current_span.events.append(SpanEventRecord(name, event.timestamp_ns, attributes))
+    if agent is None:
+        session.unplaced(event)
+        return
+    session.spans.factory.add_event(
+        agent.current_span, SpanEventRecord(name, event.timestamp_ns, attributes)
+    )

@@ -64,6 +64,7 @@ def _end_subagent(session: SessionAssembler, event: Event, error: Error | None) 
     session.lifecycle.end_tools_of(interaction, agent, event.timestamp_ns, cut_short)
     session.spans.turn.finish(agent, event.timestamp_ns, error=cut_short, incomplete=True)
     session.spans.agent.finish_subagent(agent, event.timestamp_ns, error=error)
+    session.lifecycle.forget_ended(interaction, agent)
     session.lifecycle.subagent_ended(interaction, event.timestamp_ns)
 
 

@@ -14,9 +14,14 @@ from .._fields import compact, read_int, read_obj, read_str
 
 if TYPE_CHECKING:
     from .._session import SessionAssembler
+    from .._state import Interaction
 
 #: Permission requests waiting for an answer that a session remembers.
 MAX_OPEN_PERMISSIONS = 1_000
+#: Tools an interaction has running at once, at most: past that, the one running longest ends
+#: (incomplete) as another starts, so that tools that never complete cannot grow a task that
+#: never ends.
+MAX_RUNNING_TOOLS = 1_000
 #: Tools that run shell commands, which may go on in the background.
 SHELL_TOOLS = frozenset({"bash", "powershell"})
 #: The result of a shell call that went on in the background names its shell: "<command
@@ -29,10 +34,20 @@ SHELL_DONE = frozenset({"shell_completed", "shell_detached_completed"})
 
 def on_tool_start(session: SessionAssembler, event: Event) -> None:
     interaction = session.lifecycle.ensure(event)
+    agent = session.lifecycle.agent_for(event, interaction)
+    if agent is None:
+        session.unplaced(event)
+        return
     tool_call_id = read_str(event.data, "toolCallId") or event.key
+    if agent.orphan:  # junk does not get to take a real call's id
+        tool_call_id = f"{agent.key}:{tool_call_id}"
     if tool_call_id in interaction.tools:
         return  # delivered twice
-    agent = session.lifecycle.agent_for(event, interaction)
+    if len(interaction.tools) >= MAX_RUNNING_TOOLS:
+        session.spans.tool.finish(
+            interaction, next(iter(interaction.tools)), event.timestamp_ns, incomplete=True
+        )
+        session.meter.limit(sc.LIMIT_RUNNING_TOOLS)
     session.spans.tool.open(interaction, agent, event, tool_call_id)
     arguments = read_obj(event.data, "arguments")
     if arguments is not None and arguments.get("detach") is True:
@@ -44,17 +59,28 @@ def on_tool_complete(session: SessionAssembler, event: Event) -> None:
     shell) keeps its task open until the shell reports: see `on_notification`."""
     interaction = session.interaction
     tool_call_id = read_str(event.data, "toolCallId")
+    if interaction is not None and tool_call_id:
+        tool_call_id = orphan_key(interaction, event, tool_call_id)
     if interaction is None or not tool_call_id or tool_call_id not in interaction.tools:
         session.unplaced(event)  # e.g. the synthetic completions after a --resume
         return
     tool = interaction.tools[tool_call_id]
     shell = tool.span.attributes.get(sc.GEN_AI_TOOL_NAME) in SHELL_TOOLS and not tool.detached
-    tool_changes(interaction, tool.span, event.data)  # lines and files an edit tool changed
+    # lines and files an edit tool changed (summed on the task's root, unless junk's)
+    tool_changes(interaction, tool.span, event.data, to_root=not tool.agent.orphan)
     session.spans.tool.complete(interaction, tool_call_id, event)
     if shell and event.data.get("success") is not False:
         match = BACKGROUND_RESULT.search(read_str(read_obj(event.data, "result"), "content") or "")
-        if match:
-            interaction.shells.add(match.group(1))
+        if match and not tool.agent.orphan:
+            session.lifecycle.add_shell(interaction, match.group(1))
+
+
+def orphan_key(interaction: Interaction, event: Event, tool_call_id: str) -> str:
+    """The key a tool call of an orphan sub-agent is kept under (`on_tool_start`)."""
+    agent = interaction.agents_by_id.get(event.agent_id) if event.agent_id else None
+    if agent is not None and agent.orphan and not read_str(event.data, "parentToolCallId"):
+        return f"{agent.key}:{tool_call_id}"
+    return tool_call_id
 
 
 def on_notification(session: SessionAssembler, event: Event) -> None:
@@ -71,7 +97,8 @@ def on_notification(session: SessionAssembler, event: Event) -> None:
         session.unplaced(event)
         return
     interaction.shells.discard(shell_id)
-    interaction.root.events.append(
+    session.spans.factory.add_event(
+        interaction.root,
         SpanEventRecord(
             sc.EVENT_SHELL_COMPLETED,
             event.timestamp_ns,
@@ -81,7 +108,7 @@ def on_notification(session: SessionAssembler, event: Event) -> None:
                     sc.COPILOT_TOOL_EXIT_CODE: read_int(kind, "exitCode"),
                 }
             ),
-        )
+        ),
     )
 
 

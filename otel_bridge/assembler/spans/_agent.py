@@ -180,7 +180,7 @@ class AgentSpans:
             sc.INPUT_MIME_TYPE,
             task_prompt(interaction, tool_call_id),
         )
-        agent = Agent(tool_call_id, span)
+        agent = Agent(tool_call_id, span, orphan=orphan)
         interaction.subagents[tool_call_id] = agent
         return agent
 

@@ -17,6 +17,9 @@ from ._factory import ID_CHAT, SpanFactory
 
 __all__ = ["ChatSpans"]
 
+#: LLM call spans a turn holds for their messages (content capture on), at most.
+MAX_HELD_CHATS = 100
+
 
 class ChatSpans:
     """`chat <model>` spans (CLIENT): one per LLM call."""
@@ -55,10 +58,9 @@ class ChatSpans:
             turn.llm_calls += 1
         agent.inference_calls += 1
         model = read_str(usage, "model") or self._facts.model
-        duration_ms = read_num(usage, "duration")
+        duration_ms = duration(usage, "duration")
         end_ns = event.timestamp_ns
-        start_ns = end_ns - int(duration_ms * 1_000_000) if duration_ms else end_ns
-        start_ns = max(start_ns, parent.start_ns)
+        start_ns = started(end_ns, duration_ms, parent.start_ns)
         ttft = read_num(usage, "timeToFirstTokenMs")
         finish = read_str(usage, "finishReason")
         attributes = self._factory.genai(sc.OP_CHAT)
@@ -99,7 +101,11 @@ class ChatSpans:
         )
         record = span.finish(end_ns)
         if self._content.capture and turn is not None:
-            # held for its message, whose text is its output (`answered`)
+            # held for its message, whose text is its output (`answered`); a turn whose
+            # messages never come holds a bounded number (the oldest goes out without it)
+            if len(turn.held) >= MAX_HELD_CHATS:
+                self._emit(agent, turn.held.pop(0)[1])
+                self._factory.limit(sc.LIMIT_HELD_CHATS)
             turn.held.append((read_str(usage, "apiCallId"), record))
         else:
             self._emit(agent, record)
@@ -181,10 +187,8 @@ class ChatSpans:
         agent.inference_calls += 1
         model = read_str(data, "model") or self._facts.model
         status_code = read_int(data, "statusCode")
-        duration_ms = read_num(data, "durationMs")
-        start_ns = (
-            event.timestamp_ns - int(duration_ms * 1e6) if duration_ms else event.timestamp_ns
-        )
+        duration_ms = duration(data, "durationMs")
+        start_ns = started(event.timestamp_ns, duration_ms, parent.start_ns)
         attributes = self._factory.genai(sc.OP_CHAT)
         attributes.update(
             compact(
@@ -200,7 +204,7 @@ class ChatSpans:
             self._factory.span_id(ID_CHAT, event.key, event.key),
             parent.span_id,
             f"{sc.OP_CHAT} {model or sc.UNKNOWN}",
-            max(start_ns, parent.start_ns),
+            start_ns,
             kind=SpanKind.CLIENT,
             attributes=attributes,
             root_span_id=interaction.root.span_id,
@@ -223,3 +227,20 @@ def ask(agent: Agent, attributes: dict[str, AttributeValue]) -> None:
     if isinstance(text, str):
         attributes[sc.INPUT_VALUE] = text
         attributes[sc.INPUT_MIME_TYPE] = sc.MIME_TEXT
+
+
+def duration(data: Mapping[str, Any], key: str) -> float | None:
+    """A call's duration in ms as the event says it: None when it is not a finite number, or
+    is negative (no call takes less than nothing; -1e30 would put its start centuries after its
+    end)."""
+    value = read_num(data, key)
+    return value if value is not None and value >= 0 else None
+
+
+def started(end_ns: int, duration_ms: float | None, parent_start_ns: int) -> int:
+    """When a call that ended at `end_ns` after `duration_ms` started: never before its parent
+    (a duration longer than the turn is cut to it), never after its end (unless its parent
+    starts later: then at its parent's start, and the span ends there too)."""
+    if not duration_ms:
+        return max(end_ns, parent_start_ns)
+    return max(end_ns - int(min(duration_ms * 1_000_000, end_ns)), parent_start_ns)

@@ -7,15 +7,30 @@ event that finished it has been handled. The builders of each kind of span use i
 
 from __future__ import annotations
 
+import logging
+
 from ... import _ids
 from ... import semconv as sc
-from ..._records import AttributeValue, SpanRecord
+from ..._records import (
+    AttributeValue,
+    Repairs,
+    SpanEventRecord,
+    SpanRecord,
+    repair_record,
+    valid_record,
+)
 from .._config import AssemblerStats
 from .._meter import SessionMeter
 from .._spanmetrics import observe_span
 from .._state import Error, OpenSpan, SeenSet, SessionFacts
 
 __all__ = ["SpanFactory"]
+
+logger = logging.getLogger(__name__)
+
+#: Span events a span keeps: the newest (as the SDK's span limits, whose default is 128); a
+#: task that never ends must not gather compactions, steering messages... without end.
+MAX_SPAN_EVENTS = 128
 
 # The kinds ids are derived for (docs/architecture.md, "Ids are derived, not random").
 ID_INTERACTION = "interaction"
@@ -28,14 +43,22 @@ ID_SUBAGENT = "subagent"
 class SpanFactory:
     """Ids, shared attributes and the output of one session's spans."""
 
-    __slots__ = ("_facts", "_meter", "_out", "_stats", "_used_ids")
+    __slots__ = ("_facts", "_meter", "_out", "_repaired", "_stats", "_stream", "_used_ids")
 
-    def __init__(self, facts: SessionFacts, stats: AssemblerStats, meter: SessionMeter) -> None:
+    def __init__(
+        self,
+        facts: SessionFacts,
+        stats: AssemblerStats,
+        meter: SessionMeter,
+        stream: str | None = None,
+    ) -> None:
         self._meter = meter
         self._facts = facts
         self._stats = stats
+        self._stream = stream
         self._used_ids = SeenSet()
         self._out: list[SpanRecord] = []
+        self._repaired = False  # said once per session
 
     def span_id(self, kind: str, key: str, fallback: str) -> int:
         """The deterministic id of the `kind` of span keyed by `key`. If the session already
@@ -101,14 +124,49 @@ class SpanFactory:
         the labels not on its span). Every
         span of a session carries its attribution (repository, branch, commit, client: the
         segment's, when the span ends; docs/attribution.md): the record's attributes are its
-        own dict (`OpenSpan.finish`), so they are added in place."""
+        own dict (`OpenSpan.finish`), so they are added in place.
+
+        The record is made valid for every exporter here, the one place every span passes
+        (`_records.valid_record`, `repair_record`: text, numbers, times), so that no value
+        from a broken log can make an exporter refuse the batch it is in; what was changed is
+        counted (`otel_bridge.values.repaired`) and said once per session."""
         attributes = record.attributes
         if self._facts.attribution and isinstance(attributes, dict):
             attributes.update(self._facts.attribution)
+        if not valid_record(record):
+            repairs = Repairs()
+            record = repair_record(record, repairs)
+            self._report(repairs)
         self._stats.spans += 1
         self._out.append(record)
         if self._meter.observing:
             observe_span(self._meter, record, agent_type, agent_name)
+
+    def _report(self, repairs: Repairs) -> None:
+        """Count what a span needed made valid; say it once per session."""
+        if not repairs:
+            return  # only valid text beyond ASCII
+        self._meter.repaired(repairs)
+        if not self._repaired:
+            self._repaired = True
+            logger.warning(
+                "%s: values no exporter can carry made valid (text with lone surrogates, "
+                "numbers beyond 64 bits or not finite, times outside 1970..2262); "
+                "counted in otel_bridge.values.repaired, not said again for this session",
+                self._stream or "session",
+            )
+
+    def limit(self, which: str) -> None:
+        """A bound of what an open task holds was reached (`SessionMeter.limit`)."""
+        self._meter.limit(which)
+
+    def add_event(self, span: OpenSpan, event: SpanEventRecord) -> None:
+        """A point in time on an open span; past `MAX_SPAN_EVENTS` the oldest goes (counted)."""
+        events = span.events
+        if len(events) >= MAX_SPAN_EVENTS:
+            del events[0]
+            self._meter.limit(sc.LIMIT_SPAN_EVENTS)
+        events.append(event)
 
     def take(self) -> list[SpanRecord]:
         """The spans emitted since the last call."""

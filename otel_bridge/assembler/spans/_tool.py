@@ -28,7 +28,7 @@ class ToolSpans:
     def open(self, interaction: Interaction, agent: Agent, event: Event, tool_call_id: str) -> None:
         """tool.execution_start: under the turn that requested the call, else the agent's
         current turn, else the agent."""
-        parent_id = interaction.requested_by.get(tool_call_id)
+        parent_id = interaction.requested_by.pop(tool_call_id, None)
         if parent_id is None:
             parent_id = agent.current_span.span_id
         name = read_str(event.data, "toolName") or sc.UNKNOWN

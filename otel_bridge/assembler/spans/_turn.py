@@ -73,6 +73,7 @@ class TurnSpans:
                 turn.answer,
                 sc.GEN_AI_OUTPUT_MESSAGES,
                 as_messages("assistant"),
+                length=max(turn.answer_length, len(turn.answer)),
             )
             for span in (turn.span, agent.span):
                 self._content.show(

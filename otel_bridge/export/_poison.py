@@ -1,0 +1,189 @@
+"""A span an exporter cannot take never holds back the others: tell such failures from an outage,
+and isolate the span.
+
+A failed export call is either transient (connection refused, a timeout, 503, 404, a collector
+that asks to retry): the whole batch is retried with back-off, as `_queue` always did; or about
+the data: the exporter could not encode the batch (protobuf raises on a time past 2^64 ns, on a
+string that is not valid Unicode; an exporter that raises anything but an OSError is taken to
+have met such a value), or the receiver refused it as invalid (HTTP 400 or 413, gRPC
+INVALID_ARGUMENT). Retrying that batch as it is would fail for ever: every span queued behind
+it would wait, the checkpoints would stop, and a restart would meet it again.
+
+So a batch that failed about its data is tried in parts (`isolate`): the parts that go through
+are delivered, and a single span that still fails alone is rejected (the caller drops it,
+counts and logs it). An exporter or receiver that refuses everything (a bug that raises at
+every call, a proxy that answers 400 to any request) must not make the bridge drop every span:
+a span is only rejected once some other part of its batch went through. If nothing goes
+through, the batch is left whole for the ordinary back-off.
+
+`records` are the SDK's log records of the call (`_common.capture_exporter_logs`): the SDK
+exporters say there why a call failed, as `_common.failure_reason` reads them.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from ._otlp_json import EncodedSpan
+
+__all__ = ["Verdict", "classify", "isolate", "span_ids"]
+
+T = TypeVar("T")
+
+
+class Verdict(enum.Enum):
+    """What a failed export call says about its batch."""
+
+    TRANSIENT = "transient"  # retry the batch as it is, with back-off
+    DATA = "data"  # the exporter could not encode it, or the receiver refused it as invalid
+
+
+#: HTTP statuses that refuse the request's content (400 Bad Request: the OTLP/HTTP spec's
+#: answer to data it cannot take; 413: too large), not the endpoint or the moment.
+_REFUSING_STATUSES = frozenset({400, 413})
+#: gRPC status names that refuse the request's content (OTLP/gRPC: INVALID_ARGUMENT is
+#: "not retryable"; the SDK exporter retries the codes its _RETRYABLE_ERROR_CODES lists).
+_REFUSING_CODES = frozenset({"INVALID_ARGUMENT"})
+#: The OTLP/HTTP exporter's message for a batch over its max_request_size: it drops the call
+#: before sending it (opentelemetry-exporter-otlp-proto-http, trace_exporter.export).
+_TOO_LARGE = "Dropping span batch"
+
+
+def classify(
+    exc: BaseException | None, records: Sequence[logging.LogRecord]
+) -> tuple[Verdict, str]:
+    """The verdict on a failed call, and its cause in a few words that quote nothing from the
+    spans (an exception's class, an HTTP status, a gRPC code), for a log line.
+
+    Args:
+        exc: what the exporter's `export` raised, if it raised (the gRPC exporter encodes the
+            batch outside its own error handling, so an encoding error comes out here).
+        records: what the SDK logged during the call (the HTTP exporter logs the encoding
+            error it caught: "Failed to encode span batch: %s", with the exception).
+    """
+    if exc is not None:
+        verdict = Verdict.TRANSIENT if isinstance(exc, OSError) else Verdict.DATA
+        return verdict, type(exc).__name__
+    for record in records:
+        if isinstance(record.msg, str) and record.msg.startswith(_TOO_LARGE):
+            return Verdict.DATA, "batch over the exporter's max_request_size"
+        args = record.args if isinstance(record.args, tuple) else ()
+        for arg in args:
+            # An OSError (requests' errors are) is the network's; any other exception the
+            # exporter logged is its encoder's.
+            if isinstance(arg, BaseException) and not isinstance(arg, OSError):
+                return Verdict.DATA, type(arg).__name__
+            if isinstance(arg, enum.Enum) and arg.name in _REFUSING_CODES:
+                return Verdict.DATA, arg.name
+            if isinstance(arg, int) and not isinstance(arg, bool) and arg in _REFUSING_STATUSES:
+                return Verdict.DATA, f"HTTP {arg}"
+    return Verdict.TRANSIENT, ""
+
+
+#: Calls a batch that failed about its data gets for some part of it to go through, before the
+#: failure is taken as the exporter's or the receiver's, not the spans': halves, quarters,
+#: eighths and sixteenths of it, tried one level after the other.
+PROBES = 30
+
+
+def isolate(
+    batch: Sequence[T],
+    attempt: Callable[[list[T]], tuple[Verdict | None, str]],
+    delivered: Callable[[list[T]], None],
+    rejected: Callable[[T, str], None],
+    stop: Callable[[], bool],
+) -> list[T]:
+    """Deliver what can be delivered of a batch whose export failed about its data.
+
+    First, some part of it must go through: the batch is tried in halves, then quarters..., one
+    level after the other (bad spans come together, those of one broken session: a half
+    without them is found at once), for at most `PROBES` calls. If none does, the exporter or
+    the receiver refuses everything, not these spans: the batch is left whole, for the
+    back-off. Once one did, each part that still fails (spans that failed alone before are
+    tried once more: the receiver may have been refusing everything then) is split again,
+    depth first, until the span that fails alone is found and rejected; the rest is
+    delivered.
+
+    Args:
+        batch: the spans (in order) of the failed call.
+        attempt: one export call; (None, "") when it went through, else the `classify` verdict
+            and cause.
+        delivered: told of each part that went through.
+        rejected: told of each span that failed alone, once some part went through (with the
+            cause): the caller drops it.
+        stop: True when no further call may be made (the exporter is shutting down).
+
+    Returns:
+        the spans still to deliver, in order, to retry with back-off: none when every span was
+        delivered or rejected; else those not settled when a transient failure or `stop` came,
+        or when nothing went through.
+    """
+    items = list(batch)
+    parts: deque[tuple[int, int]] = deque(_halves(0, len(items)))  # [start, end) of `items`
+    held: list[tuple[int, int]] = []  # failed alone before anything went through
+    taken = False  # some part went through: the receiver takes data; failures are the data's
+    probes = PROBES
+
+    def rest() -> list[T]:
+        return [items[i] for start, end in sorted([*held, *parts]) for i in range(start, end)]
+
+    while parts:
+        if stop():
+            return rest()
+        # before anything went through, level by level (breadth first); after, depth first
+        start, end = parts.popleft()
+        part = items[start:end]
+        verdict, cause = attempt(part)
+        if verdict is None:
+            delivered(part)
+            if not taken:
+                # The receiver takes data: the spans refused alone so far are tried alone once
+                # more (it may have refused them while it refused everything) before their
+                # failure is taken as theirs.
+                taken = True
+                parts.extendleft(reversed(held))
+                held = []
+            continue
+        if verdict is Verdict.TRANSIENT:
+            parts.appendleft((start, end))
+            return rest()
+        if end - start > 1:
+            if taken:
+                parts.extendleft(reversed(_halves(start, end)))
+            else:
+                parts.extend(_halves(start, end))
+        elif taken:
+            rejected(items[start], cause)
+        else:
+            held.append((start, end))
+        if not taken:
+            probes -= 1
+            if probes <= 0:
+                return rest()
+    return rest()  # nothing went through (else `held` was emptied): left for the back-off
+
+
+def _halves(start: int, end: int) -> list[tuple[int, int]]:
+    middle = (start + end + 1) // 2
+    return [(start, middle), (middle, end)] if end - start > 1 else [(start, end)]
+
+
+def span_ids(span: ReadableSpan | EncodedSpan) -> tuple[str, str]:
+    """A span's trace and span ids in hex, for a log line."""
+    if isinstance(span, EncodedSpan):  # its JSON starts with them (`encode_record`)
+        match = _IDS.match(span.json)
+        return (match.group(1), match.group(2)) if match else ("?", "?")
+    context = span.context
+    if context is None:
+        return "?", "?"
+    return f"{context.trace_id:032x}", f"{context.span_id:016x}"
+
+
+_IDS = re.compile(r'\{"traceId":"([0-9a-f]{32})","spanId":"([0-9a-f]{16})"')
