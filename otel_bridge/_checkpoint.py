@@ -48,7 +48,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._checkpoint_entry import ENTRY_FIELDS, MAX_SENT, checked_entry, scrubbed_session
+from ._checkpoint_entry import (
+    ENTRY_FIELDS,
+    MAX_SENT,
+    MAX_SENT_BLOCKS,
+    checked_entry,
+    scrubbed_session,
+)
 from ._checkpoint_io import append_file, read_file, replace_file, set_aside
 from ._exceptions import CheckpointError
 from ._safe_open import open_regular
@@ -104,6 +110,8 @@ class FileCheckpoint:
         session: the session's state there (`SessionAssembler.snapshot()`).
         sent: ids of spans finished after `offset` and already delivered: a restart that reads
             them again does not export them again.
+        sent_blocks: the spans delivered before those of `sent`, as digests of blocks of
+            1,024 ids in the order they are read again (sources/_delivered.py).
     """
 
     path: str
@@ -114,6 +122,7 @@ class FileCheckpoint:
     offset: int
     session: Mapping[str, Any] = field(default_factory=dict)
     sent: Sequence[int] = ()
+    sent_blocks: Sequence[int] = ()
 
     def matches(self, path: Path, root: Path | None = None) -> bool:
         """Is `path` still the file this checkpoint was taken on (not replaced, not cut)?
@@ -136,6 +145,10 @@ def _encode(checkpoint: FileCheckpoint, scrub: Callable[[str], str]) -> str:
     entry = {name: getattr(checkpoint, name) for name in ENTRY_FIELDS}
     entry["session"] = scrubbed_session(checkpoint.session, scrub)
     entry["sent"] = list(checkpoint.sent[:MAX_SENT])
+    if checkpoint.sent_blocks:  # only for a long open task: a line stays as it was otherwise
+        entry["sent_blocks"] = list(checkpoint.sent_blocks[:MAX_SENT_BLOCKS])
+    else:
+        del entry["sent_blocks"]
     return json.dumps(entry, sort_keys=True, separators=(",", ":"))
 
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["ENTRY_FIELDS", "MAX_SENT", "checked_entry", "scrubbed_session"]
+__all__ = ["ENTRY_FIELDS", "MAX_SENT", "MAX_SENT_BLOCKS", "checked_entry", "scrubbed_session"]
 
 #: The fields of an entry, in the order of `FileCheckpoint`'s.
 ENTRY_FIELDS = (
@@ -29,11 +29,15 @@ ENTRY_FIELDS = (
     "offset",
     "session",
     "sent",
+    "sent_blocks",
 )
-_REQUIRED = frozenset(ENTRY_FIELDS) - {"session", "sent"}
-#: Bounds of what an entry may hold. A written one never exceeds them (`sent` is cut to
-#: `MAX_SENT` when encoded: a repeat rather than a loss); beyond them the line is damaged.
+_REQUIRED = frozenset(ENTRY_FIELDS) - {"session", "sent", "sent_blocks"}
+#: Bounds of what an entry may hold. A written one never exceeds them (`sent` and
+#: `sent_blocks` are cut when encoded: a repeat rather than a loss); beyond them the line is
+#: damaged. A block stands for 1,024 delivered spans (sources/_delivered.py): 100,000 of them
+#: are a task of a hundred million spans.
 MAX_SENT = 50_000
+MAX_SENT_BLOCKS = 100_000
 _MAX_PATH = 4096  # Linux's PATH_MAX
 _MAX_LINE = 4 << 20  # characters: a session's state is a few KiB, 50,000 span ids under 1 MiB
 _MAX_UINT64 = (1 << 64) - 1
@@ -42,8 +46,8 @@ _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 #: ids derive from them; a scrubbed one would give other ids after a restart).
 _ID_FIELDS = frozenset({"session_id", "previous", "previous_ids"})
 
-#: path, device, inode, fingerprint, fingerprint_bytes, offset, session, sent
-Entry = tuple[str, int, int, str, int, int, dict[str, Any], tuple[int, ...]]
+#: path, device, inode, fingerprint, fingerprint_bytes, offset, session, sent, sent_blocks
+Entry = tuple[str, int, int, str, int, int, dict[str, Any], tuple[int, ...], tuple[int, ...]]
 
 
 def checked_entry(line: str | Mapping[str, Any], max_fingerprint_bytes: int) -> Entry:
@@ -86,6 +90,13 @@ def checked_entry(line: str | Mapping[str, Any], max_fingerprint_bytes: int) -> 
     sent = entry.get("sent", [])
     if not isinstance(sent, list) or len(sent) > MAX_SENT or not all(map(_uint64, sent)):
         raise ValueError("bad 'sent'")
+    blocks = entry.get("sent_blocks", [])
+    if (
+        not isinstance(blocks, list)
+        or len(blocks) > MAX_SENT_BLOCKS
+        or not all(map(_uint64, blocks))
+    ):
+        raise ValueError("bad 'sent_blocks'")
     return (
         path,
         entry["device"],
@@ -95,6 +106,7 @@ def checked_entry(line: str | Mapping[str, Any], max_fingerprint_bytes: int) -> 
         entry["offset"],
         session,
         tuple(sent),
+        tuple(blocks),
     )
 
 

@@ -238,6 +238,9 @@ def good_line(tmp_path: Path) -> dict:
         ("sent", [1, "2"]),
         ("sent", list(range(50_001))),
         ("sent", {"1": 2}),
+        ("sent_blocks", [1, -2]),
+        ("sent_blocks", [2.5]),
+        ("sent_blocks", list(range(100_001))),
         ("unknown", 1),
     ],
 )
@@ -248,7 +251,8 @@ def test_every_field_is_checked_when_read(tmp_path, field, value) -> None:
     store.path.write_text(
         '{"version": 2}\n' + json.dumps({**good, field: value}) + "\n" + json.dumps(good) + "\n"
     )
-    assert store.load() == {good["path"]: FileCheckpoint(**{**good, "sent": ()})}
+    expected = FileCheckpoint(**{**good, "sent": (), "sent_blocks": ()})
+    assert store.load() == {good["path"]: expected}
     assert store.lost
     for missing in ("path", "offset", "fingerprint"):
         broken = {k: v for k, v in good.items() if k != missing}

@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from otel_bridge import Assembler
 from otel_bridge._checkpoint import CheckpointStore
-from otel_bridge.sources import Tailer, TailOptions
+from otel_bridge.sources import Tailer, TailOptions, _delivered
 from tests.spantree import assemble_file
 
 FIXTURE = Path(__file__).parent / "fixtures" / "subagent_parallel" / "events.jsonl"
@@ -121,3 +121,25 @@ FollowingALog.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_following_a_log = FollowingALog.TestCase
+
+
+class FollowingALogInSmallBlocks(FollowingALog):
+    """The same, with the delivered spans of an open task folded into blocks of 3 (1,024 in
+    use): restarts land before, inside and after blocks, and the re-read must drop exactly
+    what each checkpoint said was delivered."""
+
+    @initialize()
+    def setup(self) -> None:
+        self._block = _delivered.BLOCK
+        _delivered.BLOCK = 3
+        super().setup()
+
+    def teardown(self) -> None:
+        try:
+            super().teardown()
+        finally:
+            _delivered.BLOCK = getattr(self, "_block", _delivered.BLOCK)
+
+
+FollowingALogInSmallBlocks.TestCase.settings = FollowingALog.TestCase.settings
+test_following_a_log_in_small_blocks = FollowingALogInSmallBlocks.TestCase

@@ -382,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_QUEUE_SPANS,
         metavar="N",
         help="spans kept per exporter while its collector is down or "
-        f"slow; beyond, the oldest are dropped and counted "
+        "slow; while a queue is half full, logs are not read (they wait on disk) "
         f"(default: {DEFAULT_QUEUE_SPANS})",
     )
     run.add_argument(

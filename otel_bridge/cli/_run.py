@@ -92,7 +92,16 @@ def run(args: argparse.Namespace) -> int:
         max_log_bytes=args.max_log_bytes,
     )
     tailer = Tailer(
-        roots, assembler, sink.export, options, checkpoints=store, sequence=lambda: sink.sequence
+        roots,
+        assembler,
+        sink.export,
+        options,
+        checkpoints=store,
+        sequence=lambda: sink.sequence,
+        # Logs wait on disk while the exporters hold half their queue: a read never makes
+        # the queue drop spans (a MiB read adds a few thousand at most).
+        backlog=lambda: sink.queued,
+        max_backlog=max(args.queue_size // 2, 1),
     )
 
     checkpointing = _Checkpointing(tailer, sink, metrics.recorder if metrics else None)

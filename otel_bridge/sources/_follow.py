@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import bisect
 import json
 import os
 import threading
@@ -20,11 +19,11 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
 from .._checkpoint import FINGERPRINT_BYTES, FileCheckpoint, fingerprint
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
+from .._records import SpanRecord
 from .._safe_open import open_regular
+from ._delivered import DeliveredSpans, ReReadBlocks
 from ._discovery import DEFAULT_MAX_LOG_BYTES, LogFile
 from ._shard import Shard
-
-_MAX_ID = 1 << 64  # above any span id: bisects on (sequence number, span id) pairs
 
 __all__ = ["Follower", "Hints", "TailOptions", "end_of_last_line", "start_summary"]
 
@@ -106,12 +105,12 @@ class Follower:
         "pending",
         "raised",
         "read_pos",
+        "reread",
         "safe_offset",
         "safe_seq",
         "safe_session",
         "saved_once",
         "sent",
-        "sent_saved",
         "skip",
         "stream",
     )
@@ -146,14 +145,15 @@ class Follower:
         # Safe places whose spans may still be queued for export: (sequence number of the
         # last span emitted before it, offset, session state). See Tailer.save_checkpoints.
         self.pending: list[tuple[int, int, dict[str, Any]]] = []
-        # Spans handed to the exporters since the last safe place, as (sequence number, span
-        # id): those delivered go into the checkpoint, so that a restart reading the open
-        # interaction again does not export them again. Only kept with checkpoints.
-        self.sent: list[tuple[int, int]] = []
-        self.sent_saved = 0  # how many of them the last checkpoint named
+        # Spans handed to the exporters since the last safe place: those delivered go into
+        # the checkpoint, so that a restart reading the open interaction again does not
+        # export them again. Only kept with checkpoints.
+        self.sent = DeliveredSpans()
         self.saved_once = False  # a checkpoint was taken (or resumed from)
-        # The ids a checkpoint said were delivered: dropped when the re-read finishes them.
+        # After a restart, what the checkpoint said was delivered, dropped when the re-read
+        # gives it again: the ids of the last block, and the full blocks (`ReReadBlocks`).
         self.skip: set[int] | None = None
+        self.reread: ReReadBlocks[SpanRecord] | None = None
         # The session's state while its assembler is out of memory (a quiet log, its
         # interactions closed), as JSON (a third of a dict's size): restored when the log
         # grows again. None while resident.
@@ -175,9 +175,9 @@ class Follower:
         self.safe_session = "{}"
         self.safe_seq = 0
         self.pending = []
-        self.sent = []
-        self.sent_saved = 0
+        self.sent = DeliveredSpans()
         self.skip = None
+        self.reread = None
         self.evicted = None
         self.fingerprint = None
         self.not_a_log_said = False
@@ -185,15 +185,14 @@ class Follower:
             self.stream, max_line_bytes=self._options.max_line_bytes, stats=self._stats
         )
 
-    def resume_sent(self, sent: Sequence[int]) -> None:
-        """Resumed from a checkpoint that names `sent` as delivered after its safe place: the
-        re-read drops them, and until it passes a safe place every later checkpoint names them
-        too (as sequence number 0: delivered before anything this run queues). Without that, a
-        second crash while the same task is still open would repeat what was delivered before
-        the first one."""
+    def resume_sent(self, sent: Sequence[int], blocks: Sequence[int] = ()) -> None:
+        """Resumed from a checkpoint that names `sent` (and `blocks`) as delivered after its
+        safe place: the re-read drops them, and until it passes a safe place every later
+        checkpoint names them too. Without that, a second crash while the same task is still
+        open would repeat what was delivered before the first one."""
         self.skip = set(sent) or None
-        self.sent = [(0, span_id) for span_id in sent]
-        self.sent_saved = len(self.sent)
+        self.reread = ReReadBlocks(blocks) if blocks else None
+        self.sent = DeliveredSpans.resumed(sent, blocks)
         self.saved_once = True
 
     def checkpoint(self, watermark: int | None) -> FileCheckpoint | None:
@@ -206,9 +205,7 @@ class Follower:
             self.safe_seq, self.safe_offset, session = done[-1]
             self.safe_session = json.dumps(session)
             self.pending = self.pending[len(done) :]
-            if self.sent and self.sent[0][0] <= self.safe_seq:
-                self.sent = [s for s in self.sent if s[0] > self.safe_seq]
-                self.sent_saved = -1  # recounted below
+            self.sent.passed(self.safe_seq)
         if self.fingerprint is None or self.fingerprint[1] < FINGERPRINT_BYTES:
             try:
                 self.fingerprint = fingerprint(self.log.path, root=self.log.root)
@@ -217,9 +214,7 @@ class Follower:
         digest, length = self.fingerprint
         # A restart resumes at `safe_offset` and re-reads every span emitted after it: those
         # delivered already are named, so that it does not export them again.
-        delivered = self._delivered(watermark)
-        sent = tuple(span_id for _, span_id in self.sent[:delivered])
-        self.sent_saved = delivered
+        sent, blocks = self.sent.named(watermark)
         self.saved_once = True
         return FileCheckpoint(
             self.stream,
@@ -230,6 +225,7 @@ class Follower:
             self.safe_offset,
             json.loads(self.safe_session),
             sent,
+            blocks,
         )
 
     def moved(self, watermark: int | None) -> bool:
@@ -239,18 +235,12 @@ class Follower:
             return True
         if self.pending and (watermark is None or self.pending[0][0] <= watermark):
             return True
-        return self._delivered(watermark) != self.sent_saved
+        return self.sent.moved(watermark)
 
     @property
     def settled(self) -> bool:
         """Nothing a later checkpoint could add: no safe place or sent span waiting."""
-        return self.saved_once and not self.pending and self.sent_saved == len(self.sent)
-
-    def _delivered(self, watermark: int | None) -> int:
-        """How many of `sent` (in sequence order) are delivered."""
-        if watermark is None:
-            return len(self.sent)
-        return bisect.bisect_right(self.sent, (watermark, _MAX_ID))
+        return self.saved_once and not self.pending and self.sent.settled
 
 
 class Hints(FileSystemEventHandler):

@@ -54,8 +54,13 @@ __all__ = ["TailOptions", "Tailer"]
 logger = logging.getLogger(__name__)
 
 _MAX_PENDING = 1024  # safe places remembered per log while exports are behind
-_MAX_SENT = 20_000  # delivered span ids remembered per open task (beyond: repeats, no loss)
-_READ_LIMIT = 8 << 20  # bytes read from one file per poll, so one huge log cannot stall the rest
+#: Bytes read from one file per poll, so that one huge log cannot stall the rest. A log with
+#: more to read is read again at once (`run` does not wait between polls then), unless the
+#: exporters are behind. With back-pressure, a read is also kept to what the room left in the
+#: export queue can take: an event is some 100 bytes at the least, and ends a span or two.
+_READ_LIMIT = 1 << 20
+_MIN_READ = 4096
+_BYTES_PER_SPAN = 100
 #: With notifications, every log is stat'ed anyway at every this many rescans (a minute at the
 #: default 5 s): a safety net for what the kernel did not report, cheap at 10,000 logs.
 _RESCANS_PER_SWEEP = 12
@@ -91,6 +96,10 @@ class Tailer:
         sequence: the sequence number of the last span handed to `emit` (the sink's), so that
             a checkpoint waits for the spans before it to be exported; none: emitting is
             exporting.
+        backlog: how many spans the exporters hold (the sink's `queued`); none: no limit.
+        max_backlog: while `backlog()` is at least this, logs are not read: they wait on disk
+            for the exporters to catch up (a catch-up of big logs, a collector down) instead
+            of a full queue dropping spans.
     """
 
     def __init__(
@@ -102,6 +111,8 @@ class Tailer:
         clock: Callable[[], float] = time.time,
         checkpoints: CheckpointStore | None = None,
         sequence: Callable[[], int] | None = None,
+        backlog: Callable[[], int] | None = None,
+        max_backlog: int = 0,
     ) -> None:
         self.roots = [Path(r) for r in roots]
         self.options = options or TailOptions()
@@ -144,6 +155,12 @@ class Tailer:
         # exporting then): checkpoints tell the spans before a safe place from those after.
         self._emitted = 0
         self._sequence = sequence or (lambda: self._emitted)
+        # Back-pressure: while the exporters hold `max_backlog` spans or more, no log is read
+        # (they wait on disk, where nothing is lost), instead of the queue dropping its oldest.
+        self._backlog = backlog
+        self._max_backlog = max_backlog
+        self._more = False  # a read stopped at _READ_LIMIT: read again without waiting
+        self.paused_reads = 0  # polls that left logs unread for the exporters to catch up
         # Small sets, so that a poll costs what changed, not what is followed.
         self._behind: set[str] = set()  # not read to the end (or a partial line held)
         self._catching: set[str] = set()  # not yet read to the end once
@@ -254,10 +271,20 @@ class Tailer:
                 self._consider(path, now)
         to_read |= self._behind
         events = 0
+        self._more = False
+        paused = False
         for stream in sorted(to_read):  # sorted: the same order in every run
             follower = self._followers.get(stream)
-            if follower is not None:
-                events += self._read_guarded(follower, now)
+            if follower is None:
+                continue
+            if paused or self._exporters_behind():
+                paused = True
+                self._behind.add(stream)  # read once the exporters have caught up
+                continue
+            events += self._read_guarded(follower, now)
+        if paused:
+            self.paused_reads += 1
+            self._more = False  # a delivery wakes the loop (`run` sets on_delivered)
         if timers:  # timeouts of minutes, looked at every rescan, not every poll
             self._close_quiet(now)
             self._evict(now)
@@ -265,6 +292,18 @@ class Tailer:
         self._skips.update()
         self.events_read += events
         return events
+
+    def _exporters_behind(self) -> bool:
+        return self._backlog is not None and self._backlog() >= self._max_backlog
+
+    def _read_limit(self) -> int:
+        """How much of a log one read may take: `_READ_LIMIT`, or with back-pressure no more
+        than the spans the export queue has room for would take (a small queue is not
+        overrun by one read of many small events)."""
+        if self._backlog is None:
+            return _READ_LIMIT
+        room = self._max_backlog - self._backlog()
+        return max(_MIN_READ, min(_READ_LIMIT, room * _BYTES_PER_SPAN))
 
     def run(
         self,
@@ -285,7 +324,8 @@ class Tailer:
             self.poll_once()
             if after_poll is not None:
                 after_poll()
-            self.wake.wait(poll_interval)
+            if not self._more:  # a log has more to read now: no wait
+                self.wake.wait(poll_interval)
 
     def close(self) -> None:
         """Stop watching. Open interactions are not exported: a restart rebuilds them from
@@ -511,7 +551,8 @@ class Tailer:
             logger.info("following %s from byte %d", log.path, offset)
         self._watcher.watch_directory(log.path.parent)
         if resume is not None and start == "checkpoint":
-            if offset == st.st_size and not resume.sent:  # nothing to read: asleep at once
+            if offset == st.st_size and not resume.sent and not resume.sent_blocks:
+                # nothing to read: asleep at once
                 self._dormant[stream] = _pack(key, st.st_size)
                 self._gate.claim(key, stream)
                 return start
@@ -555,7 +596,7 @@ class Tailer:
             # Taken back when the log is read (a checkpointed log that stays quiet costs no
             # session assembler): the state at the safe place, and what was delivered after.
             follower.safe_session = follower.evicted = json.dumps(resume.session)
-            follower.resume_sent(resume.sent)
+            follower.resume_sent(resume.sent, resume.sent_blocks)
             follower.fingerprint = (resume.fingerprint, resume.fingerprint_bytes)
         else:
             self._dirty.add(follower.stream)  # its first checkpoint: where it starts
@@ -648,7 +689,7 @@ class Tailer:
         if size <= follower.read_pos:
             self._reached_end(follower)
             return events
-        wanted = min(size - follower.read_pos, _READ_LIMIT)
+        wanted = min(size - follower.read_pos, self._read_limit())
         start = follower.read_pos
         chunk = handle.read_at(start, wanted)
         if start == 0 and chunk:
@@ -663,6 +704,7 @@ class Tailer:
         else:
             follower.at_end = False
             self._behind.add(stream)
+            self._more = True
         if positions:
             self._assemble(follower, positions)
             if catching_up and follower.caught_up and stream not in self._open:
@@ -721,7 +763,7 @@ class Tailer:
                     return 0
                 end = min(st.st_size, self.options.max_log_bytes)
                 while follower.read_pos < end:
-                    wanted = min(end - follower.read_pos, _READ_LIMIT)
+                    wanted = min(end - follower.read_pos, self._read_limit())
                     chunk = old.read_at(follower.read_pos, wanted)
                     positions = self._decode(follower, chunk, now)
                     if positions:
@@ -807,6 +849,20 @@ class Tailer:
     ) -> None:
         """Emit records (minus those a checkpoint says were delivered before a restart); then,
         at a safe place, remember it for the checkpoint."""
+        reread = follower.reread
+        if reread is not None:  # after a restart: the delivered blocks are dropped
+            records = reread.take(records)
+            if safe is not None:
+                records.extend(reread.finish())
+            if reread.diverged:
+                logger.info(
+                    "%s: read again after a restart, its open task gave other spans than "
+                    "delivered before; they are exported again",
+                    follower.log.path,
+                )
+                follower.sent.diverged(reread.verified)
+            if reread.done:
+                follower.reread = None
         skip = follower.skip
         if skip and records:
             kept = [r for r in records if r.span_id not in skip]
@@ -815,11 +871,11 @@ class Tailer:
         if records:
             queued = self._emit(records)
             self._emitted += len(records)
-            if self._store is not None and len(follower.sent) < _MAX_SENT:
+            if self._store is not None:
                 if queued is None:  # emitting is exporting
                     first = self._emitted - len(records) + 1
                     queued = [(first + n, r.span_id) for n, r in enumerate(records)]
-                follower.sent.extend(queued)
+                follower.sent.add(queued, [r.span_id for r in records])
                 self._dirty.add(follower.stream)
         if safe is not None and self._store is not None:
             follower.skip = None  # the re-read has passed what was delivered
@@ -963,8 +1019,9 @@ class Tailer:
         return (
             follower.evicted is not None
             and follower.settled
-            and not follower.sent
+            and follower.sent.empty
             and follower.skip is None
+            and follower.reread is None
             and follower.caught_up
             and follower.at_end
             and follower.error is None
