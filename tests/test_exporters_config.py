@@ -29,7 +29,7 @@ import pytest
 from otel_bridge import ConfigError
 from otel_bridge.sources import LiveBridge
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import log_tail, terminate
+from tests.processes import log_tail, sigint_default, terminate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BASIC = FIXTURES / "run1_cli_prompt_basic" / "events.jsonl"  # one task, 6 spans
@@ -119,23 +119,25 @@ class RunningBridge:
         self.state_dir = tmp_path / "bridge-state"
         self._stderr = self.log.open("w")
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(state),
-                "--state-dir",
-                str(self.state_dir),
-                "--prometheus-port",
-                str(self.port),
-                "--poll-interval",
-                "0.1",
-                "--rescan-interval",
-                "0.3",
-                *extra,
-            ],
+            sigint_default(  # the Ctrl-C tests' SIGINT must reach it however pytest started
+                [
+                    sys.executable,
+                    "-m",
+                    "otel_bridge",
+                    "run",
+                    "--session-state",
+                    str(state),
+                    "--state-dir",
+                    str(self.state_dir),
+                    "--prometheus-port",
+                    str(self.port),
+                    "--poll-interval",
+                    "0.1",
+                    "--rescan-interval",
+                    "0.3",
+                    *extra,
+                ]
+            ),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,

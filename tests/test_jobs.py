@@ -24,7 +24,7 @@ from otel_bridge.sources._parallel import (
     usable_cores,
 )
 from tests.corpus import metric_points, session_state, spans_in_order
-from tests.processes import terminate
+from tests.processes import sigint_default, terminate
 
 ROOT = Path(__file__).parent.parent
 
@@ -226,7 +226,9 @@ def _replay_with_workers(tmp_path: Path, stderr: int) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "otel_bridge", "replay", str(corpus), "--no-progress"]
     command += ["--jobs", "2", "--traces-file", str(tmp_path / "traces.jsonl")]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "none"}
-    process = subprocess.Popen(command, env=env, stderr=stderr, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        sigint_default(command), env=env, stderr=stderr, text=True, start_new_session=True
+    )
     deadline = time.monotonic() + 60
     while not _workers(process.pid) and process.poll() is None:
         if time.monotonic() > deadline:
