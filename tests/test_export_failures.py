@@ -65,6 +65,33 @@ def test_a_transient_refusal_is_retried_and_carries_retry_after(
         assert failure.retry_after == 1.0
 
 
+_IN_A_ROW = """
+import sys
+from otel_bridge.export._exporters import probe_otlp
+environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": sys.argv[1], "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+for signal in ("traces", "traces", "metrics", "metrics"):
+    print(probe_otlp(environ, signal, timeout=5).refused)
+"""
+
+
+def test_a_refusal_in_a_row_is_still_told_what_it_was(otlp_receiver: OtlpReceiver) -> None:
+    """The gRPC exporter's logger drops a message it gave in the last 20 s (the SDK's
+    DuplicateFilter): the second refusal must not come out as a transient failure. In a
+    process of its own, where the gRPC exporter is the first one made (the order its logger
+    got its filters in is what matters)."""
+    otlp_receiver.mode = "not_found"
+    done = subprocess.run(
+        [sys.executable, "-c", _IN_A_ROW, otlp_receiver.grpc_endpoint],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [REFUSED_ENDPOINT] * 4
+
+
 def test_a_signal_nothing_receives_is_refused_by_the_endpoint() -> None:
     with OtlpReceiver(signals=("traces",)) as jaeger_like:
         for protocol in ("http/protobuf", "grpc"):

@@ -306,8 +306,15 @@ def quiet_exporter_logs() -> None:
         )
         for name in names:
             target = logging.getLogger(name)
-            if _CHATTER not in target.filters:
-                target.addFilter(_CHATTER)
+            # First: the gRPC exporter's logger has the SDK's DuplicateFilter
+            # (opentelemetry-exporter-otlp-proto-grpc 1.45, exporter.py: `logger.addFilter(
+            # DuplicateFilter())`; opentelemetry.sdk._shared_internal), which drops a record
+            # whose message the previous one had, within 20 s: after it, a second refusal in
+            # a row would leave no record to say what it was. Filters run in list order.
+            if target.filters[:1] != [_CHATTER]:
+                if _CHATTER in target.filters:
+                    target.removeFilter(_CHATTER)
+                target.filters.insert(0, _CHATTER)
 
 
 @contextlib.contextmanager
