@@ -204,3 +204,40 @@ def test_doctor_catches_the_readme_s_collector_command_pointed_at_jaeger(tmp_pat
     (failure,) = marked(result.stdout, "!!")
     assert failure.startswith("[!!] metrics otlp at ") and "HTTP 404" in failure
     assert "OTEL_METRICS_EXPORTER=prometheus" in failure
+
+
+def _lines(stderr: str) -> list[str]:
+    """The log lines, without their times."""
+    return [line.split(" ", 2)[2] for line in stderr.splitlines() if line[:2] == "20"]
+
+
+def test_replay_says_each_thing_once(tmp_path: Path) -> None:
+    """An unreadable log and spans a collector refuses: each said in one line, then counted in
+    the summary, not listed again."""
+    state = session_state(tmp_path / "session-state")
+    logs = sorted(state.glob("*/events.jsonl"))
+    logs[0].chmod(0)
+    with OtlpReceiver() as receiver:
+        receiver.mode = "not_found"
+        command = [sys.executable, "-m", "otel_bridge", "replay", str(state), "--no-progress"]
+        try:
+            result = subprocess.run(
+                as_a_user([*command, "--export-timeout", "0"]),
+                env=environment(
+                    OTEL_EXPORTER_OTLP_ENDPOINT=receiver.http_endpoint, OTEL_TRACES_EXPORTER="otlp"
+                ),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+        finally:
+            logs[0].chmod(0o644)
+    assert result.returncode == 1, result.stderr
+    lines = _lines(result.stderr)
+    assert len(lines) == len(set(lines)), result.stderr
+    assert sum(str(logs[0]) in line for line in lines) == 1, result.stderr
+    assert sum("not delivered" in line or "could not be exported" in line for line in lines) == 2
+    (summary,) = [line for line in lines if "replayed" in line]
+    assert f"replayed {len(logs)} logs (1 could not be read)" in summary
+    assert "could not be exported" in summary

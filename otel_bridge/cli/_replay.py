@@ -152,24 +152,22 @@ def _replay(
         verdicts.append(f"{len(summary.not_logs)} failed: not a Copilot session log")
     if summary.empty:
         verdicts.append(f"{len(summary.empty)} empty")
+    # Spans not delivered or dropped: the sink said so per destination, counted here.
+    lost = undelivered + sink.stats.dropped
     logger.info(
-        "replayed %d log%s%s: %s; %d spans exported in %d traces%s",
+        "replayed %d log%s%s: %s; %d spans exported in %d traces%s%s",
         summary.files,
         "" if summary.files == 1 else "s",
         f" ({', '.join(verdicts)})" if verdicts else "",
         summarize_reading(summary.read),
         sink.stats.exported,
         assembler.stats.interactions,
+        f", {lost} could not be exported" if lost else "",
         sampled(sink) + destinations(sink),
     )
-    if summary.failed:  # each said in its own line, and counted in the summary
+    if summary.failed or summary.not_logs:  # each said in its own line, counted in the summary
         return 1
-    if summary.not_logs:  # each said so in its own line, already
-        return 1
-    if undelivered or sink.stats.dropped:
-        logger.error("%d spans could not be exported", undelivered + sink.stats.dropped)
-        return 1
-    return 0
+    return 1 if lost else 0
 
 
 def _signum(exc: KeyboardInterrupt) -> int:
