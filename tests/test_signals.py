@@ -100,6 +100,8 @@ def test_replay_started_with_sigint_ignored_keeps_ignoring_it(tmp_path: Path) ->
         _, stderr = process.communicate(timeout=120)
     finally:
         terminate(process, group=True)
+        if process.stderr is not None:
+            process.stderr.close()
     assert process.returncode == 0, stderr  # it went on to the end
     assert "received SIGINT" not in stderr and "Traceback" not in stderr
     logs = len(list((tmp_path / "session-state").iterdir()))
@@ -140,6 +142,8 @@ def test_sigterm_stops_replay_and_its_workers_as_ctrl_c_does(
         _wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), 30, "end")
     finally:
         terminate(process, group=True)
+        if process.stderr is not None:
+            process.stderr.close()
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert "received SIGTERM" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
@@ -229,5 +233,7 @@ def test_run_started_from_a_terminal_stops_on_ctrl_c(
         _, stderr = process.communicate(timeout=30)
     finally:
         terminate(process)
+        if process.stderr is not None:
+            process.stderr.close()
     assert process.returncode == 0, stderr
     assert "received SIGINT" in stderr
