@@ -25,7 +25,7 @@ from .._progress import TerminalHandler, printable
 from ._checks import contradiction
 from ._common import Interrupted
 from ._inspect import doctor, stats
-from ._parser import build_parser, command_parser, fill_implied
+from ._parser import build_parser, command_parser
 from ._replay import replay
 from ._run import run
 from ._service import install_service
@@ -74,7 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = contradiction(args, os.environ)
     if problem is not None:
         command_parser(parser, args.command).error(problem)  # exit status 2
-    fill_implied(args)
     try:
         return _COMMANDS[args.command](args)
     except BridgeError as exc:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from ..export._metrics import metric_exporter_names
 from ._common import CONTENT_ENV
+from ._options import given
 
 __all__ = ["contradiction", "prometheus_wanted"]
 
@@ -33,13 +34,12 @@ _PORT_FLAGS = (
 def prometheus_wanted(args: argparse.Namespace) -> bool:
     """A flag of the port was given: run serves it even when OTEL_METRICS_EXPORTER leaves
     prometheus out (the flag wins)."""
-    return any(getattr(args, name, None) is not None for name, _ in _PORT_FLAGS)
+    return any(given(args, name) for name, _ in _PORT_FLAGS)
 
 
 def contradiction(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
     """The first problem with the flags of `args.command`, as argparse says one ("argument
-    --state-dir: not allowed with argument --no-checkpoints ..."); None when they agree.
-    Call before `fill_implied`: an option left to its default is None then."""
+    --state-dir: not allowed with argument --no-checkpoints ..."); None when they agree."""
     command = getattr(args, "command", None)
     if command in ("run", "doctor"):
         problem = _checkpoints(args) or _port(args)
@@ -53,12 +53,8 @@ def contradiction(args: argparse.Namespace, environ: Mapping[str, str]) -> str |
     return problem or _metric_labels(args, environ) or _content(args, environ) or _attributes(args)
 
 
-def _given(args: argparse.Namespace, name: str) -> bool:
-    return getattr(args, name, None) is not None
-
-
 def _checkpoints(args: argparse.Namespace) -> str | None:
-    if args.no_checkpoints and _given(args, "state_dir"):
+    if args.no_checkpoints and given(args, "state_dir"):
         return (
             "argument --state-dir: not allowed with argument --no-checkpoints (with no "
             "checkpoints there is no state directory)"
@@ -70,7 +66,7 @@ def _port(args: argparse.Namespace) -> str | None:
     if not args.no_prometheus:
         return None
     for name, flag in _PORT_FLAGS:
-        if _given(args, name):
+        if given(args, name):
             return (
                 f"argument {flag}: not allowed with argument --no-prometheus (which serves no "
                 "port: no /metrics, /healthz nor /readyz)"
@@ -79,7 +75,7 @@ def _port(args: argparse.Namespace) -> str | None:
 
 
 def _catch_up(args: argparse.Namespace) -> str | None:
-    if args.backfill and _given(args, "catch_up_minutes"):
+    if args.backfill and given(args, "catch_up_minutes"):
         return (
             "argument --catch-up-minutes: not allowed with argument --backfill (which reads "
             "every log from its beginning, however old)"
@@ -100,7 +96,7 @@ def _metric_names(args: argparse.Namespace, environ: Mapping[str, str]) -> set[s
 
 
 def _interval(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
-    if not _given(args, "metrics_interval"):
+    if not given(args, "metrics_interval"):
         return None
     if args.metrics_file is None and not _metric_names(args, environ) & {"otlp", "console"}:
         return (
@@ -126,7 +122,7 @@ def _metric_labels(args: argparse.Namespace, environ: Mapping[str, str]) -> str 
 
 def _content(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
     content = args.capture_content or environ.get(CONTENT_ENV, "").strip().lower() == "true"
-    if _given(args, "content_max_chars") and not content:
+    if given(args, "content_max_chars") and not content:
         return (
             "argument --content-max-chars: content capture is off, so there is no text to cut "
             f"(--capture-content or {CONTENT_ENV}=true turns it on)"

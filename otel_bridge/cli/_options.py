@@ -14,7 +14,39 @@ from ..sources._discovery import DEFAULT_MAX_LOG_BYTES
 from ._common import CONTENT_ENV
 from ._types import metric_labels, non_negative_float, positive_int, ratio
 
-__all__ = ["background_wait", "export", "limits", "metrics", "paths", "privacy", "user_id"]
+__all__ = [
+    "Given",
+    "background_wait",
+    "export",
+    "given",
+    "limits",
+    "metrics",
+    "paths",
+    "privacy",
+    "user_id",
+]
+
+
+class Given(argparse.Action):
+    """Stores the value, as argparse's store, and notes the option as given (`given`): its
+    default is the same value as a flag given it, and what a flag can contradict is the flag
+    given, not its default."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        noted: set[str] = getattr(namespace, "given_options", set())
+        namespace.given_options = noted | {self.dest}
+
+
+def given(args: argparse.Namespace, name: str) -> bool:
+    """Whether the option `name` (its dest) was given on the command line (`Given`)."""
+    return name in getattr(args, "given_options", ())
 
 
 def paths(sub: argparse.ArgumentParser, what: str) -> None:
@@ -118,8 +150,9 @@ def privacy(group: Any) -> None:
     )
     group.add_argument(
         "--content-max-chars",
+        action=Given,
         type=positive_int,
-        default=None,
+        default=8192,
         metavar="N",
         help="with content capture on, cut each text attribute to N characters (default: 8192)",
     )

@@ -6,9 +6,9 @@ in `_options`, `os.environ` in the commands); the pipeline is built from what th
 
 `run` and `replay` group their options by what they are about (sources, checkpoints, export,
 metrics, privacy, scale; the groups they share are in `_options`); help is laid out by
-`_help.HelpFormatter`, and each subcommand's ends with examples. Options whose default
-is implied (`IMPLIED`) parse to None when not given, so that `_checks` can tell a flag given
-from a default and refuse one that cannot take effect; `fill_implied` then sets the default.
+`_help.HelpFormatter`, and each subcommand's ends with examples. The options a flag can
+contradict note when they are given (`_options.Given`), so that `_checks` can tell a flag
+given from its default.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..export._sink import DEFAULT_QUEUE_SPANS
 from ..sources._parallel import WORKERS_FROM_BYTES, usable_cores
 from ..sources._shard import Shard, parse_shard
 from ._help import NO_BREAK, HelpFormatter
-from ._options import background_wait, export, limits, metrics, paths, privacy, user_id
+from ._options import Given, background_wait, export, limits, metrics, paths, privacy, user_id
 from ._types import (
     metrics_interval,
     non_negative_float,
@@ -33,18 +33,7 @@ from ._types import (
     positive_int,
 )
 
-__all__ = ["IMPLIED", "build_parser", "command_parser", "fill_implied", "shard", "user_id"]
-
-#: Options parsed to None when not given, and the value they then take (`fill_implied`).
-IMPLIED: dict[str, Any] = {
-    "prometheus_host": DEFAULT_PROMETHEUS_HOST,
-    "prometheus_port": DEFAULT_PROMETHEUS_PORT,
-    "catch_up_minutes": 60.0,
-    "metrics_interval": 60.0,
-    "content_max_chars": 8192,
-    "unready_after": 60.0,
-    "stuck_after": 120.0,
-}
+__all__ = ["build_parser", "command_parser", "shard", "user_id"]
 
 _LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
 _LOG_LEVEL_HELP = "what the bridge logs about itself, on stderr (default: INFO)"
@@ -151,13 +140,6 @@ def command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.Ar
     raise KeyError(command)
 
 
-def fill_implied(args: argparse.Namespace) -> None:
-    """Give the options of `IMPLIED` that were not given their default."""
-    for name, value in IMPLIED.items():
-        if getattr(args, name, value) is None:
-            setattr(args, name, value)
-
-
 def _command(
     commands: Any, name: str, *, summary: str, description: str, epilog: str
 ) -> argparse.ArgumentParser:
@@ -251,8 +233,9 @@ def _run(commands: Any) -> None:
     )
     sources.add_argument(
         "--catch-up-minutes",
+        action=Given,
         type=non_negative_float,
-        default=None,
+        default=60.0,
         metavar="M",
         help="at start, read logs modified in the last M minutes from their beginning; "
         "older ones are followed from their end (default: 60)",
@@ -284,6 +267,7 @@ def _run(commands: Any) -> None:
     )
     checkpoints.add_argument(
         "--state-dir",
+        action=Given,
         type=Path,
         metavar="DIR",
         help="where run keeps its checkpoints (resume points of every log), so that a "
@@ -310,15 +294,17 @@ def _run(commands: Any) -> None:
     )
     probes.add_argument(
         "--prometheus-host",
-        default=None,
+        action=Given,
+        default=DEFAULT_PROMETHEUS_HOST,
         metavar="ADDR",
         help="address of the /metrics, /healthz and /readyz endpoint (default: "
         f"{DEFAULT_PROMETHEUS_HOST}; 0.0.0.0 exposes it to the network)",
     )
     probes.add_argument(
         "--prometheus-port",
+        action=Given,
         type=port,
-        default=None,
+        default=DEFAULT_PROMETHEUS_PORT,
         metavar="PORT",
         help=f"its port (default: {DEFAULT_PROMETHEUS_PORT}; 0 picks a free one)",
     )
@@ -330,24 +316,27 @@ def _run(commands: Any) -> None:
     metrics(probes, "run")
     probes.add_argument(
         "--metrics-interval",
+        action=Given,
         type=metrics_interval,
-        default=None,
+        default=60.0,
         metavar="S",
         help="how often OTLP, console and file metrics are exported (Prometheus scrapes when "
         "it likes) (default: 60)",
     )
     probes.add_argument(
         "--unready-after",
+        action=Given,
         type=positive_float,
-        default=None,
+        default=60.0,
         metavar="S",
         help="/readyz says not ready once an exporter has failed this long on a batch "
         "(default: 60); also not ready while logs are caught up",
     )
     probes.add_argument(
         "--stuck-after",
+        action=Given,
         type=positive_float,
-        default=None,
+        default=120.0,
         metavar="S",
         help="/healthz answers 503 once the main loop has neither finished a poll nor read a "
         "log for this long, beyond --poll-interval (default: 120)",
@@ -445,13 +434,24 @@ def _doctor(commands: Any) -> None:
         help="as for run (default: $COPILOT_HOME/session-state)",
     )
     doctor.add_argument("--traces-file", type=Path, metavar="FILE", help="as for run")
-    doctor.add_argument("--state-dir", type=Path, metavar="DIR", help="as for run")
+    doctor.add_argument("--state-dir", action=Given, type=Path, metavar="DIR", help="as for run")
     doctor.add_argument(
         "--no-checkpoints", action="store_true", help="as for run: no state directory to check"
     )
-    doctor.add_argument("--prometheus-host", default=None, metavar="ADDR", help="as for run")
     doctor.add_argument(
-        "--prometheus-port", type=port, default=None, metavar="PORT", help="as for run"
+        "--prometheus-host",
+        action=Given,
+        default=DEFAULT_PROMETHEUS_HOST,
+        metavar="ADDR",
+        help="as for run",
+    )
+    doctor.add_argument(
+        "--prometheus-port",
+        action=Given,
+        type=port,
+        default=DEFAULT_PROMETHEUS_PORT,
+        metavar="PORT",
+        help="as for run",
     )
     doctor.add_argument("--no-prometheus", action="store_true", help="as for run: no port to check")
 

@@ -35,7 +35,7 @@ from .._exceptions import BridgeError
 from .._progress import printable
 from ..export import trace_exporter_names
 from ._checks import contradiction
-from ._parser import build_parser, command_parser, fill_implied
+from ._parser import build_parser, command_parser
 
 __all__ = ["PLATFORMS", "ServiceFile", "bridge_command", "install_service", "render"]
 
@@ -251,7 +251,6 @@ def _run_options(run_args: Sequence[str], environ: Mapping[str, str]) -> argpars
     problem = contradiction(options, copied_environment(environ))
     if problem is not None:
         command_parser(parser, "run").error(problem)
-    fill_implied(options)
     return options
 
 
