@@ -60,8 +60,8 @@ def start_bridge(state: Path, env_extra: dict[str, str], *more: str) -> subproce
             "0.3",
             "--prometheus-port",
             "0",
-            "--metrics-interval",
-            "0.5",
+            # OTLP metrics often, when they go anywhere but to Prometheus (which is scraped)
+            *(["--metrics-interval", "0.5"] if "OTEL_EXPORTER_OTLP_ENDPOINT" in env_extra else []),
             "--state-dir",
             str(state.parent / "bridge-state"),
             *more,
