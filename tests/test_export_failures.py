@@ -145,3 +145,32 @@ def test_run_s_metrics_to_a_traces_only_backend_say_once_what_to_set(tmp_path: P
     assert "(HTTP 404 Not Found)" in lines[0]
     assert "OTEL_METRICS_EXPORTER=prometheus" in lines[0]
     assert "OTEL_METRICS_EXPORTER=none" in lines[0]
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+@pytest.mark.parametrize("mode", ["not_found", "not_implemented"])
+def test_replay_to_an_endpoint_that_takes_no_traces_asks_once_and_says_what_to_check(
+    otlp_receiver: OtlpReceiver, protocol: str, mode: str, tmp_path: Path
+) -> None:
+    """The bridge's own queue does not retry a refusal that will not change as if the
+    collector were busy: before, a replay asked again after 1, 2, 4 and 8 s, until its
+    --export-timeout, and said only "export failed"."""
+    otlp_receiver.mode = mode  # type: ignore[assignment]
+    log = tmp_path / "events.jsonl"  # one small real session: one batch of spans
+    log.write_bytes(
+        (ROOT / "tests" / "fixtures" / "run1_cli_prompt_basic" / "events.jsonl").read_bytes()
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
+    env.update(_environ(otlp_receiver, protocol))
+    done = subprocess.run(
+        [sys.executable, "-m", "otel_bridge", "replay", str(log), "--no-progress"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert otlp_receiver.refused_requests == 1  # one batch, asked once, never split
+    assert "takes no OTLP traces" in done.stderr
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" in done.stderr
