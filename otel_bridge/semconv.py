@@ -59,6 +59,13 @@ OP_INVOKE_AGENT: Final = "invoke_agent"
 OP_CHAT: Final = "chat"
 OP_EXECUTE_TOOL: Final = "execute_tool"
 
+#: The name of every turn span. A span name is what a backend makes an operation of (Jaeger's
+#: operation list, the Collector's spanmetrics connector): it says what kind of step a span is,
+#: never which one, or a long task would add a name per turn. The turn's place in the task is
+#: its copilot.turn.index; the other names are the GenAI `{operation} {name}` with a bounded
+#: name (agent, model, tool).
+SPAN_TURN: Final = "turn"
+
 #: gen_ai.provider.name: the CLI's own telemetry says "github"; we match it so that both sources
 #: group together in a backend.
 PROVIDER_GITHUB: Final = "github"

@@ -14,12 +14,14 @@ import json
 import os
 import subprocess
 import sys
+import urllib.parse
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from otel_bridge.export._otel import DEFAULT_SERVICE_NAME
 from tests.goparts import Jaeger, jaeger_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,3 +161,95 @@ def test_jaeger_lists_the_service_and_its_operations(jaeger: Jaeger, tmp_path: P
     assert "otel-bridge-services-test" in jaeger.api("/api/services")["data"]
     operations = set(jaeger.api("/api/services/otel-bridge-services-test/operations")["data"])
     assert operations == {span[2] for spans in expected.values() for span in spans}
+
+
+# --- what a person finds in Jaeger: operations, searches, the trace list ------------------------
+
+#: Every span name the fixture logs give: a fixed set, whatever their length (a turn's index is
+#: its copilot.turn.index, not part of its name: tests/test_span_names.py).
+FIXTURE_OPERATIONS = {
+    "invoke_agent copilot",
+    "invoke_agent explore",
+    "invoke_agent general-purpose",
+    "invoke_agent reviewer",
+    "turn",
+    "chat gpt-4.1",
+    "execute_tool bash",
+    "execute_tool create",
+    "execute_tool demo-crash",
+    "execute_tool demo-lookup",
+    "execute_tool edit",
+    "execute_tool read_agent",
+    "execute_tool read_bash",
+    "execute_tool skill",
+    "execute_tool task",
+    "execute_tool task_complete",
+    "execute_tool view",
+}
+
+
+class Replayed:
+    """Every fixture log replayed into one Jaeger under the dashboards' default service, and
+    what the bridge sent (its --traces-file): read-only for the tests that use it."""
+
+    def __init__(self, jaeger: Jaeger, traces_file: Path) -> None:
+        self.jaeger = jaeger
+        self.service = DEFAULT_SERVICE_NAME
+        self.spans: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for line in traces_file.read_text().splitlines():
+            for resource_spans in json.loads(line)["resourceSpans"]:
+                for scope_spans in resource_spans["scopeSpans"]:
+                    for span in scope_spans["spans"]:
+                        self.spans[span["traceId"].lower()].append(span)
+
+    def roots(self) -> dict[str, dict[str, Any]]:
+        """trace id -> its root span (OTLP JSON)."""
+        return {
+            trace_id: next(s for s in spans if not s.get("parentSpanId"))
+            for trace_id, spans in self.spans.items()
+        }
+
+    def search(self, **params: str) -> list[dict[str, Any]]:
+        """GET /api/traces (the search Jaeger's UI and Grafana's Jaeger data source make), over
+        all time, with room for every trace: the traces found, as the UI's list gets them."""
+        query = {"service": self.service, "limit": "1000", "start": "0"}
+        query["end"] = str(9 * 10**15)  # microseconds: far ahead, and within int64 nanoseconds
+        query.update(params)
+        answer = self.jaeger.api("/api/traces?" + urllib.parse.urlencode(query))
+        return list(answer["data"]) if answer else []
+
+    def found(self, **params: str) -> set[str]:
+        return {trace["traceID"] for trace in self.search(**params)}
+
+
+def attribute(span: dict[str, Any], key: str) -> Any:
+    """One attribute of an OTLP JSON span, as a plain value (None when absent)."""
+    for item in span.get("attributes", []):
+        if item["key"] == key:
+            value = item["value"]
+            return next(iter(value.values())) if value else None
+    return None
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    jaeger_binary()
+    work = tmp_path_factory.mktemp("replayed")
+    with Jaeger(work) as server:
+        traces_file = work / "bridge.jsonl"
+        done = replay(
+            [FIXTURES],
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": server.otlp_http_url},
+            "--traces-file",
+            str(traces_file),
+        )
+        assert done.returncode == 0, done.stderr
+        result = Replayed(server, traces_file)
+        for trace_id, spans in result.spans.items():
+            server.wait_for_trace(trace_id, len(spans))
+        yield result
+
+
+def test_the_fixtures_give_jaeger_a_small_fixed_set_of_operations(replayed: Replayed) -> None:
+    operations = replayed.jaeger.api(f"/api/services/{replayed.service}/operations")["data"]
+    assert set(operations) == FIXTURE_OPERATIONS

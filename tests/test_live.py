@@ -128,7 +128,8 @@ def test_failed_calls_retries_and_interrupts() -> None:
     assert failed[0].attributes["error.type"] == "500"
     assert failed[0].status.description is None  # error text is content: off by default
     assert failed[0].end_time - failed[0].start_time == 40_000_000
-    (turn,) = [s for s in spans if s.name == "turn 1"]
+    (turn,) = [s for s in spans if s.name == "turn"]  # one turn
+    assert turn.attributes["copilot.turn.index"] == 1
     assert [e.name for e in turn.events] == ["copilot.turn_retry"]
     (tool,) = [s for s in spans if s.name == "execute_tool bash"]
     assert tool.attributes["error.type"] == "aborted"

@@ -2,7 +2,7 @@
 block and how it ends.
 
     invoke_agent copilot        AgentSpans.root .. finish_root     (the interaction)
-     +- turn <n>                TurnSpans.open .. finish
+     +- turn                    TurnSpans.open .. finish (copilot.turn.index: n)
      |   +- chat <model>        ChatSpans.from_usage / from_messages / failed_call
      |   +- execute_tool <t>    ToolSpans.open .. complete / finish
      |       +- invoke_agent <agent>   AgentSpans.subagent / started .. finish_subagent
