@@ -23,6 +23,7 @@ import pytest
 
 from otel_bridge.export._otel import DEFAULT_SERVICE_NAME
 from tests.goparts import Jaeger, jaeger_binary
+from tests.test_dashboards import DASHBOARD_FILES, load_dashboard
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -253,3 +254,78 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def test_the_fixtures_give_jaeger_a_small_fixed_set_of_operations(replayed: Replayed) -> None:
     operations = replayed.jaeger.api(f"/api/services/{replayed.service}/operations")["data"]
     assert set(operations) == FIXTURE_OPERATIONS
+
+
+#: The outcomes of a failed task (docs/metrics.md, copilot.tasks): what copilot.task.failed says.
+FAILED_OUTCOMES = {"failed", "error", "aborted"}
+
+
+def test_jaeger_finds_the_failed_tasks(replayed: Replayed) -> None:
+    """The search the dashboards' Jaeger links and the docs give for failed tasks returns
+    exactly the fixtures' failed tasks (4 aborted, 1 ended by a session error)."""
+    roots = replayed.roots()
+    failed = {
+        t for t, root in roots.items() if attribute(root, "copilot.task.outcome") in FAILED_OUTCOMES
+    }
+    assert len(failed) == 5
+    assert replayed.found(tags=json.dumps({"copilot.task.failed": "true"})) == failed
+    assert replayed.found(tags=json.dumps({"copilot.task.failed": "false"})) == set(roots) - failed
+
+
+def _grafana_search(query: dict[str, Any]) -> dict[str, str]:
+    """A Grafana Jaeger search (queryType search: service, operation, logfmt tags) as the
+    /api/traces parameters Grafana's data source sends (tags as a JSON object)."""
+    params = {}
+    if query.get("operation"):
+        params["operation"] = query["operation"]
+    if query.get("tags"):
+        tags = dict(pair.split("=", 1) for pair in query["tags"].split())
+        params["tags"] = json.dumps(tags)
+    return params
+
+
+def _jaeger_links() -> list[tuple[str, dict[str, Any]]]:
+    from tests.test_deploy_dashboards import explore_query, link_lists
+
+    links = []
+    for name in DASHBOARD_FILES:
+        for group in link_lists(load_dashboard(name)):
+            for link in group:
+                if link.get("title", "").endswith(" (Jaeger)"):
+                    links.append((link["title"], explore_query(link["url"])["queries"][0]))
+    return links
+
+
+def test_every_jaeger_link_of_the_dashboards_finds_what_it_says(replayed: Replayed) -> None:
+    """Each Jaeger search of the dashboards, run against the real Jaeger, finds traces, and
+    only traces of the kind its title names."""
+    roots = replayed.roots()
+
+    def failed_tool(trace_id: str) -> bool:
+        return any(
+            attribute(s, "gen_ai.operation.name") == "execute_tool"
+            and _status(s) == 2
+            and attribute(s, "error.type") != "aborted"
+            for s in replayed.spans[trace_id]
+        )
+
+    meaning = {
+        "Explore traces (Jaeger)": lambda t: True,
+        "Explore traces of tasks that did not complete (Jaeger)": lambda t: (
+            attribute(roots[t], "copilot.task.outcome") in FAILED_OUTCOMES
+        ),
+        "Explore traces of failed tool calls (Jaeger)": failed_tool,
+        "Explore traces with errors (Jaeger)": lambda t: any(
+            _status(s) == 2 for s in replayed.spans[t]
+        ),
+    }
+    links = _jaeger_links()
+    assert {title for title, _ in links} == set(meaning)
+    for title, query in links:
+        assert query["service"] == "${traces_service}"
+        found = replayed.found(**_grafana_search(query))
+        expected = {t for t in roots if meaning[title](t)}
+        assert found, (title, query)
+        assert found <= expected, (title, query)
+        if title != "Explore traces with errors (Jaeger)":  # the session errors among them
+            assert found == expected, (title, query)

@@ -1,4 +1,4 @@
-"""Span names a backend can hold: a fixed set, whatever the sessions.
+"""Span names a backend can hold, and values it can search for.
 
 A backend makes an operation of every distinct span name (Jaeger's operation list, the
 Collector's spanmetrics connector, Tempo's span-name metrics), and keeps it. So a name says what
@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from otel_bridge import Assembler, JsonLinesDecoder, StatusCode
 from otel_bridge import semconv as sc
 from otel_bridge._records import SpanRecord
+from otel_bridge.sources._parallel import RecordingRecorder
 from tests.builder import Log
 from tests.spantree import assemble, assemble_file, outline
 
@@ -89,3 +91,38 @@ def test_the_outline_shows_a_turn_index_from_its_attribute() -> None:
         "turn",
         "turn",
     ]
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.parent.name)
+def test_a_task_says_whether_it_failed_and_a_tool_call_its_outcome(path: Path) -> None:
+    recorder = RecordingRecorder()
+    decoder = JsonLinesDecoder(str(path))
+    assembler = Assembler(metrics=recorder)
+    spans = assembler.feed(str(path), decoder.feed(path.read_bytes()) + decoder.finish())
+    spans += assembler.end_stream(str(path))
+    for span in spans:
+        attributes = span.attributes
+        if sc.COPILOT_TASK_OUTCOME in attributes:  # a task's root
+            failed = attributes[sc.COPILOT_TASK_OUTCOME] in {"failed", "error", "aborted"}
+            assert attributes[sc.COPILOT_TASK_FAILED] is failed
+        else:
+            assert sc.COPILOT_TASK_FAILED not in attributes
+        if attributes.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_EXECUTE_TOOL:
+            assert sc.COPILOT_TOOL_OUTCOME not in attributes
+            continue
+        outcome = attributes[sc.COPILOT_TOOL_OUTCOME]
+        assert (outcome in {"error", "aborted"}) == (span.status is StatusCode.ERROR), span.name
+        assert (outcome == "aborted") == (attributes.get(sc.ERROR_TYPE) == "aborted")
+        assert (outcome == "incomplete") == (attributes.get(sc.COPILOT_INCOMPLETE) is True)
+    # the span says what its metric counts
+    counted = sorted(
+        attributes[sc.COPILOT_TOOL_OUTCOME]
+        for _, name, _, attributes, _ in recorder.calls
+        if name == sc.METRIC_TOOL_CALLS
+    )
+    on_spans = sorted(
+        s.attributes[sc.COPILOT_TOOL_OUTCOME]
+        for s in spans
+        if s.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL
+    )
+    assert counted == on_spans

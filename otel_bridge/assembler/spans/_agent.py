@@ -135,7 +135,9 @@ class AgentSpans:
             )
         if incomplete:
             root.attributes[sc.COPILOT_INCOMPLETE] = True
-        root.attributes[sc.COPILOT_TASK_OUTCOME] = interaction.outcome or sc.OUTCOME_NO_SIGNAL
+        outcome = interaction.outcome or sc.OUTCOME_NO_SIGNAL
+        root.attributes[sc.COPILOT_TASK_OUTCOME] = outcome
+        root.attributes[sc.COPILOT_TASK_FAILED] = outcome in sc.TASK_FAILED_OUTCOMES
         root.attributes[sc.COPILOT_END_REASON] = reason
         root.attributes[sc.COPILOT_TURNS] = interaction.main.turns
         root.attributes[sc.COPILOT_USER_MESSAGES] = interaction.user_messages
