@@ -329,3 +329,70 @@ def test_every_jaeger_link_of_the_dashboards_finds_what_it_says(replayed: Replay
         assert found <= expected, (title, query)
         if title != "Explore traces with errors (Jaeger)":  # the session errors among them
             assert found == expected, (title, query)
+
+
+def _list_title(trace: dict[str, Any]) -> str:
+    """What Jaeger's trace list shows a trace as (jaeger-ui's getTraceName): the service and
+    operation of its span with no parent in the trace."""
+    ids = {span["spanID"] for span in trace["spans"]}
+    (root,) = [
+        span
+        for span in trace["spans"]
+        if not any(r["spanID"] in ids for r in span.get("references", []))
+    ]
+    return f"{trace['processes'][root['processID']]['serviceName']}: {root['operationName']}"
+
+
+def test_jaeger_lists_the_fixtures_as_two_names(replayed: Replayed) -> None:
+    """Without --root-name every task of the default agent reads the same in the list."""
+    titles = [_list_title(trace) for trace in replayed.search()]
+    assert len(titles) == len(replayed.spans)
+    assert set(titles) == {
+        "github-copilot: invoke_agent copilot",
+        "github-copilot: invoke_agent reviewer",
+    }
+
+
+ROOT_NAME = "invoke_agent {agent} · {repository} · {mode} · {outcome}"
+
+
+def test_with_root_name_jaeger_lists_tasks_told_apart(jaeger: Jaeger, tmp_path: Path) -> None:
+    traces_file = tmp_path / "bridge.jsonl"
+    done = replay(
+        [FIXTURES],
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_http_url},
+        "--root-name",
+        ROOT_NAME,
+        "--traces-file",
+        str(traces_file),
+    )
+    assert done.returncode == 0, done.stderr
+    replayed = Replayed(jaeger, traces_file)
+    for trace_id, spans in replayed.spans.items():
+        jaeger.wait_for_trace(trace_id, len(spans))
+    expected = {}
+    for trace_id, root in replayed.roots().items():
+        facts = [
+            attribute(root, key) or "-"
+            for key in ("gen_ai.agent.name", "copilot.repository", "copilot.mode")
+        ]
+        facts.append(attribute(root, "copilot.task.outcome"))
+        expected[trace_id] = "github-copilot: invoke_agent " + " · ".join(facts)
+    listed = {trace["traceID"]: _list_title(trace) for trace in replayed.search()}
+    assert listed == expected
+    titles = set(listed.values())
+    assert (
+        "github-copilot: invoke_agent copilot · octo-org/demo-project · interactive · no_signal"
+        in titles
+    )
+    assert "github-copilot: invoke_agent copilot · - · autopilot · completed" in titles
+    assert "github-copilot: invoke_agent copilot · - · interactive · aborted" in titles
+    assert "github-copilot: invoke_agent copilot · - · interactive · error" in titles
+    # still a small, fixed set of operations: the root names are the facts' combinations
+    operations = set(jaeger.api(f"/api/services/{replayed.service}/operations")["data"])
+    root_names = {title.split(": ", 1)[1] for title in titles}
+    assert (
+        operations
+        == (FIXTURE_OPERATIONS - {"invoke_agent copilot", "invoke_agent reviewer"}) | root_names
+    )
+    assert len(root_names) == 7  # 43 tasks

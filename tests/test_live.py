@@ -317,3 +317,16 @@ def test_live_bridge_takes_the_semconv_mode_for_span_attributes(mode: str, keys:
     assert chats
     for span in chats:
         assert names & set(span.attributes or {}) == keys
+
+
+def test_live_roots_take_the_root_name_template() -> None:
+    """`LiveBridge(root_name=...)` is `--root-name` (docs/viewers.md)."""
+    spans = run_live(live_events(), root_name="invoke_agent {agent} · {mode} · {outcome}")
+    roots = [s for s in spans if s.parent is None]
+    assert roots
+    for root in roots:
+        attributes = root.attributes
+        assert root.name == (
+            f"invoke_agent copilot · {attributes['copilot.mode']} · "
+            f"{attributes['copilot.task.outcome']}"
+        )

@@ -11,13 +11,16 @@ real-Jaeger side of this is in tests/test_jaeger.py.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from otel_bridge import Assembler, JsonLinesDecoder, StatusCode
+from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, StatusCode
 from otel_bridge import semconv as sc
 from otel_bridge._records import SpanRecord
+from otel_bridge.assembler._root_name import root_name
 from otel_bridge.sources._parallel import RecordingRecorder
 from tests.builder import Log
 from tests.spantree import assemble, assemble_file, outline
@@ -126,3 +129,64 @@ def test_a_task_says_whether_it_failed_and_a_tool_call_its_outcome(path: Path) -
         if s.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL
     )
     assert counted == on_spans
+
+
+# --- --root-name: a trace list that tells tasks apart (docs/viewers.md) -------------------------
+
+
+def roots_named(template: str | None, *, capture: bool = False) -> list[SpanRecord]:
+    log = Log()
+    log.start(context={"cwd": "/src/app", "repository": "octo/app", "branch": "fix-1"})
+    log.user("Fix the flaky test in the parser")
+    log.simple_turn("0", "u0")
+    log.user("Then abort this one", interaction="i2")
+    log.turn("0", "i2")
+    log.add("abort", reason="user initiated")
+    config = AssemblerConfig(root_name=template, capture_content=capture)
+    assembler = Assembler(config)
+    spans = assembler.feed("s", log.events()) + assembler.end_stream("s")
+    return sorted((s for s in spans if s.parent_span_id is None), key=lambda s: s.start_ns)
+
+
+def test_by_default_every_root_keeps_the_genai_name() -> None:
+    assert [s.name for s in roots_named(None)] == ["invoke_agent copilot"] * 2
+
+
+def test_root_name_names_each_task_from_its_facts() -> None:
+    roots = roots_named("invoke_agent {agent} · {repository} · {mode} · {outcome} · {branch}")
+    assert [s.name for s in roots] == [
+        "invoke_agent copilot · octo/app · interactive · no_signal · fix-1",
+        "invoke_agent copilot · octo/app · interactive · aborted · fix-1",
+    ]
+    # a field with no value, and the title, which is content: only with content capture on
+    assert [s.name for s in roots_named("{title} ({client})")] == ["- (-)"] * 2
+    assert [s.name for s in roots_named("{title}", capture=True)] == [
+        "Fix the flaky test in the parser",
+        "Then abort this one",
+    ]
+
+
+def test_root_name_keeps_a_name_short_and_on_one_line() -> None:
+    facts = {sc.COPILOT_REPOSITORY: "a\nb  " + "x" * 500, sc.COPILOT_MODE: "plan"}
+    name = root_name("{mode}: {repository}", facts)
+    assert name.startswith("plan: a b xxx") and len(name) == 200
+
+
+@pytest.mark.parametrize(
+    "template", ["{repo}", "{mode!r}", "{mode:>9}", "{}", "{0}", "{mode", "mode}", " "]
+)
+def test_a_root_name_template_with_an_unknown_field_is_refused(template: str) -> None:
+    with pytest.raises(ValueError, match=r"not a field|brace|empty|Single"):
+        AssemblerConfig(root_name=template)
+
+
+def test_replay_refuses_a_bad_root_name_saying_which_fields_there_are() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "otel_bridge", "replay", "--root-name", "{repo}", str(LOGS[0])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--root-name: '{repo}': {repo} is not a field (one of {agent}, {mode}" in done.stderr

@@ -30,6 +30,7 @@ from ._types import (
     positive_float,
     positive_int,
     ratio,
+    root_name,
 )
 
 __all__ = ["build_parser", "shard"]
@@ -105,6 +106,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="put each event of a type the bridge does not know on its task's root span as a "
         "span event (id and size; its data too with content capture on); counted either way",
+    )
+    common.add_argument(
+        "--root-name",
+        type=root_name,
+        metavar="TEMPLATE",
+        help="name each task's root span from its facts, so that a trace list (Jaeger's) "
+        "tells tasks apart: fields {agent} {mode} {outcome} {model} {repository} {branch} "
+        "{client}, and {title} with content capture on; e.g. 'invoke_agent {agent} "
+        "{repository} {mode} {outcome}'. Each field multiplies the operations a backend "
+        "keeps (docs/viewers.md). Default: the GenAI name, invoke_agent {agent}",
     )
     common.add_argument(
         "--metrics-file",

@@ -49,9 +49,12 @@ class SpanBuilders:
         session_name: Callable[[], str | None] | None = None,
         *,
         semconv: str = sc.SEMCONV_RELEASED,
+        root_name: str | None = None,
     ) -> None:
         self.factory = factory
-        self.agent = AgentSpans(factory, content, facts, parent, session_name, semconv=semconv)
+        self.agent = AgentSpans(
+            factory, content, facts, parent, session_name, semconv=semconv, root_name=root_name
+        )
         self.chat = ChatSpans(factory, content, facts, semconv=semconv)
         self.turn = TurnSpans(factory, content, self.chat)
         self.tool = ToolSpans(factory, content)
