@@ -48,7 +48,7 @@ def test_replay_session_state_dir_to_traces_file(tmp_path, caplog) -> None:
         for path in FIXTURES.glob("*/events.jsonl")
         for line in path.read_text().splitlines()
     ]
-    assert sum(s["name"].startswith("turn ") for s in spans) == sum(
+    assert sum(s["name"] == "turn" for s in spans) == sum(
         e["type"] == "assistant.turn_start" for e in raw
     )
     assert sum(s["name"].startswith("execute_tool ") for s in spans) == sum(
@@ -163,7 +163,7 @@ def test_truncated_log_still_ends_every_span(tmp_path) -> None:
     out = tmp_path / "t.jsonl"
     assert main(["replay", str(path), "--traces-file", str(out), "--no-progress"]) == 0
     names = sorted(s["name"] for s in read_traces_file(out))
-    assert names == ["chat gpt-4.1", "invoke_agent copilot", "turn 1"]
+    assert names == ["chat gpt-4.1", "invoke_agent copilot", "turn"]
 
 
 def test_help_is_usable() -> None:

@@ -101,6 +101,7 @@ def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> A
         session_name_of=read_session_name,
         metric_labels=tuple(getattr(args, "metric_labels", None) or ()),
         semconv=getattr(args, "semconv", SEMCONV_RELEASED),
+        root_name=getattr(args, "root_name", None),
     )
 
 

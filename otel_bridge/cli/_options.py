@@ -12,7 +12,7 @@ from ..export._console import CONSOLE_FORMATS
 from ..semconv import SEMCONV_MODES, SEMCONV_RELEASED
 from ..sources._discovery import DEFAULT_MAX_LOG_BYTES
 from ._common import CONTENT_ENV
-from ._types import metric_labels, non_negative_float, positive_int, ratio
+from ._types import metric_labels, non_negative_float, positive_int, ratio, root_name
 
 __all__ = [
     "Given",
@@ -97,6 +97,16 @@ def export(group: Any, command: str) -> None:
         metavar="S",
         help="at exit (the end, Ctrl-C or SIGTERM), how long to keep trying to deliver queued "
         "spans (default: 30)",
+    )
+    group.add_argument(
+        "--root-name",
+        type=root_name,
+        metavar="TEMPLATE",
+        help="name each task's root span from its facts, so that a trace list (Jaeger's) "
+        "tells tasks apart: fields {agent} {mode} {outcome} {model} {repository} {branch} "
+        "{client}, and {title} with content capture on; e.g. 'invoke_agent {agent} "
+        "{repository} {mode} {outcome}'. Each field multiplies the operations a backend "
+        "keeps (docs/viewers.md). Default: the GenAI name, invoke_agent {agent}",
     )
     group.add_argument(
         "--keep-unknown-events",

@@ -198,7 +198,7 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         outcome = shown(outcome)
         turns = attributes.get(sc.COPILOT_TURNS)
         if not isinstance(turns, int):
-            turns = sum(1 for s in spans if s.name.startswith("turn "))
+            turns = sum(1 for s in spans if s.name == sc.SPAN_TURN)
         tools = [s for s in spans if _operation(s) == sc.OP_EXECUTE_TOOL]
         failed = sum(1 for s in tools if s.status.status_code is StatusCode.ERROR)
         agents = sum(1 for s in spans if s is not top and _operation(s) == sc.OP_INVOKE_AGENT)
