@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -159,7 +160,8 @@ def test_run_says_once_that_a_file_is_not_a_log_and_keeps_following_it(tmp_path,
 
 def numeric_options() -> list[tuple[str, str]]:
     """(command, option) for every option of every command whose value is converted by one of
-    the command line's own type functions (cli/_types.py): every option that takes a number."""
+    the command line's own type functions of numbers (cli/_types.py, returning an int or a
+    float): every option that takes a number."""
     parser = build_parser()
     found = []
     for action in parser._actions:
@@ -169,6 +171,8 @@ def numeric_options() -> list[tuple[str, str]]:
                     if (
                         callable(option.type)
                         and getattr(option.type, "__module__", "") == "otel_bridge.cli._types"
+                        # the command line's types of numbers (not of templates or lists)
+                        and typing.get_type_hints(option.type).get("return") in (int, float)
                     ):
                         found.append((command, option.option_strings[-1]))
     return found
