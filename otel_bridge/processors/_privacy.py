@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .._records import AttributeValue, SpanEventRecord, SpanRecord
-from ._secret_patterns import LABELS, PATTERNS, SECRET_GROUPS, TRIGGER, wordlike
+from ._secret_patterns import LABELS, PATTERNS, SECRET_GROUPS, TRIGGER, key_in_path, wordlike
 
 __all__ = ["DEFAULT_CONTENT_MAX_CHARS", "Scrubber", "ScrubberConfig", "shannon_entropy"]
 
@@ -75,7 +75,15 @@ class ScrubberConfig:
             re.compile(pattern)  # a bad pattern is a configuration error, raised here
 
 
-_PATH = re.compile(r"(?<![\w.:/])(?:/[\w.\-@+]+){2,}")
+#: A file path in text (`--paths`): two or more components after `/` (`~` first for a home
+#: directory's), or a Windows path (`C:\Users\alice\src`, `C:/...`, `\\server\share\...`).
+#: A component other than the last may hold single spaces (`/Users/alice/Library/Mobile
+#: Documents/notes.md`): a space before the next separator is inside the path, not after it.
+_SEGMENT = r"[\w.\-@+~]+(?: [\w.\-@+~]+)*"
+_PATH = re.compile(
+    rf"(?<![\w.:/~\\])~?(?:/{_SEGMENT}(?=/))+/[\w.\-@+~]+"
+    rf"|(?<![\w\\])(?:[A-Za-z]:|\\\\[\w.\-]+)(?:[\\/]{_SEGMENT}(?=[\\/]))*[\\/][\w.\-@+~]+"
+)
 
 _SECRET_NAME = re.compile(r"(?i)secret|token|passw|pwd|key|credential|auth")
 _JSON_CONTENT = frozenset(
@@ -184,12 +192,16 @@ class Scrubber:
             return token
         if wordlike(token):  # a path or an identifier: /home/alice/src/acme-widgets_backend2024
             return token
-        return "[REDACTED:high_entropy]"
+        where = key_in_path(token)  # a key as a directory: only that part goes
+        if where is None:
+            return "[REDACTED:high_entropy]"
+        start, end = where
+        return f"{token[:start]}[REDACTED:high_entropy]{token[end:]}"
 
     def _path(self, match: re.Match[str]) -> str:
         path = match.group(0)
         if self.config.paths == "basename":
-            return path.rsplit("/", 1)[-1]
+            return _basename(path)
         return _path_hash(path)
 
     def path(self, path: str) -> str:
@@ -208,7 +220,7 @@ class Scrubber:
             if self.config.paths == "hash":
                 done = _path_hash(scrubbed)
             else:
-                done = (scrubbed.rstrip("/\\") or scrubbed).replace("\\", "/").rsplit("/", 1)[-1]
+                done = _basename(scrubbed.rstrip("/\\") or scrubbed)
             if len(self._paths) >= _CACHE_LIMIT:
                 self._paths.clear()
             self._paths[path] = done
@@ -360,6 +372,11 @@ class Scrubber:
 
     def records(self, records: Iterable[SpanRecord]) -> list[SpanRecord]:
         return [self.record(r) for r in records]
+
+
+def _basename(path: str) -> str:
+    """The last part of a path, of a Windows path too (`C:\\Users\\alice\\src`: `src`)."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def _path_hash(path: str) -> str:
