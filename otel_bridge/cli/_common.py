@@ -99,6 +99,8 @@ def _scrubber_config(args: argparse.Namespace) -> ScrubberConfig:
         )
     except re.error as exc:
         raise ConfigError(f"--scrub-pattern: not a regular expression: {exc}") from exc
+    except ValueError as exc:  # an attribute both allowed and denied
+        raise ConfigError(f"--allow-attribute, --deny-attribute: {exc}") from exc
 
 
 def summarize_reading(stats: ReadStats) -> str:

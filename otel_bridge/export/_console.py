@@ -109,6 +109,14 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         self._unicode = encoding is None or "utf" in encoding.lower()
         self._encoding = encoding if isinstance(encoding, str) and not self._unicode else None
 
+    @property
+    def reads_unfiltered(self) -> bool:
+        """The lines for people read a task's session, outcome, turns, tools and tokens from
+        its spans' attributes: `SpanSink` gives them the spans before the attribute allow and
+        deny lists (secrets redacted all the same). The JSON format, for scripts and files,
+        gets them filtered like any exporter."""
+        return self.format != "json"
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         with self._lock:
             if self.format == "json":

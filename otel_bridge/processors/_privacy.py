@@ -73,6 +73,20 @@ class ScrubberConfig:
             raise ValueError("content_max_chars must be positive")
         for pattern in self.extra_patterns:
             re.compile(pattern)  # a bad pattern is a configuration error, raised here
+        both = self.deny_attributes & (self.allow_attributes or frozenset())
+        if both:
+            # sent only if allowed, never if denied: nothing of it would go, and with every
+            # allowed key denied nothing at all would, without a word
+            raise ValueError(
+                f"both allowed and denied: {', '.join(sorted(both))} "
+                "(--allow-attribute sends only the attributes it names; deny others, or leave "
+                "it out of the allowed ones)"
+            )
+
+    @property
+    def filters(self) -> bool:
+        """Whether the allow or deny list leaves attributes out."""
+        return bool(self.deny_attributes) or self.allow_attributes is not None
 
 
 #: A file path in text (`--paths`): two or more components after `/` (`~` first for a home
@@ -234,17 +248,22 @@ class Scrubber:
             return [self.text(v) if isinstance(v, str) else v for v in value]
         return value
 
-    def attributes(self, attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
-        """Attributes filtered by the allow/deny lists, their values scrubbed; content ones
-        (JSON messages and arguments: string by string, as decoded) also cut to size."""
-        return self._attributes(attributes)[0]
+    def attributes(
+        self, attributes: Mapping[str, AttributeValue], *, filtered: bool = True
+    ) -> dict[str, AttributeValue]:
+        """Attributes filtered by the allow/deny lists (unless not `filtered`), their values
+        scrubbed; content ones (JSON messages and arguments: string by string, as decoded)
+        also cut to size."""
+        return self._attributes(attributes, filtered)[0]
 
     def _attributes(
-        self, attributes: Mapping[str, AttributeValue]
+        self, attributes: Mapping[str, AttributeValue], filtered: bool = True
     ) -> tuple[dict[str, AttributeValue], bool]:
         """`attributes`, and whether the result holds every key with the very same values
         (nothing left out or changed: `record` then keeps the record as it is)."""
         allow, deny = self.config.allow_attributes, self.config.deny_attributes
+        if not filtered:
+            allow, deny = None, frozenset()
         cache = self._cache
         out: dict[str, AttributeValue] = {}
         same = True
@@ -309,21 +328,24 @@ class Scrubber:
 
         return json.dumps(walk(data), ensure_ascii=False)
 
-    def record(self, record: SpanRecord) -> SpanRecord:
-        """A span record with its name, attributes, events and status message scrubbed; the
-        record itself when that changes nothing (most spans: no secret, nothing denied)."""
+    def record(self, record: SpanRecord, *, filtered: bool = True) -> SpanRecord:
+        """A span record with its name, attributes, events and status message scrubbed, and
+        the attribute filters applied unless not `filtered` (`SpanSink` then applies them for
+        each destination that takes them: the console's lines for people do not); the record
+        itself when that changes nothing (most spans: no secret, nothing denied)."""
         name = self.text(record.name)
-        attributes, same = self._attributes(record.attributes)
+        attributes, same = self._attributes(record.attributes, filtered)
         message = record.status_message
         message = self._cut(self.text(message)) if message else None  # "" is None too
         events = record.events
         if events:
-            events, same_events = self._events(events)
+            events, same_events = self._events(events, filtered)
             same = same and same_events
         links = record.links
         if links:
             links = tuple(
-                replace(link, attributes=self.attributes(link.attributes)) for link in links
+                replace(link, attributes=self.attributes(link.attributes, filtered=filtered))
+                for link in links
             )
             same = False
         if (
@@ -355,14 +377,14 @@ class Scrubber:
         )
 
     def _events(
-        self, events: tuple[SpanEventRecord, ...]
+        self, events: tuple[SpanEventRecord, ...], filtered: bool
     ) -> tuple[tuple[SpanEventRecord, ...], bool]:
         """The events scrubbed, and whether that changed nothing (then: `events` itself)."""
         out = []
         same = True
         for event in events:
             name = self.text(event.name)
-            attributes, same_attributes = self._attributes(event.attributes)
+            attributes, same_attributes = self._attributes(event.attributes, filtered)
             if same_attributes and name == event.name and type(event.attributes) is dict:
                 out.append(event)
             else:
@@ -370,8 +392,34 @@ class Scrubber:
                 same = False
         return (events, True) if same else (tuple(out), False)
 
-    def records(self, records: Iterable[SpanRecord]) -> list[SpanRecord]:
-        return [self.record(r) for r in records]
+    def records(
+        self, records: Iterable[SpanRecord], *, filtered: bool = True
+    ) -> list[SpanRecord]:
+        return [self.record(r, filtered=filtered) for r in records]
+
+    def filtered(self, record: SpanRecord) -> SpanRecord:
+        """A record scrubbed already (`record(..., filtered=False)`) with the attribute filters
+        applied (on the span, its events and its links): what `record` would have given. The
+        record itself when there are no filters."""
+        if not self.config.filters:
+            return record
+        allow, deny = self.config.allow_attributes, self.config.deny_attributes
+
+        def keep(attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+            return {
+                key: value
+                for key, value in attributes.items()
+                if key not in deny and (allow is None or key in allow)
+            }
+
+        return replace(
+            record,
+            attributes=keep(record.attributes),
+            events=tuple(
+                SpanEventRecord(e.name, e.timestamp_ns, keep(e.attributes)) for e in record.events
+            ),
+            links=tuple(replace(link, attributes=keep(link.attributes)) for link in record.links),
+        )
 
 
 def _basename(path: str) -> str:
