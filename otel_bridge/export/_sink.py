@@ -254,7 +254,8 @@ class SpanSink:
         if any(self._takes_json):
             texts = encoded if encoded is not None else [encode_record(r) for r in filtered]
             as_json = self._as_json(sequence, texts)
-        if any(not (json or every) for json, every in zip(self._takes_json, self._unfiltered)):
+        pairs = zip(self._takes_json, self._unfiltered, strict=True)
+        if any(not (json or every) for json, every in pairs):
             as_sdk = self._as_sdk(sequence, filtered)
         if any(self._unfiltered):
             whole = self._as_sdk(sequence, records)
