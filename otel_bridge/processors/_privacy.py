@@ -392,9 +392,7 @@ class Scrubber:
                 same = False
         return (events, True) if same else (tuple(out), False)
 
-    def records(
-        self, records: Iterable[SpanRecord], *, filtered: bool = True
-    ) -> list[SpanRecord]:
+    def records(self, records: Iterable[SpanRecord], *, filtered: bool = True) -> list[SpanRecord]:
         return [self.record(r, filtered=filtered) for r in records]
 
     def filtered(self, record: SpanRecord) -> SpanRecord:
