@@ -80,8 +80,10 @@ def test_secrets_are_redacted_on_the_console_whatever_the_lists(capsys, tmp_path
 
 
 def test_a_key_both_allowed_and_denied_is_an_option_error(capsys, caplog) -> None:
-    with pytest.raises(ValueError, match="both allowed and denied: copilot.cwd"):
-        ScrubberConfig(allow_attributes=frozenset({"copilot.cwd"}), deny_attributes={"copilot.cwd"})
+    with pytest.raises(ValueError, match=r"both allowed and denied: copilot\.cwd"):
+        ScrubberConfig(
+            allow_attributes=frozenset({"copilot.cwd"}), deny_attributes=frozenset({"copilot.cwd"})
+        )
     argv = ["replay", str(LOGS[0]), "--no-progress", "--console-format", "summary"]
     both = ["--allow-attribute", "copilot.cwd", "--deny-attribute", "copilot.cwd"]
     assert main([*argv, *both]) == 2  # it removed every attribute, silently

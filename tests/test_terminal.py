@@ -32,10 +32,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 TIMESTAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
-SUMMARY = re.compile(
-    r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d  [0-9a-f]{8}  [a-z_]+.*  gpt-4\.1  "
-    r"\d+\.\d s$"
-)
+# time, session, outcome in words, tools, tokens, duration, [why, sub-agents,] model
+SUMMARY = re.compile(r"^\d\d:\d\d  [0-9a-f]{8}  [a-z]+ +\d+ tools?.*  \d+\.\ds(?:  .+)?  gpt-4\.1$")
 BAR = re.compile(r"^replaying \d+ logs \[[#-]+\] +\d+\.\d% \S+ \S+/\S+ \S+$")
 
 
@@ -200,15 +198,16 @@ def test_progress_bar_warnings_and_task_lines_do_not_garble_each_other(tmp_path)
             r"\(byte \d+\): malformed line skipped: .+$",
             warning,
         ), warning
-    tasks = [line for line in lines if re.match(r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d  ", line)]
+    tasks = [line for line in lines if re.match(r"^\d\d:\d\d  ", line)]
     assert len(tasks) == 4 and all(SUMMARY.match(line) for line in tasks), lines
+    days = [line for line in lines if re.match(r"^-- \d{4}-\d\d-\d\d \w{3} --$", line)]
     bars = [line for line in lines if "replaying" in line and "[" in line]
     assert bars and all(BAR.match(line) for line in bars), bars
     assert "100.0%" in bars[-1]
     summary = [line for line in lines if "INFO otel_bridge: replayed 4 logs" in line]
     assert len(summary) == 1 and re.match(rf"^{TIMESTAMP} INFO ", summary[0])
-    # nothing else: every line is a warning, a task, the bar or the final summary
-    assert len(lines) == len(warnings) + len(tasks) + len(bars) + len(summary), lines
+    # nothing else: every line is a warning, a date, a task, the bar or the final summary
+    assert len(lines) == len(warnings) + len(days) + len(tasks) + len(bars) + len(summary), lines
 
 
 def test_log_level_is_taken_before_and_after_the_command() -> None:
