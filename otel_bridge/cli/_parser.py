@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=CONSOLE_FORMATS,
         default=None,
         help="how spans going to the console are printed: summary (a line per "
-        "finished task: outcome, turns, tools, tokens, model, duration), "
+        "finished task: how it ended, tools, tokens, duration, model), "
         "tree (the span tree), json (one span per line, OpenTelemetry's "
         "console format). Default: summary on a terminal, json otherwise",
     )
@@ -425,16 +425,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read session logs and print, per session and in total: when it started, "
         "its model,\ndirectory and repository (owner/name, - outside a git checkout), "
         "user messages, turns,\nmain-agent turns per message, tool calls and failures, "
-        'tasks by outcome, tokens, premium\nrequests and lines added/removed ("premium '
-        'req", "lines +/-": what the session\'s shutdowns\nreport, once across '
-        "resumes; n/a (BYOK) for bring-your-own-key calls only). The numbers\nare the "
+        "tasks by how they ended (done:\nno completion signal, the way of interactive "
+        "mode; completed, failed, error, aborted,\nunfinished), tokens (n/a when the "
+        'CLI wrote no usage records), premium requests and\nlines added/removed ("premium '
+        'req", "lines +/-": what the session\'s shutdowns report,\nonce across '
+        "resumes; n/a (BYOK) for bring-your-own-key calls only). The numbers are the\n"
         "same the metrics export.\n\nThe table fits the terminal ($COLUMNS "
         "or its width; to a pipe or file it is printed whole).\nWhen narrow, the "
-        "session id is cut to 8 characters and tokens shortened (12.3k); then the\n"
-        "five outcome columns become one (completed/tasks); then the repository is "
-        "dropped; then\nmessages, turns per message, premium requests and lines are "
-        "dropped and the start shows\nits date only; then long model and directory "
-        "names are cut.\n--json has everything.",
+        "session id is cut to 8 characters and tokens shortened (12k); then the\n"
+        "outcome columns become one (ok/tasks: done or completed, of all); then the "
+        "repository is\ndropped; then messages, turns per message, premium requests "
+        "and lines are dropped and the\nstart shows its date only; then long model and "
+        "directory names are shortened (g-4.1-mini).\n--json has everything.",
     )
     stats.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="as for replay")
     stats.add_argument(
