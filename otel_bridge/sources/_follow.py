@@ -113,6 +113,7 @@ class Follower:
         "sent",
         "skip",
         "stream",
+        "waiting_said",
     )
 
     def __init__(
@@ -166,6 +167,8 @@ class Follower:
         # start, or one copied in whole) events are late by design and their lag not counted.
         self.caught_up = False
         self.at_end = False  # the last read reached the end of the file
+        # the task (its root span id) said to wait for background work (logged once a task)
+        self.waiting_said: int | None = None
 
     def restart(self, identity: tuple[int, int]) -> None:
         """The file was truncated or replaced: read the new content from its start."""
