@@ -228,8 +228,8 @@ class CheckpointStore:
         elif any(os.path.lexists(candidate) for candidate in v1):
             entries = self._load_v1(v1)
             self._keep_in_memory(entries)
-        if entries:
-            logger.info("resuming %d logs from %s", len(entries), self.directory)
+        if entries:  # `run`'s start says how many logs resume from their checkpoint
+            logger.debug("resuming %d logs from %s", len(entries), self.directory)
         self._live_bytes = sum(_length(d) + 1 for d in self._saved.values())
         return entries
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from ._exceptions import ConfigError
 from ._progress import printable
+from ._words import plural
 from .export import DEFAULT_SERVICE_NAME, trace_exporter_names
 from .export._common import (
     DEFAULT_ENDPOINTS,
@@ -112,7 +113,8 @@ def _check_root(root: Path) -> Check:
         return Check(True, f"{root}: exists, no session logs yet")
     newest = max(log.path.stat().st_mtime for log in logs)
     age = _age(time.time() - newest)
-    return Check(True, f"{root}: {len(logs)} session logs, the newest written {age} ago")
+    count = plural(len(logs), "session log")
+    return Check(True, f"{root}: {count}, the newest written {age} ago")
 
 
 def _check_exporters(

@@ -106,14 +106,14 @@ def shortened(text: str, width: int) -> str:
     """`text` in at most `width` characters (at least 5), still told apart from its
     neighbours: names differ at their end as often as at their start (`gpt-4.1` and
     `gpt-4.1-mini`, `claude-sonnet-4.5` and `claude-haiku-4.5`), and their first words are
-    the ones they share. So the words of letters, from the first, become their first letter
-    (`c-sonnet-4.5`, `c-s-4.5`, `g-4.1-mini`) until it fits; what is still too long is cut in
-    its middle (`g-...-2024`)."""
+    the ones they share. So the words of letters but the last, from the first, become their
+    first letter (`c-sonnet-4.5`, `c-s-4.5`, `g-4.1-mini`) until it fits; what is still too
+    long is cut in its middle (`g-...ni`)."""
     width = max(width, 5)
     if len(text) <= width:
         return text
     parts = _PARTS.split(text)
-    for index, part in enumerate(parts):
+    for index, part in enumerate(parts[:-1]):  # the last word is the one that tells apart
         if len(part) > 1 and part.isalpha():
             parts[index] = part[0]
             if len("".join(parts)) <= width:

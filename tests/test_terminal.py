@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from otel_bridge._version import __version__
 from otel_bridge.cli._parser import build_parser
 from tests.processes import terminate
 
@@ -290,14 +291,20 @@ def test_run_sums_up_the_start_in_one_line_and_says_why_old_logs_give_nothing(tm
         line
         for line in stderr.splitlines()
         if line.endswith(
-            f"INFO otel_bridge.sources._tail: following 4 session logs under "
-            f"{state}: 1 read from its beginning (modified in the last 60 "
-            f"min); 3 older logs are followed from their end; `--backfill` or "
-            f"`otel-bridge replay` reads them"
+            "INFO otel_bridge.sources._tail: following 4 session logs: "
+            "1 read from its beginning (modified in the last 60 "
+            "min); 3 older logs are followed from their end; `--backfill` or "
+            "`otel-bridge replay` reads them"
         )
     ], stderr
     assert len(following) == 1
     assert "from byte" not in stderr
+    # where: said once, as run starts, not again in this line
+    assert [line for line in stderr.splitlines() if str(state) in line] == [
+        line
+        for line in stderr.splitlines()
+        if line.endswith(f": otel-bridge {__version__} watching {state}")
+    ]
 
 
 def test_run_with_debug_after_the_command_lists_each_log(tmp_path) -> None:
@@ -322,9 +329,7 @@ def test_run_says_nothing_of_older_logs_when_it_reads_them(tmp_path, extra) -> N
     stderr = run_until(state, tmp_path, extra, "following")
     line = next(line for line in stderr.splitlines() if "following" in line)
     why = "" if extra == ["--backfill"] else " (modified in the last 1000 min)"
-    assert line.endswith(
-        f"following 2 session logs under {state}: 2 read from their beginning{why}"
-    ), line
+    assert line.endswith(f"following 2 session logs: 2 read from their beginning{why}"), line
     assert "older log" not in stderr and "from their end" not in stderr
 
 
@@ -335,6 +340,5 @@ def test_a_restart_says_the_logs_resume_from_their_checkpoints(tmp_path) -> None
     assert "2 older logs are followed from their end" in first
     second = run_until(state, tmp_path, options, "following")
     line = next(line for line in second.splitlines() if "following" in line)
-    assert line.endswith(
-        f"following 3 session logs under {state}: 3 resumed from their checkpoint"
-    ), line
+    assert line.endswith("following 3 session logs: 3 resumed from their checkpoint"), line
+    assert "resuming" not in second  # said once, in that line

@@ -12,6 +12,7 @@ from .._doctor import diagnose
 from .._stats import StatsAssembler, StatsCollector
 from .._stats_table import render_table, table_width
 from .._version import __version__
+from .._words import plural
 from ..sources import default_session_state, find_logs, replay_logs
 from ._common import summarize_reading
 
@@ -36,7 +37,7 @@ def stats(args: argparse.Namespace) -> int:
         )
     else:
         print(render_table(sessions, total, table_width(os.environ, sys.stdout)))
-    logger.info("read %d logs: %s", summary.files, summarize_reading(summary.read))
+    logger.info("read %s: %s", plural(summary.files, "log"), summarize_reading(summary.read))
     return 1 if summary.failed or summary.not_logs else 0
 
 

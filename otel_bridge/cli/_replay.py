@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .._pipeline import CollectorUnreachable, Pipeline
 from .._progress import ProgressBar
+from .._words import plural
 from ..export import MetricsOptions, SpanSink
 from ..export._common import sdk_disabled
 from ..sources import LogFile, find_logs
@@ -105,8 +106,8 @@ def _replay(
     except KeyboardInterrupt:
         if sink.queued:
             logger.warning(
-                "interrupted; delivering %d queued spans for up to %g s (Ctrl-C again to quit now)",
-                sink.queued,
+                "interrupted; delivering %s queued for up to %g s (Ctrl-C again to quit now)",
+                plural(sink.queued, "span"),
                 args.export_timeout,
             )
         raise
@@ -119,26 +120,25 @@ def _replay(
     if summary.empty:
         verdicts.append(f"{len(summary.empty)} empty")
     logger.info(
-        "replayed %d log%s%s: %s; %d spans exported in %d traces%s",
-        summary.files,
-        "" if summary.files == 1 else "s",
+        "replayed %s%s: %s; %s exported in %s%s",
+        plural(summary.files, "log"),
         f" ({', '.join(verdicts)})" if verdicts else "",
         summarize_reading(summary.read),
-        sink.stats.exported,
-        assembler.stats.interactions,
+        plural(sink.stats.exported, "span"),
+        plural(assembler.stats.interactions, "trace"),
         sampled(sink) + destinations(sink),
     )
     if summary.failed:
         logger.error(
-            "%d logs could not be read: %s",
-            len(summary.failed),
+            "%s could not be read: %s",
+            plural(len(summary.failed), "log"),
             "; ".join(f"{path}: {why}" for path, why in summary.failed),
         )
         return 1
     if summary.not_logs:  # each said so in its own line, already
         return 1
     if undelivered or sink.stats.dropped:
-        logger.error("%d spans could not be exported", undelivered + sink.stats.dropped)
+        logger.error("%s could not be exported", plural(undelivered + sink.stats.dropped, "span"))
         return 1
     return 0
 
@@ -169,7 +169,7 @@ def _in_shard(logs: list[LogFile], shard: Shard, named: list[Path]) -> list[LogF
             logger.info(
                 "%s: skipped, session %s is not in shard %s", log.path, log.session_hint, shard
             )
-    logger.info("shard %s: %d of %d sessions", shard, len(kept), len(logs))
+    logger.info("shard %s: %d of %s", shard, len(kept), plural(len(logs), "session"))
     return kept
 
 

@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanRecord
+from .._words import plural
 from ..processors import Scrubber, TraceSampler
 from ._exporters import exporter_label
 from ._otel import _SCOPE, to_readable_span
@@ -333,7 +334,9 @@ class SpanSink:
         for worker in self._workers:
             undelivered = worker.finish_stop(abort)
             if undelivered:
-                logger.error("%s: %d spans not delivered at shutdown", worker.label, undelivered)
+                logger.error(
+                    "%s: %s not delivered at shutdown", worker.label, plural(undelivered, "span")
+                )
         with self._lock:
             self._left = len(self._pending)
         return self._left
@@ -342,7 +345,7 @@ class SpanSink:
         with self._lock:
             if ok is None:
                 dropped = sum(self._pending.pop(seq, None) is not None for seq in sequence)
-                logger.warning("%s: queue full, %d spans dropped", label, len(sequence))
+                logger.warning("%s: queue full, %s dropped", label, plural(len(sequence), "span"))
                 if dropped:
                     self.stats.dropped += dropped
                     self.metrics.add("otel_bridge.spans.dropped", dropped, {}, "")

@@ -228,7 +228,7 @@ class Tailer:
             self._store.forget(list(self._resume))
         self._resume = {}
         self.started = True
-        logger.info("%s", start_summary(self.roots, self.options, starts))
+        logger.info("%s", start_summary(self.options, starts))
 
     def poll_once(self) -> int:
         """Read what has been appended, pick up new logs, close quiet interactions.
