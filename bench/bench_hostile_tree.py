@@ -48,14 +48,8 @@ def inotify_watches(pid: int) -> int:
     return watches
 
 
-def _args(state: Path, scratch: Path) -> list[str]:
-    return [
-        "--session-state",
-        str(state),
-        "--state-dir",
-        str(scratch / "bridge-state"),
-        "--no-checkpoints",
-    ]
+def _args(state: Path) -> list[str]:
+    return ["--session-state", str(state), "--no-checkpoints"]
 
 
 def empty_dirs(
@@ -73,7 +67,7 @@ def empty_dirs(
     shutil.copy(_FIXTURE / "events.jsonl", real / "events.jsonl")
     port = free_port()
     env = bridge_env(pythonpath, {"OTEL_TRACES_EXPORTER": "none"})
-    with Bridge(_args(state, scratch / "empty"), env, scratch / "empty.log", port=port) as bridge:
+    with Bridge(_args(state), env, scratch / "empty.log", port=port) as bridge:
         ready = bridge.wait_ready(600, following=1)
         time.sleep(10)  # settle: the first rescans
         watches = inotify_watches(bridge.pid)
@@ -105,7 +99,7 @@ def sparse_log(timeout: float, scratch: Path, pythonpath: Path) -> float | None:
     shutil.copy(_FIXTURE / "events.jsonl", real / "events.jsonl")
     port = free_port()
     env = bridge_env(pythonpath, {"OTEL_TRACES_EXPORTER": "none"})
-    args = [*_args(state, scratch / "sparse"), "--backfill"]
+    args = [*_args(state), "--backfill"]
     with Bridge(args, env, scratch / "sparse.log", port=port) as bridge:
         ready = bridge.wait_ready(timeout)
     return round(ready, 2) if ready is not None else None

@@ -219,9 +219,9 @@ def section_idle(opts: Options) -> Figures:
         for checkpoints in (True, False):
             tag = f"{size}_{'ckpt' if checkpoints else 'nockpt'}"
             work = opts.work(f"idle-{tag}")
-            args = ["--session-state", str(corpus), "--state-dir", str(work / "state")]
-            if not checkpoints:
-                args.append("--no-checkpoints")
+            args = ["--session-state", str(corpus)]
+            # --state-dir with --no-checkpoints is an option error: no state directory then
+            args += ["--state-dir", str(work / "state")] if checkpoints else ["--no-checkpoints"]
             with Bridge(args, _quiet_env(opts), opts.log(f"idle-{tag}"), port=free_port()) as b:
                 ready = b.wait_ready(opts.start_timeout, following=size)
                 if ready is None:

@@ -124,6 +124,15 @@ class FileCheckpoint:
     sent: Sequence[int] = ()
     sent_blocks: Sequence[int] = ()
 
+    @property
+    def never_read(self) -> bool:
+        """Taken where a run began to follow the log from its end, with nothing read since:
+        no session state (a follower's is empty until it passes a safe place, and
+        `SessionAssembler.snapshot()` never is) and no span delivered after it. Nothing of the
+        log was exported, so reading it from its beginning (`run --backfill`) repeats
+        nothing."""
+        return self.offset > 0 and not self.session and not self.sent
+
     def matches(self, path: Path, root: Path | None = None) -> bool:
         """Is `path` still the file this checkpoint was taken on (not replaced, not cut)?
         Opened as its reader opens it (below `root` if given); one that cannot be opened, or
@@ -228,7 +237,8 @@ class CheckpointStore:
         elif any(os.path.lexists(candidate) for candidate in v1):
             entries = self._load_v1(v1)
             self._keep_in_memory(entries)
-        if entries:  # `run`'s start says how many logs resume from their checkpoint
+        if entries:
+            # at DEBUG: `run` says where its checkpoints are, and the tailer how many resume
             logger.debug("resuming %d logs from %s", len(entries), self.directory)
         self._live_bytes = sum(_length(d) + 1 for d in self._saved.values())
         return entries

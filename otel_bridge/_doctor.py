@@ -10,42 +10,48 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ._doctor_run import Check, check_port, check_state_dir, session_logs
 from ._exceptions import ConfigError
 from ._progress import printable
 from ._words import plural
 from .export import DEFAULT_SERVICE_NAME, trace_exporter_names
 from .export._common import (
     DEFAULT_ENDPOINTS,
+    REFUSED_ENDPOINT,
+    ExportFailure,
     OtlpEndpoint,
     otlp_endpoint,
     reachability,
     sdk_disabled,
     shown_endpoint,
 )
+from .export._exporters import probe_otlp
 from .export._metrics import metric_exporter_names
-from .sources import scan_session_state
 
-__all__ = ["Check", "diagnose"]
+__all__ = ["Check", "RunSetup", "diagnose"]
 
 _EVENTS_FILE = "events.jsonl"
 _FALSE = ("", "0", "false", "no", "off")
 
 
 @dataclass(frozen=True, slots=True)
-class Check:
-    """One finding: ok or not, and a line a person can act on.
+class RunSetup:
+    """What `run` would use besides its directories and exporters, when asked to check it.
 
-    `warning` marks something that works but is probably not what the user wants (it does not
-    change the exit status).
+    Attributes:
+        state_dir: where it keeps checkpoints; None: none (--no-checkpoints).
+        port: the host and port it serves /metrics, /healthz, /readyz on; None: none.
+        aliases: a directory given as --session-state for each root watched in its stead
+            (a COPILOT_HOME given for its session-state directory), to say so.
     """
 
-    ok: bool
-    message: str
-    warning: bool = False
+    state_dir: Path | None = None
+    port: tuple[str, int] | None = None
+    aliases: Mapping[Path, Path] = field(default_factory=dict)
 
 
 def diagnose(
@@ -53,12 +59,14 @@ def diagnose(
     environ: Mapping[str, str],
     traces_file: Path | None,
     timeout: float = 2.0,
+    run: RunSetup | None = None,
 ) -> list[Check]:
-    """Look at the session-state directories and the exporter configuration. The messages
-    are safe to print: a directory's or a variable's control characters come escaped."""
+    """Look at the session-state directories, what `run` needs (`run`, when given) and the
+    exporter configuration. The messages are safe to print: a directory's or a variable's
+    control characters come escaped."""
     return [
         Check(check.ok, printable(check.message), check.warning)
-        for check in _diagnose(roots, environ, traces_file, timeout)
+        for check in _diagnose(roots, environ, traces_file, timeout, run or RunSetup())
     ]
 
 
@@ -67,9 +75,19 @@ def _diagnose(
     environ: Mapping[str, str],
     traces_file: Path | None,
     timeout: float,
+    run: RunSetup,
 ) -> list[Check]:
-    checks = [_check_root(root) for root in roots]
-    if sdk_disabled(environ):
+    checks = []
+    for root in roots:
+        checks.extend(_check_root(root, run.aliases.get(root)))
+    disabled = sdk_disabled(environ)
+    running = None
+    if run.state_dir is not None and not disabled:  # disabled: run keeps no checkpoints
+        state, running = check_state_dir(run.state_dir)
+        checks.append(state)
+    if run.port is not None:
+        checks.append(check_port(*run.port, running))
+    if disabled:
         checks.append(
             Check(
                 True,
@@ -87,34 +105,59 @@ def _diagnose(
     return checks
 
 
-def _check_root(root: Path) -> Check:
+def _check_root(root: Path, given: Path | None = None) -> list[Check]:
+    checks = _check_one_root(root)
+    if given is not None and given != root:
+        said = (
+            f"{given} holds no session but a session-state directory: run watches {root}; "
+            + checks[0].message.removeprefix(f"{root}: ")
+        )
+        checks[0] = Check(checks[0].ok, said, checks[0].warning)
+    return checks
+
+
+def _check_one_root(root: Path) -> list[Check]:
     if root.is_file():
-        return Check(
-            False,
-            f"{root} is a file: pass the session-state directory (e.g. "
-            f"~/.copilot/session-state), or read this log with "
-            f"`otel-bridge replay {root}`",
-        )
+        return [
+            Check(
+                False,
+                f"{root} is a file: pass the session-state directory (e.g. "
+                f"~/.copilot/session-state), or read this log with "
+                f"`otel-bridge replay {root}`",
+            )
+        ]
     if not root.is_dir():
-        return Check(
-            False,
-            f"{root}: does not exist (yet). Has the Copilot CLI run as this user? "
-            f"Set COPILOT_HOME or pass --session-state DIR",
-        )
+        return [
+            Check(
+                False,
+                f"{root}: does not exist (yet). Has the Copilot CLI run as this user? "
+                f"Set COPILOT_HOME or pass --session-state DIR",
+            )
+        ]
     if (root / _EVENTS_FILE).is_file():
-        return Check(
-            False,
-            f"{root} is one session's directory (it holds {_EVENTS_FILE}): pass "
-            f"its parent, --session-state {root.parent}, to follow every "
-            f"session, or read this one with `otel-bridge replay {root}`",
-        )
-    logs = scan_session_state(root)
+        return [
+            Check(
+                False,
+                f"{root} is one session's directory (it holds {_EVENTS_FILE}): pass "
+                f"its parent, --session-state {root.parent}, to follow every "
+                f"session, or read this one with `otel-bridge replay {root}`",
+            )
+        ]
+    logs, unread = session_logs(root)
     if not logs:
-        return Check(True, f"{root}: exists, no session logs yet")
-    newest = max(log.path.stat().st_mtime for log in logs)
-    age = _age(time.time() - newest)
-    count = plural(len(logs), "session log")
-    return Check(True, f"{root}: {count}, the newest written {age} ago")
+        found = Check(True, f"{root}: exists, no session logs yet")
+    else:
+        age = _age(time.time() - max(_mtime(log.path) for log in logs))
+        count = plural(len(logs), "session log")
+        found = Check(True, f"{root}: {count}, the newest written {age} ago")
+    return [found] if unread is None else [found, unread]
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # gone since it was listed
+        return 0.0
 
 
 def _check_exporters(
@@ -124,7 +167,7 @@ def _check_exporters(
     checks: list[Check] = []
     if not [n for n in names if n != "none"] and traces_file is None:
         checks.append(Check(False, "no exporter: OTEL_TRACES_EXPORTER=none and no --traces-file"))
-    checked: set[tuple[str, int]] = set()
+    checked: dict[tuple[str, int], str | None] = {}
     for name in names:
         if name == "console":
             checks.append(
@@ -151,7 +194,7 @@ def _check_exporters(
         metrics = _check_otlp(environ, "metrics", timeout, checked)
         said = {check.message.partition(": ")[2] for check in checks}
         if metrics.message and metrics.message.partition(": ")[2] not in said:
-            checks.append(metrics)  # not when it is the traces' endpoint, or the same error
+            checks.append(metrics)  # not what the traces' check said already
     return checks
 
 
@@ -161,26 +204,53 @@ def _metrics_over_otlp(environ: Mapping[str, str]) -> bool:
 
 
 def _check_otlp(
-    environ: Mapping[str, str], signal: str, timeout: float, checked: set[tuple[str, int]]
+    environ: Mapping[str, str],
+    signal: str,
+    timeout: float,
+    checked: dict[tuple[str, int], str | None],
 ) -> Check:
-    """The endpoint is usable and accepts a connection; an endpoint already checked for the
-    other signal gives an ok check with no message (left out)."""
+    """The endpoint is usable, accepts a connection (looked at once per host and port: an
+    ok check with no message, left out, when the other signal's found it not there), and
+    takes an empty export of `signal` through the exporter run would use."""
     try:
         endpoint = otlp_endpoint(environ, signal)
     except ConfigError as exc:
         return Check(False, f"{signal}: {exc}")
-    if (endpoint.host, endpoint.port) in checked:
-        return Check(True, "")
-    checked.add((endpoint.host, endpoint.port))
     what = "exporter otlp" if signal == "traces" else "metrics otlp"
     where = f"{what} at {endpoint.describe()}{_origin(endpoint)}"
-    problem = reachability(endpoint, timeout)
+    key = (endpoint.host, endpoint.port)
+    if key in checked:
+        if checked[key] is not None:
+            return Check(True, "")  # said for the traces
+    else:
+        checked[key] = reachability(endpoint, timeout)
+    problem = checked[key]
     if problem is not None:
         return Check(
             False,
             f"{where}: NOT reachable ({problem}); is the collector running, "
             f"and is the port right (4317 for grpc, 4318 for http/protobuf)?",
         )
+    try:
+        failure = probe_otlp(environ, signal, timeout)
+    except ConfigError as exc:
+        return Check(False, f"{where}: {exc}")
+    if failure is None:
+        return Check(True, f"{where}: reachable, takes {signal}")
+    return Check(
+        False,
+        f"{where}: refused an empty export ({failure.reason}){_advice(endpoint, signal, failure)}",
+    )
+
+
+def _advice(endpoint: OtlpEndpoint, signal: str, failure: ExportFailure) -> str:
+    """What to change, for a refusal of `signal` at `endpoint`."""
+    if failure.status in (401, 403, "UNAUTHENTICATED", "PERMISSION_DENIED"):
+        return "; check the credentials in OTEL_EXPORTER_OTLP_HEADERS"
+    if failure.refused is None:
+        return "; the collector is there but takes nothing now: run would queue and retry"
+    if failure.refused != REFUSED_ENDPOINT:
+        return ""
     if (
         endpoint.protocol == "http/protobuf"
         and endpoint.variable is not None
@@ -188,14 +258,21 @@ def _check_otlp(
         and urlsplit(endpoint.url).path in ("", "/")
     ):
         # The signal's own variable is the full URL: a collector answers 404 at its root.
-        return Check(
-            True,
-            f"{where}: reachable, but {endpoint.variable} is used as it is, "
-            f"with no path: did you mean "
-            f"{shown_endpoint(endpoint.url).removesuffix('/')}/v1/{signal}?",
-            warning=True,
+        return (
+            f"; {endpoint.variable} is used as it is, with no path: did you mean "
+            f"{shown_endpoint(endpoint.url).removesuffix('/')}/v1/{signal}?"
         )
-    return Check(True, f"{where}: reachable")
+    if signal == "metrics":
+        return (
+            ": it takes no OTLP metrics (a traces-only backend, such as Jaeger?); "
+            "OTEL_METRICS_EXPORTER=prometheus keeps run's metrics on /metrics only, "
+            "OTEL_METRICS_EXPORTER=none turns them off, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT "
+            "sends them elsewhere"
+        )
+    return (
+        ": nothing there takes OTLP traces; is the port right (4317 for grpc, 4318 for "
+        "http/protobuf), and OTEL_EXPORTER_OTLP_ENDPOINT the collector's base URL?"
+    )
 
 
 def _origin(endpoint: OtlpEndpoint) -> str:

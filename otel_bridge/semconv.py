@@ -59,6 +59,13 @@ OP_INVOKE_AGENT: Final = "invoke_agent"
 OP_CHAT: Final = "chat"
 OP_EXECUTE_TOOL: Final = "execute_tool"
 
+#: The name of every turn span. A span name is what a backend makes an operation of (Jaeger's
+#: operation list, the Collector's spanmetrics connector): it says what kind of step a span is,
+#: never which one, or a long task would add a name per turn. The turn's place in the task is
+#: its copilot.turn.index; the other names are the GenAI `{operation} {name}` with a bounded
+#: name (agent, model, tool).
+SPAN_TURN: Final = "turn"
+
 #: gen_ai.provider.name: the CLI's own telemetry says "github"; we match it so that both sources
 #: group together in a backend.
 PROVIDER_GITHUB: Final = "github"
@@ -81,6 +88,10 @@ COPILOT_TURNS: Final = "copilot.turns"
 COPILOT_MODE: Final = "copilot.mode"
 COPILOT_INITIATOR: Final = "copilot.initiator"
 COPILOT_TASK_OUTCOME: Final = "copilot.task.outcome"
+#: On a task's root, beside its outcome: true when the task failed (TASK_FAILED_OUTCOMES), else
+#: false. One value to search for: Jaeger's search matches a tag's value exactly (no "or", no
+#: "not"), and its `error=true` finds nothing in some versions (docs/viewers.md).
+COPILOT_TASK_FAILED: Final = "copilot.task.failed"
 COPILOT_TASK_SUMMARY_LENGTH: Final = "copilot.task.summary_length"
 COPILOT_USER_MESSAGES: Final = "copilot.user_messages"
 COPILOT_CONTINUATIONS: Final = "copilot.autopilot.continuations"
@@ -146,6 +157,8 @@ SHA256_SUFFIX: Final = ".sha256"
 
 # Metric attributes of our own (docs/metrics.md)
 COPILOT_AGENT_TYPE: Final = "copilot.agent.type"
+#: also on every execute_tool span: the label of its copilot.tool.calls, and one value to search
+#: a backend for (copilot.tool.outcome=error)
 COPILOT_TOOL_OUTCOME: Final = "copilot.tool.outcome"
 COPILOT_CONTINUATION: Final = "copilot.continuation"
 COPILOT_DELIVERY: Final = "copilot.delivery"
@@ -187,6 +200,8 @@ OUTCOME_FAILED: Final = "failed"
 OUTCOME_ERROR: Final = "error"
 OUTCOME_ABORTED: Final = "aborted"
 OUTCOME_NO_SIGNAL: Final = "no_signal"
+#: The outcomes of a task that failed: copilot.task.failed=true.
+TASK_FAILED_OUTCOMES: Final = frozenset({OUTCOME_FAILED, OUTCOME_ERROR, OUTCOME_ABORTED})
 
 # copilot.end_reason values (docs/architecture.md, "When an interaction ends")
 END_LOOP: Final = "loop_end"

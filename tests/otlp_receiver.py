@@ -55,7 +55,9 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-FaultMode: TypeAlias = Literal["ok", "unavailable", "throttle"]
+FaultMode: TypeAlias = Literal[
+    "ok", "unavailable", "throttle", "bad_request", "not_found", "not_implemented"
+]
 Protocol: TypeAlias = Literal["grpc", "http"]
 Signal: TypeAlias = Literal["traces", "metrics"]
 ExportRequest: TypeAlias = (
@@ -70,11 +72,20 @@ _MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _GRPC_CODES: dict[str, grpc.StatusCode] = {
     "unavailable": grpc.StatusCode.UNAVAILABLE,
     "throttle": grpc.StatusCode.RESOURCE_EXHAUSTED,
+    "bad_request": grpc.StatusCode.INVALID_ARGUMENT,
+    "not_found": grpc.StatusCode.NOT_FOUND,
+    "not_implemented": grpc.StatusCode.UNIMPLEMENTED,
 }
 _HTTP_CODES: dict[str, tuple[int, int]] = {  # mode -> (HTTP status, google.rpc.Code)
     "unavailable": (503, code_pb2.UNAVAILABLE),
     "throttle": (429, code_pb2.RESOURCE_EXHAUSTED),
+    "bad_request": (400, code_pb2.INVALID_ARGUMENT),
+    "not_found": (404, code_pb2.NOT_FOUND),
+    "not_implemented": (501, code_pb2.UNIMPLEMENTED),
 }
+#: The refusals a client should try again later: only these carry the ``retry_after`` hint
+#: (the OTLP specification's retryable answers); the others are final.
+_TRANSIENT: frozenset[str] = frozenset({"unavailable", "throttle"})
 _HTTP_PATHS: dict[str, Signal] = {"/v1/traces": "traces", "/v1/metrics": "metrics"}
 _REQUEST_TYPES: dict[Signal, type[ExportRequest]] = {
     "traces": trace_service_pb2.ExportTraceServiceRequest,
@@ -109,15 +120,26 @@ class OtlpReceiver:
     ``start()`` once, ``stop()`` any number of times.
     """
 
-    def __init__(self, *, grpc_workers: int = 8, keep_alive: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        grpc_workers: int = 8,
+        keep_alive: bool = False,
+        signals: Iterable[Signal] = ("traces", "metrics"),
+    ) -> None:
         """Create a stopped receiver; ``grpc_workers`` bounds concurrent gRPC exports.
 
         ``keep_alive``: OTLP/HTTP over persistent HTTP/1.1 connections, as a real Collector
         serves it (the benchmarks measure the exporter's cost with it); the default, HTTP/1.0,
         closes each connection after its response, so that ``stop()`` never waits for an
         idle client.
+
+        ``signals``: what it receives. A signal left out is answered as by a backend with no
+        receiver for it (Jaeger's OTLP ports take traces only): HTTP 404 at its path, gRPC
+        UNIMPLEMENTED (its service is not registered).
         """
         self._keep_alive = keep_alive
+        self.signals: frozenset[Signal] = frozenset(signals)
         self._cond = threading.Condition()
         self._requests: list[ReceivedRequest] = []
         self._errors: list[str] = []
@@ -176,10 +198,12 @@ class OtlpReceiver:
                 ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
             ],
         )
-        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceServicer(self), server)
-        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(
-            _MetricsServicer(self), server
-        )
+        if "traces" in self.signals:
+            trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceServicer(self), server)
+        if "metrics" in self.signals:
+            metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(
+                _MetricsServicer(self), server
+            )
         port = server.add_insecure_port(f"{_HOST}:0")
         if port == 0:
             raise RuntimeError(f"could not bind gRPC server on {_HOST}")
@@ -250,11 +274,14 @@ class OtlpReceiver:
 
     @property
     def mode(self) -> FaultMode:
-        """Persistent answer policy: ``"ok"``, ``"unavailable"`` or ``"throttle"``.
+        """Persistent answer policy: ``"ok"``, or a refusal.
 
-        ``unavailable`` -> gRPC UNAVAILABLE / HTTP 503; ``throttle`` -> gRPC RESOURCE_EXHAUSTED /
-        HTTP 429.  Both carry the ``retry_after`` hint.  Refused requests are counted in
-        :attr:`refused_requests` but not stored.
+        Transient, carrying the ``retry_after`` hint: ``unavailable`` -> gRPC UNAVAILABLE /
+        HTTP 503; ``throttle`` -> gRPC RESOURCE_EXHAUSTED / HTTP 429. Final (the OTLP
+        specification says not to retry them), with no hint: ``bad_request`` -> gRPC
+        INVALID_ARGUMENT / HTTP 400; ``not_found`` -> gRPC NOT_FOUND / HTTP 404;
+        ``not_implemented`` -> gRPC UNIMPLEMENTED / HTTP 501. Refused requests are counted
+        in :attr:`refused_requests` but not stored.
         """
         with self._cond:
             return self._mode
@@ -273,7 +300,7 @@ class OtlpReceiver:
         ``mode`` from the test thread while an exporter is mid-retry is racy.
         """
         if mode not in _FAULT_MODES or mode == "ok":
-            raise ValueError(f"fail_next mode must be 'unavailable' or 'throttle', got {mode!r}")
+            raise ValueError(f"fail_next mode must be a refusal, got {mode!r}")
         if count < 0:
             raise ValueError("count must be >= 0")
         with self._cond:
@@ -409,7 +436,7 @@ class OtlpReceiver:
     ) -> None:
         mode = self._admit()
         if mode != "ok":
-            if self.retry_after is not None:
+            if self.retry_after is not None and mode in _TRANSIENT:
                 context.set_trailing_metadata(
                     (("google.rpc.retryinfo-bin", _retry_info(self.retry_after)),)
                 )
@@ -485,7 +512,7 @@ class _OtlpHttpHandler(BaseHTTPRequestHandler):
             # Chunked uploads are not produced by the OTel exporters; refuse rather than guess.
             return self._reject(411, f"valid Content-Length required, got {length!r}")
         body = self.rfile.read(int(length))
-        if signal is None:
+        if signal is None or signal not in receiver.signals:
             return self._reject(404, f"unknown path {self.path!r}")
         if self.headers.get_content_type() != "application/x-protobuf":
             return self._reject(415, f"unsupported Content-Type {self.headers['Content-Type']!r}")
@@ -494,7 +521,7 @@ class _OtlpHttpHandler(BaseHTTPRequestHandler):
         if mode != "ok":
             status, rpc_code = _HTTP_CODES[mode]
             extra = {}
-            if receiver.retry_after is not None:
+            if receiver.retry_after is not None and mode in _TRANSIENT:
                 extra["Retry-After"] = _format_retry_after(receiver.retry_after)
             detail = f"otlp receiver fault injection: {mode}"
             return self._send(status, _status_body(rpc_code, detail), extra)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from otel_bridge import Assembler, JsonLinesDecoder, SpanRecord
+from otel_bridge import semconv as sc
 
 
 def assemble(events: Iterable, session: str = "sess-1") -> list[SpanRecord]:
@@ -26,6 +27,27 @@ def by_name(spans: Sequence[SpanRecord], prefix: str) -> list[SpanRecord]:
     return [s for s in spans if s.name.startswith(prefix)]
 
 
+def turns(spans: Sequence[SpanRecord], index: int | None = None) -> list[SpanRecord]:
+    """The turn spans (all named `turn`), or those whose `copilot.turn.index` is `index` (the
+    n-th turn of its agent in the task: a sub-agent's first turn is 1 too), in start order."""
+    return sorted(
+        (
+            s
+            for s in spans
+            if s.name == sc.SPAN_TURN
+            and (index is None or s.attributes.get(sc.COPILOT_TURN_INDEX) == index)
+        ),
+        key=lambda s: s.start_ns,
+    )
+
+
+def label(span: SpanRecord) -> str:
+    """The span's name, and for a turn its index: `turn #2` (the name is `turn`; the index is
+    its copilot.turn.index attribute)."""
+    index = span.attributes.get(sc.COPILOT_TURN_INDEX)
+    return f"{span.name} #{index}" if span.name == sc.SPAN_TURN and index is not None else span.name
+
+
 def children(spans: Sequence[SpanRecord], parent: SpanRecord) -> list[SpanRecord]:
     return sorted(
         (s for s in spans if s.parent_span_id == parent.span_id and s.trace_id == parent.trace_id),
@@ -34,8 +56,8 @@ def children(spans: Sequence[SpanRecord], parent: SpanRecord) -> list[SpanRecord
 
 
 def outline(spans: Sequence[SpanRecord]) -> list[str]:
-    """The tree as indented names, children in start order: easy to compare with a hand-drawn
-    expectation."""
+    """The tree as indented names (`label`: a turn with its index), children in start order:
+    easy to compare with a hand-drawn expectation."""
     kids: dict[int | None, list[SpanRecord]] = defaultdict(list)
     ids = {s.span_id for s in spans}
     for span in spans:
@@ -43,7 +65,7 @@ def outline(spans: Sequence[SpanRecord]) -> list[str]:
     lines: list[str] = []
 
     def walk(span: SpanRecord, depth: int) -> None:
-        lines.append("  " * depth + span.name)
+        lines.append("  " * depth + label(span))
         for child in sorted(kids[span.span_id], key=lambda s: (s.start_ns, s.name)):
             walk(child, depth + 1)
 

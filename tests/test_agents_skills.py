@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from otel_bridge import Assembler
 from tests.builder import Log
-from tests.spantree import assemble, by_name, check_invariants, children
+from tests.spantree import assemble, by_name, check_invariants, children, turns
 from tests.test_metrics import Recorder
 
 
@@ -196,7 +196,7 @@ def test_skill_events_go_on_the_turn_and_are_counted_by_name() -> None:
     log.simple_turn("2", "u3")
     spans, recorder = observe(log)
     check_invariants(spans)
-    turn1, turn2 = by_name(spans, "turn 1")[0], by_name(spans, "turn 2")[0]
+    turn1, turn2 = turns(spans, 1)[0], turns(spans, 2)[0]
     assert [(e.name, e.attributes) for e in turn1.events] == [
         (
             "copilot.skill.invoked",

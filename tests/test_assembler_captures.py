@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from otel_bridge import StatusCode
-from tests.spantree import assemble_file, by_name, check_invariants, children, outline
+from tests.spantree import assemble_file, by_name, check_invariants, children, label, outline, turns
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ALL_LOGS = sorted(FIXTURES.glob("*/events*.jsonl"))
@@ -43,10 +43,10 @@ def test_run1_one_tool_call_then_answer() -> None:
     spans = assemble_file(FIXTURES / "run1_cli_prompt_basic" / "events.jsonl")
     assert outline(spans) == [
         "invoke_agent copilot",
-        "  turn 1",
+        "  turn #1",
         "    chat gpt-4.1",
         "    execute_tool bash",
-        "  turn 2",
+        "  turn #2",
         "    chat gpt-4.1",
     ]
     check_invariants(spans)
@@ -73,7 +73,7 @@ def test_run1_one_tool_call_then_answer() -> None:
     assert tool.attributes["gen_ai.tool.call.id"] == "call_44576fa8bc"
     assert tool.attributes["copilot.tool.exit_code"] == 0
     assert tool.status is StatusCode.UNSET
-    turn1 = by_name(spans, "turn 1")[0]
+    turn1 = turns(spans, 1)[0]
     assert tool.parent_span_id == turn1.span_id == chat.parent_span_id
 
 
@@ -81,10 +81,10 @@ def test_run3_autopilot_ends_with_task_complete() -> None:
     spans = assemble_file(FIXTURES / "run3_cli_autopilot" / "events.jsonl")
     assert outline(spans) == [
         "invoke_agent copilot",
-        "  turn 1",
+        "  turn #1",
         "    chat gpt-4.1",
         "    execute_tool bash",
-        "  turn 2",
+        "  turn #2",
         "    chat gpt-4.1",
         "    execute_tool task_complete",
     ]
@@ -103,7 +103,7 @@ def test_sdk1_resumed_session_gives_three_linked_traces() -> None:
     assert len({r.trace_id for r in roots}) == 3
     assert {s.trace_id for s in spans} == {r.trace_id for r in roots}
     for root in roots:
-        assert [c.name for c in children(spans, root)] == ["turn 1", "turn 2"]
+        assert [label(c) for c in children(spans, root)] == ["turn #1", "turn #2"]
         assert root.attributes["gen_ai.conversation.id"] == "30e81176-e0e8-4c2e-935d-833c9448ad7c"
     roots.sort(key=lambda r: r.start_ns)
     assert roots[0].links == ()
@@ -132,7 +132,7 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
     spans = assemble_file(path)
     check_invariants(spans)
     count = lambda t: sum(1 for e in events if e["type"] == t)  # noqa: E731
-    assert len(by_name(spans, "turn ")) == count("assistant.turn_start")
+    assert len(turns(spans)) == count("assistant.turn_start")
     assert len(by_name(spans, "execute_tool ")) == count("tool.execution_start")
     assert len(by_name(spans, "chat ")) == llm_calls(events)
     top_level = [
@@ -168,7 +168,7 @@ def test_counts_and_parents_match_the_raw_log(path: Path) -> None:
     for call_id, tool in tools.items():
         parent = by_id[tool.parent_span_id]
         in_turn, agent_id = requested_in_turn[call_id]
-        assert parent.name.startswith("turn " if in_turn else "invoke_agent"), call_id
+        assert parent.name.startswith("turn" if in_turn else "invoke_agent"), call_id
         owner = by_id[parent.parent_span_id] if in_turn else parent
         assert owner.attributes.get("copilot.agent.id") == agent_id
     # each sub-agent hangs under the `task` call that spawned it
@@ -211,22 +211,22 @@ def test_nested_subagents_form_a_chain_under_task_calls() -> None:
     spans = assemble_file(FIXTURES / "subagent_nested" / "events.jsonl")
     assert outline(spans) == [
         "invoke_agent copilot",
-        "  turn 1",
+        "  turn #1",
         "    chat gpt-4.1",
         "    execute_tool task",
         "      invoke_agent general-purpose",
-        "        turn 1",
+        "        turn #1",
         "          chat gpt-4.1",
         "          execute_tool task",
         "            invoke_agent general-purpose",
-        "              turn 1",
+        "              turn #1",
         "                chat gpt-4.1",
         "                execute_tool bash",
-        "              turn 2",
+        "              turn #2",
         "                chat gpt-4.1",
-        "        turn 2",
+        "        turn #2",
         "          chat gpt-4.1",
-        "  turn 2",
+        "  turn #2",
         "    chat gpt-4.1",
     ]
     assert all(s.status is StatusCode.UNSET for s in spans)
@@ -235,13 +235,13 @@ def test_nested_subagents_form_a_chain_under_task_calls() -> None:
 def test_parallel_subagents_are_siblings_under_one_turn() -> None:
     spans = assemble_file(FIXTURES / "subagent_parallel" / "events.jsonl")
     (root,) = by_name(spans, "invoke_agent copilot")
-    (main_turn,) = [t for t in by_name(spans, "turn 1") if t.parent_span_id == root.span_id]
+    (main_turn,) = [t for t in turns(spans, 1) if t.parent_span_id == root.span_id]
     tasks = [c for c in children(spans, main_turn) if c.name == "execute_tool task"]
     assert len(tasks) == 2
     for task in tasks:
         (sub,) = children(spans, task)
         assert sub.name == "invoke_agent general-purpose"
-        assert [c.name for c in children(spans, sub)] == ["turn 1", "turn 2"]
+        assert [label(c) for c in children(spans, sub)] == ["turn #1", "turn #2"]
 
 
 def test_failed_subagent_and_its_task_call_are_errors_the_interaction_is_not() -> None:
@@ -259,11 +259,11 @@ def test_failed_subagent_and_its_task_call_are_errors_the_interaction_is_not() -
 def test_background_subagent_keeps_the_interaction_open_until_the_main_agent_resumes() -> None:
     spans = assemble_file(FIXTURES / "subagent_background" / "events.jsonl")
     (root,) = by_name(spans, "invoke_agent copilot")
-    assert [c.name for c in children(spans, root)] == [
-        "turn 1",
-        "turn 2",
+    assert [label(c) for c in children(spans, root)] == [
+        "turn #1",
+        "turn #2",
         "execute_tool read_agent",
-        "turn 3",
+        "turn #3",
     ]
     assert root.attributes["copilot.turns"] == 3
     assert "copilot.incomplete" not in root.attributes
@@ -289,7 +289,7 @@ def test_abort_ends_the_interaction_as_aborted(case: str) -> None:
 
 def test_provider_error_ends_the_interaction_in_error() -> None:
     spans = assemble_file(FIXTURES / "provider_error" / "events.jsonl")
-    assert outline(spans) == ["invoke_agent copilot", "  turn 1"]
+    assert outline(spans) == ["invoke_agent copilot", "  turn #1"]
     root = by_name(spans, "invoke_agent copilot")[0]
     assert root.status is StatusCode.ERROR
     assert root.attributes["error.type"] == "query"
@@ -302,12 +302,12 @@ def test_autopilot_nudge_is_one_task_in_one_trace() -> None:
     (root,) = by_name(spans, "invoke_agent copilot")
     assert root.attributes["copilot.autopilot.continuations"] == 1
     assert root.attributes["copilot.task.outcome"] == "completed"
-    assert [c.name for c in children(spans, root)] == ["turn 1", "turn 2"]
+    assert [label(c) for c in children(spans, root)] == ["turn #1", "turn #2"]
 
 
 def test_parallel_tools_with_a_failing_view_and_a_nonzero_exit() -> None:
     spans = assemble_file(FIXTURES / "parallel_tools" / "events.jsonl")
-    turn1 = by_name(spans, "turn 1")[0]
+    turn1 = turns(spans, 1)[0]
     assert sorted(c.name for c in children(spans, turn1)) == [
         "chat gpt-4.1",
         "execute_tool bash",

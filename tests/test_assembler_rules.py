@@ -9,11 +9,12 @@ import pytest
 
 from otel_bridge import Assembler, AssemblerConfig, StatusCode
 from tests.builder import Log
-from tests.spantree import assemble, by_name, check_invariants, children, outline
+from tests.spantree import assemble, by_name, check_invariants, children, label, outline
 
 
 def one(spans, prefix):
-    found = by_name(spans, prefix)
+    """The one span whose name, or label (a turn: `turn #n`), starts with `prefix`."""
+    found = [s for s in spans if label(s).startswith(prefix)]
     assert len(found) == 1, [s.name for s in spans]
     return found[0]
 
@@ -44,7 +45,7 @@ def test_autopilot_continuation_stays_in_the_same_trace() -> None:
     check_invariants(spans)
     assert len({s.trace_id for s in spans}) == 1
     root = one(spans, "invoke_agent")
-    assert [c.name for c in children(spans, root)] == ["turn 1", "turn 2"]
+    assert [label(c) for c in children(spans, root)] == ["turn #1", "turn #2"]
     assert root.attributes["copilot.task.outcome"] == "completed"
     assert root.attributes["copilot.turns"] == 2
     assert root.attributes["copilot.autopilot.continuations"] == 1
@@ -112,7 +113,7 @@ def test_parallel_tools_complete_out_of_order_under_the_requesting_turn() -> Non
     log.simple_turn("1", "u2")
     spans = assemble(log.events())
     check_invariants(spans)
-    turn1 = one(spans, "turn 1")
+    turn1 = one(spans, "turn #1")
     tools = by_name(spans, "execute_tool")
     assert sorted(t.name for t in tools) == [
         "execute_tool bash",
@@ -179,7 +180,7 @@ def test_session_error_after_a_turn_whose_calls_all_failed() -> None:
     assert root.attributes["copilot.task.outcome"] == "error"
     assert [e.name for e in root.events] == ["copilot.session.error"]
     assert root.events[0].attributes["copilot.error.status_code"] == 500
-    assert one(spans, "turn 1").status is StatusCode.UNSET
+    assert one(spans, "turn #1").status is StatusCode.UNSET
     assert by_name(spans, "chat") == []
 
 
@@ -206,11 +207,11 @@ def test_abort_closes_every_open_span_as_aborted() -> None:
     check_invariants(spans)
     assert outline(spans) == [
         "invoke_agent copilot",
-        "  turn 1",
+        "  turn #1",
         "    chat gpt-4.1",
         "    execute_tool task",
         "      invoke_agent explore",
-        "        turn 1",
+        "        turn #1",
         "    execute_tool bash",
     ]
     for span in spans:
@@ -302,22 +303,22 @@ def test_subagents_nested_and_parallel() -> None:
     check_invariants(spans)
     assert outline(spans) == [
         "invoke_agent copilot",
-        "  turn 1",
+        "  turn #1",
         "    chat gpt-4.1",
         "    execute_tool task",
         "      invoke_agent explore",
-        "        turn 1",
+        "        turn #1",
         "          chat gpt-4.1",
         "          execute_tool task",
         "            invoke_agent deep",
-        "              turn 1",
+        "              turn #1",
         "                chat gpt-4.1",
         "    execute_tool task",
         "      invoke_agent review",
-        "        turn 1",
+        "        turn #1",
         "          chat gpt-4.1",
         "          execute_tool grep",
-        "  turn 2",
+        "  turn #2",
         "    chat gpt-4.1",
     ]
     explore = one(spans, "invoke_agent explore")
@@ -455,9 +456,9 @@ def test_end_of_input_closes_open_spans_at_the_last_event_marked_incomplete() ->
     log.tool_start("x", "bash")
     last = log.now
     spans = assemble(log.events())
-    assert {s.name for s in spans} == {
+    assert {label(s) for s in spans} == {
         "invoke_agent copilot",
-        "turn 1",
+        "turn #1",
         "execute_tool bash",
         "chat gpt-4.1",
     }

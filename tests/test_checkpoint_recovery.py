@@ -172,7 +172,7 @@ def secret_session() -> tuple[bytes, bytes]:
     log = Log(session="sess-secret")
     log.start(
         context={
-            "cwd": f"/home/alice/{TOKEN}/work",
+            "cwd": f"/home/alice/{TOKEN}/project",
             "gitRoot": f"/home/alice/{TOKEN}",
             "repository": "octo-org/demo",
             "repositoryHost": "github.com",

@@ -20,7 +20,7 @@ from otel_bridge import StatusCode, parse_timestamp_ns
 from otel_bridge._records import SpanRecord
 from otel_bridge.cli import main
 from tests.builder import Log
-from tests.spantree import assemble, assemble_file, by_name, check_invariants, outline
+from tests.spantree import assemble, assemble_file, by_name, check_invariants, label, outline, turns
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OLD_CLI_LOGS = sorted(FIXTURES.glob("*_cli10[89]*/events.jsonl"))
@@ -36,7 +36,8 @@ def ns(stamp: str) -> int:
 
 
 def one(spans: list[SpanRecord], prefix: str) -> SpanRecord:
-    found = by_name(spans, prefix)
+    """The one span whose name, or label (a turn: `turn #n`), starts with `prefix`."""
+    found = [s for s in spans if label(s).startswith(prefix)]
     assert len(found) == 1, [s.name for s in spans]
     return found[0]
 
@@ -82,7 +83,7 @@ def test_one_chat_per_assistant_message_each_with_unknown_tokens(path: Path) -> 
         assert chat.attributes["copilot.usage.unknown"] is True
         assert not [k for k in chat.attributes if k.startswith("gen_ai.usage.")]
         parent = by_id[chat.parent_span_id]
-        assert parent.name.startswith("turn ")
+        assert parent.name == "turn"
         assert (
             parent.attributes["copilot.turn.id"]
             == turn_of_call[str(chat.attributes["gen_ai.response.id"])]
@@ -94,10 +95,10 @@ def test_one_tool_on_cli_1_0_81_and_1_0_92_gives_the_same_tree() -> None:
         spans = assemble_file(FIXTURES / name / "events.jsonl")
         assert outline(spans) == [
             "invoke_agent copilot",
-            "  turn 1",
+            "  turn #1",
             "    chat gpt-4.1",
             "    execute_tool bash",
-            "  turn 2",
+            "  turn #2",
             "    chat gpt-4.1",
         ], name
         root = one(spans, "invoke_agent copilot")
@@ -136,7 +137,7 @@ def test_a_subagent_that_outlives_its_task_call_keeps_its_own_times(name: str) -
     assert sub.status is StatusCode.UNSET and "copilot.incomplete" not in sub.attributes
     root = one(spans, "invoke_agent copilot")
     assert root.start_ns <= sub.start_ns and sub.end_ns <= root.end_ns
-    sub_turns = [s for s in by_name(spans, "turn ") if s.parent_span_id == sub.span_id]
+    sub_turns = [s for s in turns(spans) if s.parent_span_id == sub.span_id]
     assert len(sub_turns) == sum(
         1
         for e in events
@@ -284,7 +285,7 @@ def test_a_tool_its_turn_end_left_running_is_aborted_within_that_turn() -> None:
     log.wait(6)
     log.add("abort", reason="user_abort")
     spans = assemble(log.events())
-    tool, turn = one(spans, "execute_tool bash"), one(spans, "turn 1")
+    tool, turn = one(spans, "execute_tool bash"), one(spans, "turn #1")
     assert tool.attributes["error.type"] == "aborted" and tool.status is StatusCode.ERROR
     assert tool.end_ns == turn.end_ns == turn_end
     assert one(spans, "invoke_agent copilot").end_ns == log.now

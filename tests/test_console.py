@@ -265,7 +265,7 @@ def test_late_spans_of_a_printed_task_make_a_continued_line() -> None:
             "gen_ai.conversation.id": "abcdef0123456789",
         },
     )
-    turn = _record(1, 11, 10, "turn 2", 1_700_000_010_000_000_000)
+    turn = _record(1, 11, 10, "turn", 1_700_000_010_000_000_000)
     tool = _record(
         1,
         12,
@@ -292,11 +292,7 @@ def test_held_tasks_are_bounded_and_printed_at_shutdown() -> None:
     )
     for trace in (1, 2, 3):  # turns whose task root never comes
         exporter.export(
-            [
-                _record(
-                    trace, trace * 10 + 1, trace * 10, "turn 1", 1_700_000_000_000_000_000 + trace
-                )
-            ]
+            [_record(trace, trace * 10 + 1, trace * 10, "turn", 1_700_000_000_000_000_000 + trace)]
         )
     assert stream.getvalue().count("unfinished") == 1  # the oldest, to keep two
     exporter.shutdown()

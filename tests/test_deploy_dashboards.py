@@ -5,9 +5,14 @@ query means nothing to Jaeger, so each "Explore traces" link (Tempo, through the
 `traces_datasource` variable) has a twin right after it that opens the same traces in Jaeger
 (through `jaeger_datasource`): a Jaeger search (Grafana's Jaeger query model: queryType
 "search", service, operation, logfmt tags; https://grafana.com/docs/grafana/latest/datasources/jaeger/)
-for the service of the `traces_service` variable. Jaeger's search has no negation nor regular
-expressions; it marks spans whose status is ERROR with the tag error=true, so the twins of
-"outcome != completed" and "execute_tool.*" search for error=true (and the tool operation).
+for the service of the `traces_service` variable. Jaeger's search matches a tag's value exactly
+(no negation, no regular expressions, no "or"), and its `error=true` finds nothing in Jaeger
+v1.76.0's memory store (the `error` filter is read as a boolean, and Grafana sends the string
+"true"), so the twins search for attributes the bridge writes: "outcome != completed" is
+copilot.task.failed=true (the tasks that failed: tests/test_jaeger.py checks that the real
+Jaeger gives exactly those), failed tool calls copilot.tool.outcome=error, traces with errors
+(a panel about session errors) copilot.task.outcome=error. None names an operation: the root
+is `invoke_agent <agent>`, another name with `--agent`; every trace is one task.
 The compose stack (deploy/compose/) provisions a Jaeger data source, which the variable picks.
 """
 
@@ -87,11 +92,13 @@ def test_every_tempo_link_has_a_jaeger_twin(dashboard: dict[str, Any]) -> None:
 def _check_jaeger_search(traceql: str, query: dict[str, Any]) -> None:
     """The Jaeger search asks for what the TraceQL asks, as near as Jaeger can."""
     tags = dict(pair.split("=", 1) for pair in query.get("tags", "").split())
-    if 'name="invoke_agent copilot"' in traceql:
-        assert query["operation"] == "invoke_agent copilot"
-    if "status=error" in traceql or "outcome!=" in traceql:
-        assert tags.get("error") == "true"
+    assert "operation" not in query  # names vary (--agent); tests/test_jaeger.py runs them
+    assert "error" not in tags  # finds nothing in Jaeger v1.76.0 (the module's docstring)
+    if "outcome!=" in traceql:
+        assert tags == {semconv.COPILOT_TASK_FAILED: "true"}
+    elif "execute_tool" in traceql and "status=error" in traceql:
+        assert tags == {semconv.COPILOT_TOOL_OUTCOME: semconv.TOOL_OUTCOME_ERROR}
+    elif "status=error" in traceql:
+        assert tags == {semconv.COPILOT_TASK_OUTCOME: semconv.OUTCOME_ERROR}
     else:
-        assert "error" not in tags
-    if "execute_tool" in traceql:
-        assert tags[semconv.GEN_AI_OPERATION_NAME] == semconv.OP_EXECUTE_TOOL
+        assert tags == {}

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pytest
 
+from otel_bridge.cli._checks import contradiction
 from otel_bridge.cli._parser import build_parser
 from tests.processes import log_tail, terminate
 from tests.prometheus import free_port
@@ -60,6 +61,9 @@ def cli_problem(argv: Sequence[str]) -> str | None:
         return f"otel-bridge {shlex.join(argv)}: exit {exc.code}: {stderr.getvalue().strip()}"
     if args.command is None:
         return f"otel-bridge {shlex.join(argv)}: no command"
+    problem = contradiction(args, {})  # flags that contradict, refused as main() does
+    if problem is not None:
+        return f"otel-bridge {shlex.join(argv)}: exit 2: {problem}"
     return None
 
 

@@ -29,7 +29,7 @@ import pytest
 from otel_bridge import ConfigError
 from otel_bridge.sources import LiveBridge
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import log_tail, terminate
+from tests.processes import log_tail, sigint_default, terminate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BASIC = FIXTURES / "run1_cli_prompt_basic" / "events.jsonl"  # one task, 6 spans
@@ -119,23 +119,25 @@ class RunningBridge:
         self.state_dir = tmp_path / "bridge-state"
         self._stderr = self.log.open("w")
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(state),
-                "--state-dir",
-                str(self.state_dir),
-                "--prometheus-port",
-                str(self.port),
-                "--poll-interval",
-                "0.1",
-                "--rescan-interval",
-                "0.3",
-                *extra,
-            ],
+            sigint_default(  # the Ctrl-C tests' SIGINT must reach it however pytest started
+                [
+                    sys.executable,
+                    "-m",
+                    "otel_bridge",
+                    "run",
+                    "--session-state",
+                    str(state),
+                    "--state-dir",
+                    str(self.state_dir),
+                    "--prometheus-port",
+                    str(self.port),
+                    "--poll-interval",
+                    "0.1",
+                    "--rescan-interval",
+                    "0.3",
+                    *extra,
+                ]
+            ),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
@@ -447,8 +449,17 @@ def test_live_bridge_refuses_a_bad_endpoint() -> None:
 
 
 def doctor(*args: str, **env: str) -> subprocess.CompletedProcess:
+    """doctor about the exporters only: whether port 9464 is free and who uses the default
+    state directory are the machine's business, not the test's."""
     return bridge(
-        "doctor", "--session-state", str(FIXTURES), *args, env=environment(**env), timeout=60
+        "doctor",
+        "--session-state",
+        str(FIXTURES),
+        "--no-prometheus",
+        "--no-checkpoints",
+        *args,
+        env=environment(**env),
+        timeout=60,
     )
 
 
@@ -514,10 +525,12 @@ def test_doctor_says_when_the_sdk_is_disabled() -> None:
     assert "[warn] OTEL_SDK_DISABLED=true" in result.stdout
 
 
-def test_doctor_warns_of_a_signal_endpoint_without_its_path(otlp_receiver) -> None:
+def test_doctor_reports_a_signal_endpoint_without_its_path(otlp_receiver) -> None:
     result = doctor(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=otlp_receiver.http_endpoint)
-    assert result.returncode == 0, result.stdout
-    assert f"did you mean {otlp_receiver.http_endpoint}/v1/traces?" in result.stdout
+    assert result.returncode == 1, result.stdout  # its empty export was refused: 404
+    (line,) = [line for line in result.stdout.splitlines() if "[!!]" in line]
+    assert "(HTTP 404 Not Found)" in line
+    assert f"did you mean {otlp_receiver.http_endpoint}/v1/traces?" in line
     # and what it says is so: spans sent there do not arrive
     env = environment(
         OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=otlp_receiver.http_endpoint,

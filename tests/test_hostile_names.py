@@ -72,7 +72,13 @@ def test_replay_logs_a_hostile_directory_name_escaped(tmp_path: Path) -> None:
     session = tmp_path / "session-state" / HOSTILE.replace("/", "_")
     session.mkdir(parents=True)
     (session / "events.jsonl").write_bytes(b"")  # "<path>: empty", at INFO
+    # Found in a session-state directory, such a directory is not read, said in one line.
     done = cli("replay", str(tmp_path / "session-state"), "--no-progress", "--log-level", "INFO")
+    assert done.returncode == 2, done.stderr  # no session log left to read
+    assert "not printable" in done.stderr
+    assert_one_line_each(done.stderr)
+    # Named on the command line, it is read; its name is shown escaped.
+    done = cli("replay", str(session / "events.jsonl"), "--no-progress", "--log-level", "INFO")
     assert done.returncode == 0, done.stderr
     assert "empty" in done.stderr
     assert_one_line_each(done.stderr)

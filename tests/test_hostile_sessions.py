@@ -15,7 +15,7 @@ import pytest
 from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, SpanRecord
 from otel_bridge import semconv as sc
 from tests.builder import Log, iso
-from tests.spantree import by_name, check_invariants
+from tests.spantree import by_name, check_invariants, turns
 from tests.test_metrics import Recorder
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -92,10 +92,10 @@ def test_a_negative_or_huge_call_duration_never_puts_a_span_outside_its_times() 
     spans, _, _ = replay_bytes(log.jsonl())
     chats = sorted(by_name(spans, "chat"), key=lambda s: s.end_ns)
     usage_times = [e.timestamp_ns for e in log.events() if e.type == "session.usage_record"]
-    turns = sorted(by_name(spans, "turn"), key=lambda s: s.start_ns)
+    in_order = turns(spans)
     assert [c.end_ns for c in chats] == usage_times  # an LLM call ends at its usage record
     assert chats[0].start_ns == chats[0].end_ns  # a negative duration: no duration at all
-    assert chats[1].start_ns == turns[1].start_ns  # cut to its turn
+    assert chats[1].start_ns == in_order[1].start_ns  # cut to its turn
     assert sc.COPILOT_USAGE_DURATION_MS not in chats[0].attributes
     for span in spans:
         exportable(span)
@@ -425,7 +425,7 @@ def test_a_turn_that_never_ends_holds_a_bounded_amount_and_says_its_full_size() 
     assert len(turn.answer) <= 1 << 20
     assert len(by_name(emitted, "chat")) >= 2900  # held ones went out, oldest first
     spans = emitted + assembler.end_stream("turn")
-    (turn_span,) = by_name(spans, "turn")
+    (turn_span,) = turns(spans)
     assert turn_span.attributes[sc.COPILOT_RESPONSE + sc.LENGTH_SUFFIX] == 3000 * 1000
     assert {sc.LIMIT_TURN_MESSAGES, sc.LIMIT_ANSWER, sc.LIMIT_HELD_CHATS} <= set(
         assembler.stats.limits

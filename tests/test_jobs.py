@@ -24,7 +24,7 @@ from otel_bridge.sources._parallel import (
     usable_cores,
 )
 from tests.corpus import metric_points, session_state, spans_in_order
-from tests.processes import terminate
+from tests.processes import sigint_default, terminate
 
 ROOT = Path(__file__).parent.parent
 
@@ -226,7 +226,9 @@ def _replay_with_workers(tmp_path: Path, stderr: int) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "otel_bridge", "replay", str(corpus), "--no-progress"]
     command += ["--jobs", "2", "--traces-file", str(tmp_path / "traces.jsonl")]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "none"}
-    process = subprocess.Popen(command, env=env, stderr=stderr, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        sigint_default(command), env=env, stderr=stderr, text=True, start_new_session=True
+    )
     deadline = time.monotonic() + 60
     while not _workers(process.pid) and process.poll() is None:
         if time.monotonic() > deadline:
@@ -290,3 +292,36 @@ def test_tasks_are_runs_of_consecutive_logs_cut_by_size(tmp_path: Path) -> None:
     groups = list(_groups(logs))
     assert [log for group in groups for log in group] == logs  # all, once, in order
     assert [len(group) for group in groups] == [2, 2, 2]  # cut once a run reaches 1 MiB
+
+
+_HALF_A_RESULT = """
+import struct
+from otel_bridge.sources._parallel import Workers
+
+workers = Workers(2)
+pool = workers.pool
+pool.submit(int).result(timeout=30)  # the workers and the executor's manager thread run
+manager = pool._executor_manager_thread
+# What a worker ended in the middle of sending a result leaves in the result pipe: a message's
+# length, and less than that (multiprocessing.connection: a 4-byte length, then the bytes).
+pool._result_queue._writer._send(struct.pack("!i", 1000) + b"x" * 10)
+workers.stop()
+print("manager alive" if manager.is_alive() else "manager gone")
+"""
+
+
+def test_stopped_workers_never_leave_the_pool_reading_half_a_result() -> None:
+    """A worker ended while it sent its result (Ctrl-C, SIGTERM) must not leave the executor's
+    manager thread waiting for the rest for ever: the interpreter joins it at exit, so the
+    process would never end. In a process of its own, ended within a minute."""
+    done = subprocess.run(
+        [sys.executable, "-c", _HALF_A_RESULT],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.strip() == "manager gone", done.stderr
+    assert done.returncode == 0, done.stderr
+    assert "Exception" not in done.stderr and "Traceback" not in done.stderr

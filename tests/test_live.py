@@ -128,7 +128,8 @@ def test_failed_calls_retries_and_interrupts() -> None:
     assert failed[0].attributes["error.type"] == "500"
     assert failed[0].status.description is None  # error text is content: off by default
     assert failed[0].end_time - failed[0].start_time == 40_000_000
-    (turn,) = [s for s in spans if s.name == "turn 1"]
+    (turn,) = [s for s in spans if s.name == "turn"]  # one turn
+    assert turn.attributes["copilot.turn.index"] == 1
     assert [e.name for e in turn.events] == ["copilot.turn_retry"]
     (tool,) = [s for s in spans if s.name == "execute_tool bash"]
     assert tool.attributes["error.type"] == "aborted"
@@ -316,3 +317,16 @@ def test_live_bridge_takes_the_semconv_mode_for_span_attributes(mode: str, keys:
     assert chats
     for span in chats:
         assert names & set(span.attributes or {}) == keys
+
+
+def test_live_roots_take_the_root_name_template() -> None:
+    """`LiveBridge(root_name=...)` is `--root-name` (docs/viewers.md)."""
+    spans = run_live(live_events(), root_name="invoke_agent {agent} · {mode} · {outcome}")
+    roots = [s for s in spans if s.parent is None]
+    assert roots
+    for root in roots:
+        attributes = root.attributes
+        assert root.name == (
+            f"invoke_agent copilot · {attributes['copilot.mode']} · "
+            f"{attributes['copilot.task.outcome']}"
+        )

@@ -186,10 +186,10 @@ def test_phoenix_shows_the_tree_the_bridge_built(phoenix: PhoenixServer, tmp_pat
     assert deepest == [
         "invoke_agent general-purpose",
         "execute_tool task",
-        "turn 1",
+        "turn",
         "invoke_agent general-purpose",
         "execute_tool task",
-        "turn 1",
+        "turn",
         "invoke_agent copilot",
     ]
     for row in sub_agents:

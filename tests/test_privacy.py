@@ -18,7 +18,7 @@ from otel_bridge._records import SpanKind
 from otel_bridge.processors import Scrubber, ScrubberConfig, TraceSampler, shannon_entropy
 from otel_bridge.sources import scan_session_state
 from tests.builder import Log
-from tests.spantree import by_name
+from tests.spantree import by_name, turns
 
 SECRETS = {  # kind: (text holding the secret, the part that must not survive)
     "github_token": ("ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c", "Ab3dEf6hIj9kLm2n"),
@@ -331,7 +331,7 @@ def test_content_is_off_by_default_sizes_only() -> None:
     (tool,) = by_name(spans, "execute_tool")
     assert tool.attributes["copilot.tool.result.length"] == len("planted tool output ") + 50
     assert "copilot.tool.arguments.length" in tool.attributes
-    assert by_name(spans, "turn 1")[0].attributes["copilot.response.length"] == 14
+    assert turns(spans, 1)[0].attributes["copilot.response.length"] == 14
 
 
 def test_content_on_fills_the_genai_attributes_cut_to_the_limit() -> None:
@@ -348,7 +348,7 @@ def test_content_on_fills_the_genai_attributes_cut_to_the_limit() -> None:
     }  # cut string by string: still valid JSON
     assert tool.attributes["gen_ai.tool.call.result"].endswith("...[truncated]")
     assert len(tool.attributes["gen_ai.tool.call.result"]) == 30 + len("...[truncated]")
-    answer = json.loads(by_name(spans, "turn 1")[0].attributes["gen_ai.output.messages"])
+    answer = json.loads(turns(spans, 1)[0].attributes["gen_ai.output.messages"])
     assert answer[0]["parts"][0]["content"] == "planted answer"
 
 

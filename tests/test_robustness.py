@@ -14,7 +14,7 @@ from otel_bridge import semconv as sc
 from otel_bridge.assembler import _session
 from otel_bridge.assembler.handlers import HANDLERS
 from otel_bridge.cli import main
-from tests.spantree import assemble_file, by_name, check_invariants
+from tests.spantree import assemble_file, by_name, check_invariants, turns
 from tests.test_cli import read_traces_file
 from tests.test_metrics import Recorder
 
@@ -83,20 +83,20 @@ def test_a_failing_tool_completion_leaves_the_rest_of_the_task(monkeypatch, capl
 
 def test_failures_are_logged_once_per_session_and_each_counted(monkeypatch, caplog) -> None:
     log = FIXTURES / "subagent_deep" / "events.jsonl"
-    turns = event_ids(log, "assistant.turn_start")
-    assert len(turns) > 2
-    fail_on(monkeypatch, "assistant.turn_start", set(turns[1:]))
+    starts = event_ids(log, "assistant.turn_start")
+    assert len(starts) > 2
+    fail_on(monkeypatch, "assistant.turn_start", set(starts[1:]))
     with caplog.at_level(logging.DEBUG, logger="otel_bridge"):
         spans, recorder = feed(log)
     check_invariants(spans)
-    assert len(by_name(spans, "turn ")) == 1
+    assert len(turns(spans)) == 1
     assert by_name(spans, "invoke_agent copilot")  # the interaction still ends
-    assert sum(recorder.values(sc.METRIC_EVENTS_FAILED)) == len(turns) - 1
+    assert sum(recorder.values(sc.METRIC_EVENTS_FAILED)) == len(starts) - 1
     assert [r.levelno for r in caplog.records if "failed" in r.getMessage()].count(
         logging.WARNING
     ) == 1
     tracebacks = [r for r in caplog.records if r.levelno == logging.DEBUG and r.exc_info]
-    assert len(tracebacks) == len(turns) - 1
+    assert len(tracebacks) == len(starts) - 1
 
 
 def test_a_failing_close_drops_the_open_task_and_the_session_goes_on(monkeypatch) -> None:

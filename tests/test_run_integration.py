@@ -60,8 +60,8 @@ def start_bridge(state: Path, env_extra: dict[str, str], *more: str) -> subproce
             "0.3",
             "--prometheus-port",
             "0",
-            "--metrics-interval",
-            "0.5",
+            # OTLP metrics often, when they go anywhere but to Prometheus (which is scraped)
+            *(["--metrics-interval", "0.5"] if "OTEL_EXPORTER_OTLP_ENDPOINT" in env_extra else []),
             "--state-dir",
             str(state.parent / "bridge-state"),
             *more,
@@ -145,9 +145,7 @@ def test_run_follows_growing_logs_and_exports_over_otlp(protocol, otlp_receiver,
         json.loads(line) for source in SESSIONS.values() for line in source.read_text().splitlines()
     ]
     assert names.count("execute_tool task") == 2
-    assert sum(n.startswith("turn ") for n in names) == sum(
-        e["type"] == "assistant.turn_start" for e in raw
-    )
+    assert sum(n == "turn" for n in names) == sum(e["type"] == "assistant.turn_start" for e in raw)
     assert sum(n.startswith("chat ") for n in names) == sum(
         e["type"] == "session.usage_record" for e in raw
     )
@@ -182,8 +180,8 @@ def test_run_with_nothing_configured_prints_spans_and_stops_cleanly(tmp_path) ->
     assert sorted(s["name"] for s in spans) == sorted(
         [
             "invoke_agent copilot",
-            "turn 1",
-            "turn 2",
+            "turn",
+            "turn",
             "chat gpt-4.1",
             "chat gpt-4.1",
             "execute_tool bash",

@@ -17,7 +17,7 @@ from typing import Any
 from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, SpanRecord
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
-from tests.spantree import by_name, check_invariants, children, outline
+from tests.spantree import by_name, check_invariants, children, outline, turns
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = "invoke_agent copilot"
@@ -93,7 +93,7 @@ def test_a_steering_message_joins_the_running_task_without_cutting_its_turn() ->
     assert first.attributes["copilot.turns"] == 2
     (steer,) = [e for e in first.events if e.name == "copilot.steering"]
     assert steer.attributes == {"copilot.interaction.id": "i1", "copilot.turn.id": "1"}
-    (turn2,) = by_name(spans, "turn 2")
+    (turn2,) = turns(spans, 2)
     assert "copilot.incomplete" not in turn2.attributes  # the running turn was not cut
     assert [c.name for c in children(spans, turn2)] == ["chat gpt-4.1"]
     assert turn2.trace_id == first.trace_id
@@ -185,14 +185,14 @@ def test_a_shell_that_finished_in_its_call_is_not_waited_for() -> None:
     """A plain result: the task ends at its final answer; the read_bash is late work."""
     spans = assemble(shell_log(result="bg-done\n<shellId: job completed with exit code 0>"))
     (root,) = by_name(spans, ROOT)
-    (final,) = by_name(spans, "turn 2")
+    (final,) = turns(spans, 2)
     assert root.end_ns == final.end_ns
 
 
 def test_a_detached_shell_is_not_waited_for() -> None:
     spans = assemble(shell_log(detach=True))
     (root,) = by_name(spans, ROOT)
-    assert root.end_ns == by_name(spans, "turn 2")[0].end_ns
+    assert root.end_ns == turns(spans, 2)[0].end_ns
 
 
 def test_past_the_background_wait_the_task_ends_at_its_last_event() -> None:
@@ -201,7 +201,7 @@ def test_past_the_background_wait_the_task_ends_at_its_last_event() -> None:
     log = shell_log(gap_ms=20_000)
     spans = assemble(log, background_wait_seconds=10)
     (root,) = by_name(spans, ROOT)
-    (final,) = by_name(spans, "turn 2")
+    (final,) = turns(spans, 2)
     assert root.end_ns == final.end_ns
     assert root.attributes["copilot.end_reason"] == "loop_end"
     assert "copilot.incomplete" not in root.attributes
@@ -217,7 +217,7 @@ def test_without_a_notification_the_task_ends_at_its_final_answer() -> None:
     log.raw = log.raw[:cut]
     spans = assemble(log)
     (root,) = by_name(spans, ROOT)
-    assert root.end_ns == by_name(spans, "turn 2")[0].end_ns
+    assert root.end_ns == turns(spans, 2)[0].end_ns
     assert root.attributes["copilot.end_reason"] == "loop_end"
     assert "copilot.incomplete" not in root.attributes
 
@@ -291,7 +291,7 @@ def test_run_ends_a_task_past_the_background_wait_as_replay_does(tmp_path: Path)
     replayed = assemble(log, background_wait_seconds=30)
     assert sorted(spans, key=lambda s: s.span_id) == sorted(replayed, key=lambda s: s.span_id)
     (root,) = by_name(spans, ROOT)
-    assert root.end_ns == by_name(spans, "turn 2")[0].end_ns
+    assert root.end_ns == turns(spans, 2)[0].end_ns
 
 
 def test_expire_ends_a_waiting_task_only_past_the_background_wait() -> None:
@@ -371,9 +371,9 @@ def test_capture_steering_and_queued_messages() -> None:
         key=lambda e: ns(e["timestamp"]),
     )
     assert running["data"]["turnId"] == steering[0]["data"]["turnId"]
-    turns = [s for s in by_name(spans, "turn ") if s.trace_id == first.trace_id]
-    assert len(turns) == len(turn_starts)
-    (turn,) = [t for t in turns if t.start_ns == ns(running["timestamp"])]
+    first_turns = [s for s in turns(spans) if s.trace_id == first.trace_id]
+    assert len(first_turns) == len(turn_starts)
+    (turn,) = [t for t in first_turns if t.start_ns == ns(running["timestamp"])]
     assert "copilot.incomplete" not in turn.attributes
     assert [c.name.split()[0] for c in children(spans, turn)] == ["chat"]
     second = next(r for r in roots if r is not first)
@@ -389,13 +389,13 @@ def test_capture_background_shell_resumes_its_task() -> None:
     within_roots(spans)
     assert outline(spans) == [
         "invoke_agent copilot",
-        "  turn 1",
+        "  turn #1",
         "    chat gpt-4.1",
         "    execute_tool bash",
-        "  turn 2",
+        "  turn #2",
         "    chat gpt-4.1",
         "  execute_tool read_bash",
-        "  turn 3",
+        "  turn #3",
         "    chat gpt-4.1",
     ]
     (root,) = by_name(spans, ROOT)
@@ -507,7 +507,7 @@ def test_a_steering_message_sent_as_its_task_stopped_still_joins_it() -> None:
     spans = assemble(log)
     (root,) = by_name(spans, ROOT)
     assert {s.trace_id for s in spans} == {root.trace_id}
-    (late,) = [s for s in by_name(spans, "turn ") if s.start_ns > root.end_ns]
+    (late,) = [s for s in turns(spans) if s.start_ns > root.end_ns]
     assert late.parent_span_id == root.span_id
 
 

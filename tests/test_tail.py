@@ -8,6 +8,7 @@ from pathlib import Path
 from otel_bridge import Assembler
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
+from tests.spantree import label
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -155,11 +156,11 @@ def test_rotation_loses_nothing_written_after_it(tmp_path) -> None:
     path.write_bytes(data)
     tailer.poll_once()
     new = [s for s in out if s.span_id not in before]
-    assert sorted(s.name for s in new) == sorted(
+    assert sorted(label(s) for s in new) == sorted(
         [
             "invoke_agent copilot",
-            "turn 1",
-            "turn 2",
+            "turn #1",
+            "turn #2",
             "chat gpt-4.1",
             "chat gpt-4.1",
             "execute_tool bash",

@@ -303,7 +303,7 @@ def test_run_sums_up_the_start_in_one_line_and_says_why_old_logs_give_nothing(tm
     assert [line for line in stderr.splitlines() if str(state) in line] == [
         line
         for line in stderr.splitlines()
-        if line.endswith(f": otel-bridge {__version__} watching {state}")
+        if f": otel-bridge {__version__} watching {state}" in line
     ]
 
 

@@ -90,7 +90,7 @@ def test_with_content_the_root_shows_the_message_and_the_final_answer() -> None:
         "Inner agent: printed deep.",
         "Outer agent: the inner agent printed deep.",
     }
-    turn_outputs = [s.attributes.get(sc.OUTPUT_VALUE) for s in spans if s.name.startswith("turn ")]
+    turn_outputs = [s.attributes.get(sc.OUTPUT_VALUE) for s in spans if s.name == "turn"]
     assert answer in turn_outputs
     # each agent is asked its own message (a sub-agent: its `task` call's prompt), and so is
     # each of its LLM calls
@@ -154,7 +154,7 @@ def test_every_turn_is_a_chain_and_no_other_span_names_a_kind(capture: bool) -> 
     for path in sorted(FIXTURES.glob("*/events.jsonl")):
         for span in assemble(path, config):
             kind = span.attributes.get(sc.OPENINFERENCE_SPAN_KIND)
-            if span.name.startswith("turn "):
+            if span.name == "turn":
                 assert kind == "CHAIN", (path, span.name)
             else:
                 assert kind is None, (path, span.name)

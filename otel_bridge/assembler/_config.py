@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from .._metrics import OPTIONAL_LABELS
 from ..semconv import SEMCONV_MODES, SEMCONV_RELEASED
+from ._root_name import check_root_name
 
 __all__ = ["AssemblerConfig", "AssemblerStats"]
 
@@ -44,6 +45,11 @@ class AssemblerConfig:
         semconv: the span attribute names the GenAI conventions renamed (`semconv.RENAMED`):
             released (default), previous, or both keys. Metrics are named at the recorder
             (`export.MetricsOptions.semconv_mode`).
+        root_name: a template for the name of each task's root span (`--root-name`), with
+            fields of its bounded facts: `{agent} {mode} {outcome} {model} {repository}
+            {branch} {client}`, and `{title}` (content: only with content capture on), so that
+            a trace list tells tasks apart (_root_name.py). None (default): the GenAI
+            name, `invoke_agent {agent}`. Each field multiplies the operations a backend keeps.
     """
 
     capture_content: bool = False
@@ -55,8 +61,11 @@ class AssemblerConfig:
     session_name_of: Callable[[str], str | None] | None = None
     metric_labels: tuple[str, ...] = ()
     semconv: str = SEMCONV_RELEASED
+    root_name: str | None = None
 
     def __post_init__(self) -> None:
+        if self.root_name is not None:
+            check_root_name(self.root_name)
         if self.semconv not in SEMCONV_MODES:
             raise ValueError(f"semconv: one of {', '.join(SEMCONV_MODES)}, not {self.semconv!r}")
         unknown = [label for label in self.metric_labels if label not in OPTIONAL_LABELS.values()]

@@ -99,6 +99,7 @@ class SessionAssembler:
             self.config.parent,
             self._session_name if self.config.session_name_of is not None else None,
             semconv=self.config.semconv,
+            root_name=self.config.root_name,
         )
         self.lifecycle = Lifecycle(self.facts, self.stats, self.spans, self.meter)
         self.permissions: dict[str, tuple[int, str | None]] = {}

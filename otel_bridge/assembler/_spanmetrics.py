@@ -31,7 +31,7 @@ from .._records import AttributeValue, SpanRecord, StatusCode
 from ._fields import compact
 from ._meter import SessionMeter
 
-__all__ = ["observe_span"]
+__all__ = ["observe_span", "tool_outcome"]
 
 
 def observe_span(
@@ -57,13 +57,14 @@ def _seconds(record: SpanRecord) -> float:
     return (record.end_ns - record.start_ns) / 1e9
 
 
-def tool_outcome(record: SpanRecord) -> str:
-    """`copilot.tool.outcome` of a finished tool span."""
-    if record.attributes.get(sc.ERROR_TYPE) == sc.ERROR_ABORTED:
+def tool_outcome(attributes: Mapping[str, AttributeValue], status: StatusCode) -> str:
+    """`copilot.tool.outcome` of a tool span that ended with these attributes and status. The
+    tool builder puts it on the span (`ToolSpans.finish`), and the metric takes it from there."""
+    if attributes.get(sc.ERROR_TYPE) == sc.ERROR_ABORTED:
         return sc.TOOL_OUTCOME_ABORTED
-    if record.status is StatusCode.ERROR:
+    if status is StatusCode.ERROR:
         return sc.TOOL_OUTCOME_ERROR
-    if record.attributes.get(sc.COPILOT_INCOMPLETE) is True:
+    if attributes.get(sc.COPILOT_INCOMPLETE) is True:
         return sc.TOOL_OUTCOME_INCOMPLETE
     return sc.TOOL_OUTCOME_SUCCESS
 
@@ -76,7 +77,8 @@ def _tool(meter: SessionMeter, record: SpanRecord, agent_type: str | None) -> No
         compact(
             {
                 sc.GEN_AI_TOOL_NAME: name,
-                sc.COPILOT_TOOL_OUTCOME: tool_outcome(record),
+                sc.COPILOT_TOOL_OUTCOME: attributes.get(sc.COPILOT_TOOL_OUTCOME)
+                or tool_outcome(attributes, record.status),
                 sc.COPILOT_AGENT_TYPE: agent_type,
             }
         ),

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._exceptions import BridgeError
 from .._progress import TerminalHandler, printable
+from ._checks import contradiction
+from ._common import Interrupted
 from ._inspect import doctor, stats
-from ._parser import build_parser
+from ._parser import build_parser, command_parser
 from ._replay import replay
 from ._run import run
 from ._service import install_service
@@ -67,10 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    problem = contradiction(args, os.environ)
+    if problem is not None:
+        command_parser(parser, args.command).error(problem)  # exit status 2
     try:
         return _COMMANDS[args.command](args)
     except BridgeError as exc:
         logger.error("%s", exc)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:  # 130 after Ctrl-C, 143 after SIGTERM (replay)
+        return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import logging
+import os
 import re
-from collections.abc import Mapping
+import signal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from .._exceptions import ConfigError
 from .._lines import MAX_UNKNOWN_TYPES, ReadStats
@@ -16,15 +21,26 @@ from ..export import MetricsOptions, ResourceOptions, SpanSink
 from ..export._sink import DEFAULT_QUEUE_SPANS
 from ..processors import ScrubberConfig
 from ..semconv import SEMCONV_RELEASED
-from ..sources._discovery import read_client_name, read_session_name
+from ..sources._discovery import (
+    EVENTS_FILE,
+    default_session_state,
+    read_client_name,
+    read_session_name,
+)
 
 __all__ = [
     "CONTENT_ENV",
+    "Interrupted",
+    "SigtermStops",
     "destinations",
+    "log_paths",
     "pipeline_config",
     "sampled",
+    "session_state_roots",
     "summarize_reading",
 ]
+
+logger = logging.getLogger("otel_bridge")
 
 #: The GenAI conventions' switch for content capture, read beside --capture-content.
 CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -86,6 +102,7 @@ def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> A
         session_name_of=read_session_name,
         metric_labels=tuple(getattr(args, "metric_labels", None) or ()),
         semconv=getattr(args, "semconv", SEMCONV_RELEASED),
+        root_name=getattr(args, "root_name", None),
     )
 
 
@@ -145,3 +162,99 @@ def sampled(sink: SpanSink) -> str:
     """ ", N spans sampled out" when sampling is on, else nothing."""
     dropped = sink.sampler.dropped_spans
     return f", {plural(dropped, 'span')} sampled out" if sink.sampler.ratio < 1 else ""
+
+
+def session_state_roots(
+    given: Sequence[Path] | None, environ: Mapping[str, str], *, say: bool = True
+) -> list[tuple[Path, Path]]:
+    """The session-state directories to watch, each with what was given for it: the
+    `--session-state` values, else $COPILOT_HOME/session-state.
+
+    A directory given that holds no session but a `session-state` directory is a
+    COPILOT_HOME given for its session-state directory (`--session-state ~/.copilot`):
+    that one is watched, and said once (`say`), as `replay ~/.copilot` reads it. Watched as
+    given, it would have followed no log, and taken the CLI's other directories (logs,
+    pkg...) for sessions that have not written their log yet.
+    """
+    roots = []
+    for root in given or [default_session_state(dict(environ))]:
+        inner = root / "session-state"
+        if inner.is_dir() and not _holds_sessions(root):
+            if say:
+                logger.info(
+                    "%s holds no session log but a session-state directory: watching %s",
+                    root,
+                    inner,
+                )
+            roots.append((inner, root))
+        else:
+            roots.append((root, root))
+    return roots
+
+
+def log_paths(given: Sequence[Path], environ: Mapping[str, str]) -> list[Path]:
+    """The PATHs of replay and stats: those given, else $COPILOT_HOME/session-state, as run
+    watches.
+
+    Raises:
+        ConfigError: none given, and that directory does not exist.
+    """
+    if given:
+        return list(given)
+    default = default_session_state(dict(environ))
+    if not default.is_dir():
+        raise ConfigError(
+            f"{default}: no such directory (the default PATH, $COPILOT_HOME/session-state, "
+            "COPILOT_HOME defaulting to ~/.copilot): has the Copilot CLI run as this user? "
+            "Give the PATH of a log, a session or a session-state directory"
+        )
+    return [default]
+
+
+def _holds_sessions(root: Path) -> bool:
+    """Whether some directory in `root` holds a session log."""
+    try:
+        return any((entry / EVENTS_FILE).is_file() for entry in root.iterdir())
+    except OSError:
+        return False
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop asked for by a signal (Ctrl-C's SIGINT, or SIGTERM): the exit status is
+    128 + `signum`, as a shell reports a process the signal ended."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class SigtermStops:
+    """Within the block, SIGTERM stops the command as Ctrl-C does (`Interrupted`, raised in
+    the main thread); the handler there before is put back after.
+
+    A worker process forked meanwhile inherits the handler (fork copies the interpreter's
+    handler table): there it ends the worker as the default disposition does, silently,
+    since a worker is ended by SIGTERM (`sources._parallel`) and its parent tells the story.
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+        self.said = False  # the command said it is stopping
+        self._previous: Any = None
+
+    def __enter__(self) -> SigtermStops:
+        owner = os.getpid()
+
+        def interrupt(signum: int, _frame: object) -> None:
+            if os.getpid() != owner:  # a forked worker: die of it, as by default
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+                return
+            self.received = True
+            raise Interrupted(signum)
+
+        self._previous = signal.signal(signal.SIGTERM, interrupt)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        signal.signal(signal.SIGTERM, self._previous)

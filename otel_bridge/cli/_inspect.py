@@ -8,13 +8,16 @@ import logging
 import os
 import sys
 
-from .._doctor import diagnose
+from .._doctor import RunSetup, diagnose
 from .._stats import StatsAssembler, StatsCollector
 from .._stats_table import render_table, table_width
 from .._version import __version__
 from .._words import plural
-from ..sources import default_session_state, find_logs, replay_logs
-from ._common import summarize_reading
+from ..export._metrics import metric_exporter_names
+from ..sources import find_logs, replay_logs
+from ._checks import prometheus_wanted
+from ._common import log_paths, session_state_roots, summarize_reading
+from ._run import state_dir
 
 __all__ = ["doctor", "stats"]
 
@@ -23,7 +26,7 @@ logger = logging.getLogger("otel_bridge")
 
 def stats(args: argparse.Namespace) -> int:
     """Print the table (or JSON) of what the sessions did; 1 when a log could not be read."""
-    logs = find_logs(args.paths)
+    logs = find_logs(log_paths(args.paths, os.environ))
     collector = StatsCollector(paths=args.path_mode)
     assembler = StatsAssembler(collector)
     summary = replay_logs(logs, assembler, lambda records: None)
@@ -43,8 +46,17 @@ def stats(args: argparse.Namespace) -> int:
 
 def doctor(args: argparse.Namespace) -> int:
     """Print the checks; 1 when one failed (a warning alone is not a failure)."""
-    roots = args.session_state or [default_session_state(os.environ)]
-    checks = diagnose(roots, os.environ, args.traces_file)
+    pairs = session_state_roots(args.session_state, os.environ, say=False)
+    serves = not args.no_prometheus and (
+        prometheus_wanted(args)
+        or "prometheus" in metric_exporter_names(os.environ, ("prometheus",))
+    )
+    setup = RunSetup(
+        state_dir=None if args.no_checkpoints else state_dir(args.state_dir),
+        port=(args.prometheus_host, args.prometheus_port) if serves else None,
+        aliases={root: given for root, given in pairs},
+    )
+    checks = diagnose([root for root, _ in pairs], os.environ, args.traces_file, run=setup)
     print(f"otel-bridge {__version__}")
     for check in checks:
         mark = "!!" if not check.ok else "warn" if check.warning else "ok"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 from pathlib import Path
 
 from .._pipeline import CollectorUnreachable, Pipeline
@@ -21,7 +22,15 @@ from ..sources._parallel import (
     replay_logs_parallel,
 )
 from ..sources._shard import Shard
-from ._common import destinations, pipeline_config, sampled, summarize_reading
+from ._common import (
+    Interrupted,
+    SigtermStops,
+    destinations,
+    log_paths,
+    pipeline_config,
+    sampled,
+    summarize_reading,
+)
 
 __all__ = ["replay"]
 
@@ -33,21 +42,42 @@ _EXPORT_LINGER_SECONDS = 0.05
 
 def replay(args: argparse.Namespace) -> int:
     """Exit status 0 when every log was read and exported, 1 when a log could not be read or
-    was not a session log or an exporter failed (or its collector refused at the start)."""
-    logs = find_logs(args.paths)
+    was not a session log or an exporter failed (or its collector refused at the start).
+
+    Ctrl-C or SIGTERM (`Interrupted`, 128 + the signal as exit status) stops the reading and
+    the workers; what is queued is delivered for --export-timeout seconds. A SIGINT ignored
+    at start (a script's background job) stays ignored: Python does not install its handler
+    then, nor does this command."""
+    with SigtermStops() as sigterm:
+        try:
+            return _logs(args, sigterm)
+        except KeyboardInterrupt as exc:  # before the reading began (it says so itself)
+            if not sigterm.said:
+                name = signal.Signals(_signum(exc)).name
+                logger.info("received %s; stopping", name)
+            raise
+
+
+def _logs(args: argparse.Namespace, sigterm: SigtermStops) -> int:
+    paths = log_paths(args.paths, os.environ)
+    logs = find_logs(paths)
     if args.shard is not None:
-        logs = _in_shard(logs, args.shard, args.paths)
+        logs = _in_shard(logs, args.shard, paths)
     total = sum(_size(log.path) for log in logs)
     jobs = min(args.jobs or default_jobs(total), len(logs))
     if jobs <= 1:
-        return _replay(args, logs, total, None)
+        return _replay(args, logs, total, None, sigterm)
     # Before the pipeline starts its threads, so that the workers can be forked.
     with Workers(jobs) as workers:
-        return _replay(args, logs, total, workers)
+        return _replay(args, logs, total, workers, sigterm)
 
 
 def _replay(
-    args: argparse.Namespace, logs: list[LogFile], total: int, workers: Workers | None
+    args: argparse.Namespace,
+    logs: list[LogFile],
+    total: int,
+    workers: Workers | None,
+    sigterm: SigtermStops,
 ) -> int:
     config = pipeline_config(
         args,
@@ -103,44 +133,64 @@ def _replay(
             prepare=_prepare(sink),
             max_log_bytes=args.max_log_bytes,
         )
-    except KeyboardInterrupt:
-        if sink.queued:
-            logger.warning(
-                "interrupted; delivering %s queued for up to %g s (Ctrl-C again to quit now)",
-                plural(sink.queued, "span"),
-                args.export_timeout,
-            )
+    except KeyboardInterrupt as exc:
+        _stopping(exc, sink, args.export_timeout, sigterm)
+        raise
+    except Exception:
+        # A SIGTERM sent to the whole process group can end a worker before this process
+        # handles its own: what that breaks here is the stop that was asked for.
+        if sigterm.received:
+            _stopping(Interrupted(signal.SIGTERM), sink, args.export_timeout, sigterm)
+            raise Interrupted(signal.SIGTERM) from None
         raise
     finally:
         bar.close()
         undelivered = pipeline.shutdown(args.export_timeout)
     verdicts = []  # files that gave no event, each also said in its own line
+    if summary.failed:
+        verdicts.append(f"{len(summary.failed)} could not be read")
     if summary.not_logs:
         verdicts.append(f"{len(summary.not_logs)} failed: not a Copilot session log")
     if summary.empty:
         verdicts.append(f"{len(summary.empty)} empty")
+    # Spans not delivered or dropped: the sink said so per destination, counted here.
+    lost = undelivered + sink.stats.dropped
     logger.info(
-        "replayed %s%s: %s; %s exported in %s%s",
+        "replayed %s%s: %s; %s exported in %s%s%s",
         plural(summary.files, "log"),
         f" ({', '.join(verdicts)})" if verdicts else "",
         summarize_reading(summary.read),
         plural(sink.stats.exported, "span"),
         plural(assembler.stats.interactions, "trace"),
+        f", {plural(lost, 'span')} could not be exported" if lost else "",
         sampled(sink) + destinations(sink),
     )
-    if summary.failed:
-        logger.error(
-            "%s could not be read: %s",
-            plural(len(summary.failed), "log"),
-            "; ".join(f"{path}: {why}" for path, why in summary.failed),
+    if summary.failed or summary.not_logs:  # each said in its own line, counted in the summary
+        return 1
+    return 1 if lost else 0
+
+
+def _signum(exc: KeyboardInterrupt) -> int:
+    return exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+
+
+def _stopping(
+    exc: KeyboardInterrupt, sink: SpanSink, timeout: float, sigterm: SigtermStops
+) -> None:
+    """Say that a signal stops the replay, and what is delivered before it ends."""
+    sigterm.said = True
+    signum = _signum(exc)
+    name = signal.Signals(signum).name
+    if sink.queued:
+        logger.warning(
+            "received %s; delivering %s queued for up to %g s (%s again to quit now)",
+            name,
+            plural(sink.queued, "span"),
+            timeout,
+            "Ctrl-C" if signum == signal.SIGINT else name,
         )
-        return 1
-    if summary.not_logs:  # each said so in its own line, already
-        return 1
-    if undelivered or sink.stats.dropped:
-        logger.error("%s could not be exported", plural(undelivered + sink.stats.dropped, "span"))
-        return 1
-    return 0
+    else:
+        logger.info("received %s; stopping", name)
 
 
 def _prepare(sink: SpanSink) -> tuple[Prepare, PreparedSink] | None:

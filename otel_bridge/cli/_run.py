@@ -19,15 +19,23 @@ from .._checkpoint import CheckpointStore
 from .._exceptions import CheckpointError
 from .._metrics import MetricsRecorder
 from .._pipeline import Pipeline
+from .._progress import ProgressBar
 from .._state_lock import StateLock
 from .._version import __version__
 from .._words import plural
 from ..export import MetricsOptions, SpanSink
 from ..export._common import sdk_disabled
-from ..sources import Tailer, TailOptions, default_session_state
-from ._common import destinations, pipeline_config, sampled, summarize_reading
+from ..sources import Tailer, TailOptions
+from ._checks import prometheus_wanted
+from ._common import (
+    destinations,
+    pipeline_config,
+    sampled,
+    session_state_roots,
+    summarize_reading,
+)
 
-__all__ = ["LoopLiveness", "run"]
+__all__ = ["LoopLiveness", "run", "state_dir"]
 
 logger = logging.getLogger("otel_bridge")
 
@@ -47,7 +55,7 @@ _PROBLEM_COUNTERS: tuple[tuple[str, dict[str, str]], ...] = (
 def run(args: argparse.Namespace) -> int:
     """Follow the logs until a signal; exit status 0, or 128 + the signal after a second one
     (130 after two Ctrl-C)."""
-    roots = args.session_state or [default_session_state(os.environ)]
+    roots = [root for root, _ in session_state_roots(args.session_state, os.environ)]
     config = pipeline_config(
         args,
         os.environ,
@@ -60,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
             file_mode="a",
             export_interval_millis=int(args.metrics_interval * 1000),
             semconv_mode=args.semconv,
+            # a flag of the port serves it whatever OTEL_METRICS_EXPORTER says
+            always=("prometheus",) if prometheus_wanted(args) else (),
         ),
         # A bad endpoint is an error (exit 2) before anything starts; one that refuses is a
         # warning: spans wait in the queue until it accepts them.
@@ -73,14 +83,14 @@ def run(args: argparse.Namespace) -> int:
             "(files included), and checkpoints are left where they are; unset it "
             "to export"
         )
-    state_dir = (
-        None if args.no_checkpoints or sdk_disabled(os.environ) else _state_dir(args.state_dir)
+    directory = (
+        None if args.no_checkpoints or sdk_disabled(os.environ) else state_dir(args.state_dir)
     )
     # The store makes the state directory; the lock, before anything starts, keeps a second
     # run off it (an installed service and a run by hand would overwrite each other's
     # checkpoints). A crash cannot leave it behind: the kernel drops it with the process.
-    store = CheckpointStore(state_dir, config.scrubber) if state_dir is not None else None
-    lock = StateLock(state_dir) if state_dir is not None else None
+    store = CheckpointStore(directory, config.scrubber) if directory is not None else None
+    lock = StateLock(directory) if directory is not None else None
     pipeline = Pipeline(config, os.environ)
     sink, assembler, metrics = pipeline.sink, pipeline.assembler, pipeline.metrics
     options = TailOptions(
@@ -127,11 +137,6 @@ def run(args: argparse.Namespace) -> int:
         metrics.server.liveness = liveness
     status = _StatusLine(tailer, sink, args.status_interval)
 
-    def after_poll() -> None:
-        liveness.turned()
-        checkpointing.save(final=False)  # never past spans still queued
-        status.maybe_log()
-
     sink.on_delivered = tailer.wake.set  # a delivery moves checkpoints: save soon after
     if metrics is not None and metrics.recorder is not None:
         # The daemon's problem counters exist from the start, at 0: a series that first
@@ -151,14 +156,38 @@ def run(args: argparse.Namespace) -> int:
     def quit_now() -> bool:  # a second Ctrl-C (or SIGTERM) while stopping
         return len(signals) > 1
 
-    signal.signal(signal.SIGINT, _stop)
+    # Python leaves SIGINT ignored when it was at start (the signal module's documentation:
+    # SIGINT becomes KeyboardInterrupt "if the parent process has not changed it"): a
+    # script's background job, which POSIX shells start with SIGINT ignored so that the
+    # terminal's Ctrl-C leaves it running. Kept so: such a run stops on SIGTERM.
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    logger.info("otel-bridge %s watching %s", __version__, ", ".join(map(str, roots)))
+    logger.info(
+        "otel-bridge %s watching %s; %s",
+        __version__,
+        ", ".join(map(str, roots)),
+        f"checkpoints in {directory}" if directory is not None else "no checkpoints",
+    )
     if pipeline.unreachable is not None:
         logger.warning("%s; spans are queued until it accepts them", pipeline.unreachable)
     deadline = float("inf")
     try:
-        tailer.run(lambda: bool(signals), poll_interval=args.poll_interval, after_poll=after_poll)
+        tailer.start()
+        progress = _CatchUp(tailer, enabled=False if args.no_progress else None)
+
+        def after_poll() -> None:
+            progress.update()
+            liveness.turned()
+            checkpointing.save(final=False)  # never past spans still queued
+            status.maybe_log()
+
+        try:
+            tailer.run(
+                lambda: bool(signals), poll_interval=args.poll_interval, after_poll=after_poll
+            )
+        finally:
+            progress.close()
         deadline = time.monotonic() + args.export_timeout
         name = signal.Signals(signals[0]).name
         if sink.queued:
@@ -199,6 +228,38 @@ def run(args: argparse.Namespace) -> int:
     if quit_now():
         return 128 + signals[1]  # 130 after a second Ctrl-C
     return 0 if saved else 1
+
+
+class _CatchUp:
+    """The progress bar of the catch-up at start (logs read from their beginning or their
+    checkpoint), drawn on a terminal as replay's is, and closed once every log was read to
+    its end: later lines go on as they come."""
+
+    def __init__(self, tailer: Tailer, *, enabled: bool | None) -> None:
+        self._tailer = tailer
+        self._done = 0
+        self._bar: ProgressBar | None = None
+        if tailer.catch_up_bytes and tailer.catching_up:
+            count = tailer.catching_up
+            self._bar = ProgressBar(
+                tailer.catch_up_bytes,
+                f"catching up {count} log{'s' if count != 1 else ''}",
+                enabled=enabled,
+            )
+
+    def update(self) -> None:
+        if self._bar is None:
+            return
+        done = self._tailer.caught_up_bytes
+        self._bar.advance(done - self._done)
+        self._done = done
+        if not self._tailer.catching_up:
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 class LoopLiveness:
@@ -320,7 +381,9 @@ class _StatusLine:
         )
 
 
-def _state_dir(given: Path | None) -> Path:
+def state_dir(given: Path | None) -> Path:
+    """--state-dir, else $OTEL_BRIDGE_STATE_DIR, else $XDG_STATE_HOME/otel-bridge, else
+    ~/.local/state/otel-bridge."""
     if given is not None:
         return given
     if os.environ.get("OTEL_BRIDGE_STATE_DIR"):

@@ -33,17 +33,32 @@ from pathlib import Path
 
 from .._exceptions import BridgeError
 from .._progress import printable
-from ._parser import build_parser
+from ..export import trace_exporter_names
+from ._checks import contradiction
+from ._parser import build_parser, command_parser
 
 __all__ = ["PLATFORMS", "ServiceFile", "bridge_command", "install_service", "render"]
 
 PLATFORMS = ("systemd", "launchd")
 UNIT_NAME = "otel-bridge.service"
 LAUNCHD_LABEL = "local.otel-bridge"
-# run's defaults for a service: a line per finished task when no OTLP endpoint is set (the
-# console's default off a terminal is a JSON object per span, too much for a log)
-RUN_DEFAULTS = ("--console-format", "summary")
 STOP_MARGIN_S = 15
+
+
+def run_words(state: str, run_args: Sequence[str], environ: Mapping[str, str]) -> list[str]:
+    """`run` and its arguments in the service: `--state-dir state` (unless the arguments
+    give one, or --no-checkpoints), `--console-format summary` when spans go to the console
+    (a line per finished task: the console's default off a terminal is a JSON object per
+    span, too much for a log; and an explicit format would add the console to an OTLP
+    endpoint's export), then `run_args`."""
+    options = build_parser().parse_args(["run", *run_args])
+    words = ["run"]
+    if options.state_dir is None and not options.no_checkpoints:
+        words += ["--state-dir", state]
+    names = trace_exporter_names(copied_environment(environ), options.traces_file is not None)
+    if options.console_format is None and "console" in names:
+        words += ["--console-format", "summary"]
+    return [*words, *run_args]
 
 
 @dataclass(frozen=True)
@@ -118,9 +133,10 @@ def systemd_unit(
 ) -> ServiceFile:
     config_home = Path(environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     # %S is the user manager's $XDG_STATE_HOME (~/.local/state): written raw, not quoted
+    words = run_words("%S/otel-bridge", run_args, environ)
     exec_start = " ".join(
-        [*(_systemd_quote(w) for w in command), "run", "--state-dir", "%S/otel-bridge"]
-        + [_systemd_quote(w) for w in (*RUN_DEFAULTS, *run_args)]
+        [_systemd_quote(w) for w in command]
+        + [w if w == "%S/otel-bridge" else _systemd_quote(w) for w in words]
     )
     environment = [
         "Environment=" + _systemd_quote(f"{key}={value}", expands_variables=False)
@@ -172,7 +188,7 @@ def launchd_plist(
     state = home / "Library" / "Application Support" / "otel-bridge"
     logs = home / "Library" / "Logs" / "otel-bridge"
     log = str(logs / "otel-bridge.log")
-    arguments = [*command, "run", "--state-dir", str(state), *RUN_DEFAULTS, *run_args]
+    arguments = [*command, *run_words(str(state), run_args, environ)]
     environment = copied_environment(environ)
     for word in (*arguments, *environment.values()):
         if _NOT_IN_PLIST.search(word):
@@ -227,16 +243,22 @@ def default_platform() -> str:
     )
 
 
-def _run_options(run_args: Sequence[str]) -> argparse.Namespace:
-    """The service's `run` arguments, checked by run's own parser (exit 2 when refused)."""
-    return build_parser().parse_args(["run", *RUN_DEFAULTS, *run_args])
+def _run_options(run_args: Sequence[str], environ: Mapping[str, str]) -> argparse.Namespace:
+    """The service's `run` arguments, checked as run checks them, with the environment the
+    service gets (exit 2 when refused)."""
+    parser = build_parser()
+    options = parser.parse_args(["run", *run_args])
+    problem = contradiction(options, copied_environment(environ))
+    if problem is not None:
+        command_parser(parser, "run").error(problem)
+    return options
 
 
 def install_service(args: argparse.Namespace) -> int:
     """Write (or --print) the service file; say where its state and log go and how to start
     it. Exit status 1 when a different file is there already and --force was not given."""
     run_args = list(args.run_args)
-    options = _run_options(run_args)
+    options = _run_options(run_args, os.environ)
     platform = args.platform or default_platform()
     service = render(platform, run_args, os.environ, options.export_timeout)
     if args.print:

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 
 from .._metrics import OPTIONAL_LABELS
+from ..assembler._root_name import check_root_name
 
 __all__ = [
     "metric_labels",
@@ -23,6 +24,7 @@ __all__ = [
     "positive_float",
     "positive_int",
     "ratio",
+    "root_name",
 ]
 
 #: Longest duration accepted: waits beyond threading.TIMEOUT_MAX (about 9.2e9 s) raise
@@ -84,6 +86,14 @@ def ratio(text: str) -> float:
 
 def non_negative_float(text: str) -> float:
     return _number(text, lambda v: 0 <= v <= _MAX_SECONDS, f"a number from 0 to {_MAX_SECONDS:.0f}")
+
+
+def root_name(text: str) -> str:
+    """`--root-name`: a template of the task root's name (`assembler._root_name`)."""
+    try:
+        return check_root_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def metric_labels(text: str) -> tuple[str, ...]:

@@ -4,13 +4,17 @@ kill switch, and keeping the SDK exporters' retry chatter off the user's termina
 from __future__ import annotations
 
 import contextlib
+import datetime
+import email.utils
 import enum
 import functools
 import logging
+import math
 import os
 import re
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +26,15 @@ from .._exceptions import ConfigError
 __all__ = [
     "DEFAULT_ENDPOINTS",
     "OTLP_PROTOCOLS",
+    "REFUSED_ENDPOINT",
+    "REFUSED_REQUEST",
+    "RETRYABLE_HTTP",
+    "ExportFailure",
     "OtlpEndpoint",
     "build_otlp_exporter",
     "capture_exporter_logs",
     "describe_exception",
+    "export_failure",
     "failure_reason",
     "http_session",
     "open_output",
@@ -297,10 +306,14 @@ def quiet_exporter_logs() -> None:
         )
         for name in names:
             target = logging.getLogger(name)
-            if _CHATTER not in target.filters:
-                # first: the gRPC exporter's logger has the SDK's DuplicateFilter, which drops
-                # a message repeated within 20 s before any later filter sees it, and the
-                # bridge needs the reason of every failed call (`_poison.classify`)
+            # First: the gRPC exporter's logger has the SDK's DuplicateFilter
+            # (opentelemetry-exporter-otlp-proto-grpc 1.45, exporter.py: `logger.addFilter(
+            # DuplicateFilter())`; opentelemetry.sdk._shared_internal), which drops a record
+            # whose message the previous one had, within 20 s: after it, a second refusal in
+            # a row would leave no record to say what it was. Filters run in list order.
+            if target.filters[:1] != [_CHATTER]:
+                if _CHATTER in target.filters:
+                    target.removeFilter(_CHATTER)
                 target.filters.insert(0, _CHATTER)
 
 
@@ -345,21 +358,137 @@ def _noting_session_class() -> type:
                 _note("request failed: %s", (exc,))
                 raise
             if response.status_code >= 300:
-                _note("collector answered %d %s", (response.status_code, response.reason or ""))
+                _note(
+                    "collector answered %d %s",
+                    (response.status_code, response.reason or ""),
+                    retry_after=_retry_after(response.headers.get("Retry-After")),
+                )
             return response
 
     return NotingSession
 
 
-def _note(message: str, args: tuple[Any, ...]) -> None:
-    """Add a record to the current export's, if one is being captured on this thread."""
+def _note(message: str, args: tuple[Any, ...], retry_after: float | None = None) -> None:
+    """Add a record to the current export's, if one is being captured on this thread (with
+    the answer's Retry-After, in seconds, as its `retry_after`)."""
     kept: list[logging.LogRecord] | None = getattr(_local, "records", None)
     if kept is not None and len(kept) < _MAX_KEPT:
-        kept.append(
-            logging.LogRecord(
-                "otel_bridge.export", logging.WARNING, __file__, 0, message, args, None
-            )
+        record = logging.LogRecord(
+            "otel_bridge.export", logging.WARNING, __file__, 0, message, args, None
         )
+        record.retry_after = retry_after
+        kept.append(record)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds (RFC 9110 section 10.2.3: a number of seconds, or an HTTP
+    date), at most an hour; None when absent or not understood."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        seconds = when.timestamp() - time.time()
+    if not math.isfinite(seconds):
+        return None
+    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
+
+
+# --- what a failed export came to ------------------------------------------------------------
+#
+# The SDK's exporters retry inside export() only what the OTLP specification calls transient
+# (opentelemetry-exporter-otlp-proto-http 1.45: opentelemetry/exporter/otlp/common/http.py,
+# `_RETRYABLE_STATUS_CODES` = 429, 502, 503, 504, honouring Retry-After, within
+# OTEL_EXPORTER_OTLP_TIMEOUT; -proto-grpc 1.45: opentelemetry/exporter/otlp/proto/grpc/
+# exporter.py, `_RETRYABLE_ERROR_CODES`, honouring the RetryInfo trailer). Any other answer
+# ends the call at once with FAILURE; that answer will come again for the same request, and
+# for a 404 or 501, for every request: `export_failure` says which, so that whoever retries
+# after the SDK (the bridge's queue, the metrics' warning) does not wait and try again as if
+# the collector were only busy.
+
+#: The OTLP specification's retryable answers (otlp.md, "Failures"): everything else is final.
+RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
+#: Answers that no request to this endpoint gets past: no receiver there (404: Jaeger's
+#: OTLP port has no /v1/metrics), a method or protocol it does not take, or credentials.
+_ENDPOINT_HTTP = frozenset({401, 403, 404, 405, 501})
+_RETRYABLE_GRPC = frozenset(
+    {
+        "CANCELLED",
+        "DEADLINE_EXCEEDED",
+        "RESOURCE_EXHAUSTED",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+    }
+)
+_ENDPOINT_GRPC = frozenset({"UNIMPLEMENTED", "NOT_FOUND", "UNAUTHENTICATED", "PERMISSION_DENIED"})
+_MAX_RETRY_AFTER = 3600.0
+
+#: `ExportFailure.refused`: the collector refused this request (a span or point in it may be
+#: the cause: another request may pass), or the endpoint refuses every request of this kind.
+REFUSED_REQUEST = "request"
+REFUSED_ENDPOINT = "endpoint"
+
+
+@dataclass(frozen=True, slots=True)
+class ExportFailure:
+    """Why an export failed, and whether trying the same again can help.
+
+    Attributes:
+        reason: one short phrase (`failure_reason`): "HTTP 404 Not Found", "Connection
+            refused", "UNAVAILABLE: ...".
+        refused: None when the failure is transient (no answer, or 429, 502, 503, 504,
+            gRPC UNAVAILABLE...): try again later. `REFUSED_REQUEST` when the collector
+            answered that it will not take this request (HTTP 400, 413, 500...; gRPC
+            INVALID_ARGUMENT...): the same request gets the same answer. `REFUSED_ENDPOINT`
+            when it takes no request of this kind at all (HTTP 401, 403, 404, 405, 501; gRPC
+            UNIMPLEMENTED, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED): a setting is wrong.
+        status: the HTTP status (an int) or the gRPC status name, when there was an answer.
+        retry_after: seconds the collector asked to wait (HTTP Retry-After), when it did.
+    """
+
+    reason: str
+    refused: str | None = None
+    status: int | str | None = None
+    retry_after: float | None = None
+
+
+def export_failure(records: Sequence[logging.LogRecord]) -> ExportFailure:
+    """What a failed export call came to, from the records captured during it
+    (`capture_exporter_logs`): the last answer the collector gave decides."""
+    status: int | str | None = None
+    retry_after: float | None = None
+    for record in records:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.name == "otel_bridge.export" and args and isinstance(args[0], int):
+            status, retry_after = args[0], getattr(record, "retry_after", None)
+            continue
+        for arg in args:
+            if isinstance(arg, enum.Enum) and type(arg).__name__ == "StatusCode":
+                status = arg.name  # gRPC
+            elif (
+                status is None  # the HTTP exporter's last word, when no session noted it
+                and str(record.msg).startswith("Failed to export")
+                and isinstance(arg, int)
+                and not isinstance(arg, bool)
+                and 100 <= arg < 600
+            ):
+                status = arg
+    refused: str | None = None
+    if isinstance(status, int):
+        if status not in RETRYABLE_HTTP:
+            refused = REFUSED_ENDPOINT if status in _ENDPOINT_HTTP else REFUSED_REQUEST
+    elif isinstance(status, str) and status not in _RETRYABLE_GRPC:
+        refused = REFUSED_ENDPOINT if status in _ENDPOINT_GRPC else REFUSED_REQUEST
+    return ExportFailure(failure_reason(records), refused, status, retry_after)
 
 
 def failure_reason(records: Sequence[logging.LogRecord]) -> str:

@@ -10,40 +10,57 @@ their `OTEL_EXPORTER_OTLP_*` variables. `OTEL_SDK_DISABLED=true` turns every exp
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .._exceptions import ConfigError
 from ._common import (
+    ExportFailure,
     OtlpEndpoint,
     build_otlp_exporter,
+    capture_exporter_logs,
+    describe_exception,
+    export_failure,
     http_session,
     open_output,
     otlp_endpoint,
     reachability,
     sdk_disabled,
 )
-from ._metrics import metric_exporter_names
+from ._metrics import metric_exporter_names, otlp_metric_exporter
 from ._otlp_json import OtlpJsonFileExporter
 
 __all__ = [
     "build_span_exporters",
     "exporter_label",
+    "probe_otlp",
     "trace_exporter_names",
     "unreachable_collector",
 ]
 
 
-def trace_exporter_names(environ: Mapping[str, str], traces_file: bool) -> tuple[str, ...]:
+def trace_exporter_names(
+    environ: Mapping[str, str], traces_file: bool, *, console: bool = False
+) -> tuple[str, ...]:
     """The exporters OTEL_TRACES_EXPORTER selects, with the bridge's defaults when unset: otlp
     when an OTLP endpoint is set (--traces-file or not: the file is one more destination, never
     a replacement), console when neither an endpoint nor a file is given, else none but the
-    file."""
+    file. `console` (a --console-format given) adds the console whatever the variables say:
+    the flag was typed for this run, and showing nothing would ignore it."""
+    names = _configured_names(environ, traces_file)
+    if console and "console" not in names:
+        names = (*names, "console")
+    return names
+
+
+def _configured_names(environ: Mapping[str, str], traces_file: bool) -> tuple[str, ...]:
     raw = environ.get("OTEL_TRACES_EXPORTER", "").strip()
     if raw:
         names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())
@@ -86,6 +103,7 @@ def build_span_exporters(
         console_stream: where the console exporter writes; stdout by default.
         console_format: how it writes: "summary" (a line per task), "tree" or "json" (one
             span per line); None: summary on a terminal, json otherwise (see _console.py).
+            Given, the console exporter is made whatever OTEL_TRACES_EXPORTER says.
 
     Returns:
         none when OTEL_SDK_DISABLED=true (the caller says so once).
@@ -97,7 +115,8 @@ def build_span_exporters(
     if sdk_disabled(environ):
         return []
     exporters: list[SpanExporter] = []
-    for name in trace_exporter_names(environ, traces_file is not None):
+    names = trace_exporter_names(environ, traces_file is not None, console=bool(console_format))
+    for name in names:
         if name == "none":
             continue
         if name == "console":
@@ -158,21 +177,60 @@ def unreachable_collector(
     return None
 
 
-def _otlp_exporter(endpoint: OtlpEndpoint, environ: Mapping[str, str]) -> SpanExporter:
+def probe_otlp(
+    environ: Mapping[str, str], signal: str, timeout: float = 2.0
+) -> ExportFailure | None:
+    """Send one empty export of `signal` ("traces" or "metrics") through the SDK exporter the
+    bridge would use (its endpoint, headers, TLS), and say how it failed; None when the
+    collector took it. An empty request carries nothing: a collector answers it as any
+    other, and a backend with no receiver for the signal refuses it (Jaeger: HTTP 404 at
+    /v1/metrics), which a TCP connection alone cannot tell.
+
+    Raises:
+        ConfigError: the endpoint or another OTLP setting is unusable.
+    """
+    exporter: SpanExporter | MetricExporter
+    if signal == "traces":
+        exporter = _otlp_exporter(otlp_endpoint(environ, "traces"), environ, timeout=timeout)
+    else:
+        exporter = otlp_metric_exporter(environ, timeout=timeout)
+    with capture_exporter_logs() as records:
+        try:
+            if isinstance(exporter, SpanExporter):
+                ok = exporter.export([]) is SpanExportResult.SUCCESS
+            else:
+                empty = MetricsData(resource_metrics=[])
+                ok = exporter.export(empty, timeout_millis=timeout * 1000) is (
+                    MetricExportResult.SUCCESS
+                )
+        except Exception as exc:  # an exporter's bug is one more way to fail
+            return ExportFailure(describe_exception(exc))
+        finally:
+            with contextlib.suppress(Exception):
+                exporter.shutdown()
+    return None if ok else export_failure(records)
+
+
+def _otlp_exporter(
+    endpoint: OtlpEndpoint, environ: Mapping[str, str], timeout: float | None = None
+) -> SpanExporter:
     """The SDK's exporter for the protocol, given the endpoint that was checked (the rest of
-    its settings it reads from the environment). Its own retry messages are kept for the
-    bridge's one warning instead of reaching the terminal (`quiet_exporter_logs`)."""
+    its settings it reads from the environment; `timeout`, in seconds, instead of theirs).
+    Its own retry messages are kept for the bridge's one warning instead of reaching the
+    terminal (`quiet_exporter_logs`)."""
 
     def build() -> SpanExporter:
         if endpoint.protocol == "grpc":
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
-            return OTLPSpanExporter(endpoint=endpoint.target)
+            return OTLPSpanExporter(endpoint=endpoint.target, timeout=timeout)
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
             OTLPSpanExporter as HttpSpanExporter,
         )
 
-        return HttpSpanExporter(endpoint=endpoint.target, session=http_session(environ, "traces"))
+        return HttpSpanExporter(
+            endpoint=endpoint.target, session=http_session(environ, "traces"), timeout=timeout
+        )
 
     return build_otlp_exporter(endpoint, "trace", build)
 

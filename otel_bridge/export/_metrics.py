@@ -38,10 +38,13 @@ from .._records import AttributeValue
 from .._version import __version__
 from ..processors import Scrubber
 from ._common import (
+    REFUSED_ENDPOINT,
+    REFUSED_REQUEST,
+    ExportFailure,
     build_otlp_exporter,
     capture_exporter_logs,
     describe_exception,
-    failure_reason,
+    export_failure,
     http_session,
     open_output,
     otlp_endpoint,
@@ -56,6 +59,8 @@ __all__ = [
     "MetricsPipeline",
     "OtelMetricsRecorder",
     "build_metrics",
+    "metrics_failure_advice",
+    "otlp_metric_exporter",
 ]
 
 logger = logging.getLogger(__name__)
@@ -250,6 +255,8 @@ class MetricsOptions:
     Attributes:
         default_exporters: readers used when OTEL_METRICS_EXPORTER is unset ("prometheus" for
             run, none for replay).
+        always: readers built whatever OTEL_METRICS_EXPORTER says (run: "prometheus" when
+            a flag of its port was given: the flag wins).
         prometheus_host: address the Prometheus endpoint binds.
         prometheus_port: its port; None disables it.
         metrics_file: also write OTLP JSON Lines here.
@@ -262,6 +269,7 @@ class MetricsOptions:
     """
 
     default_exporters: tuple[str, ...] = ()
+    always: tuple[str, ...] = ()
     prometheus_host: str = DEFAULT_PROMETHEUS_HOST
     prometheus_port: int | None = DEFAULT_PROMETHEUS_PORT
     metrics_file: Path | None = None
@@ -285,6 +293,7 @@ class MetricsPipeline:
         self.provider = provider
         self.recorder = recorder
         self.server = server  # serves /metrics, /healthz, /readyz when Prometheus is on
+        self.otlp_exporters: list[_QuietMetricExporter] = []  # told when the last export comes
         self._closers = closers
         self._closed = False
 
@@ -295,6 +304,8 @@ class MetricsPipeline:
         if self._closed:
             return
         self._closed = True
+        for exporter in self.otlp_exporters:
+            exporter.last = True
         if self.provider is not None:
             provider = self.provider
             done = threading.Event()
@@ -337,6 +348,7 @@ def build_metrics(
             cannot be bound, a file not writable.
     """
     names = metric_exporter_names(environ, options.default_exporters)
+    names += [name for name in options.always if name not in names]
     readers: list[MetricReader] = []
     closers: list[Callable[[], Any]] = []
     server: TelemetryServer | None = None
@@ -350,6 +362,13 @@ def build_metrics(
             continue
         if name == "prometheus":
             if options.prometheus_port is None:
+                if not options.default_exporters:
+                    # replay: asked for by OTEL_METRICS_EXPORTER, but a one-shot command
+                    # serves nothing to scrape
+                    logger.warning(
+                        "OTEL_METRICS_EXPORTER=prometheus: this command serves no /metrics "
+                        "(it exits when done); --metrics-file or otlp writes its metrics"
+                    )
                 continue
             reader, server = _prometheus(
                 options.prometheus_host, options.prometheus_port, with_metrics=not disabled
@@ -387,7 +406,9 @@ def build_metrics(
     )
     for quiet in counted:
         quiet.recorder = recorder
-    return MetricsPipeline(provider, recorder, closers, server)
+    pipeline = MetricsPipeline(provider, recorder, closers, server)
+    pipeline.otlp_exporters = counted
+    return pipeline
 
 
 def metric_exporter_names(environ: Mapping[str, str], defaults: Sequence[str]) -> list[str]:
@@ -428,7 +449,11 @@ def _prometheus(
     return reader, server
 
 
-def _otlp_exporter(environ: Mapping[str, str]) -> _QuietMetricExporter:
+def otlp_metric_exporter(
+    environ: Mapping[str, str], timeout: float | None = None
+) -> MetricExporter:
+    """The SDK's OTLP metric exporter for the configured protocol and endpoint (the rest of
+    its settings it reads from the environment; `timeout` in seconds instead of theirs)."""
     endpoint = otlp_endpoint(environ, "metrics")
 
     def build() -> MetricExporter:
@@ -437,17 +462,21 @@ def _otlp_exporter(environ: Mapping[str, str]) -> _QuietMetricExporter:
                 OTLPMetricExporter,
             )
 
-            return OTLPMetricExporter(endpoint=endpoint.target)
+            return OTLPMetricExporter(endpoint=endpoint.target, timeout=timeout)
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
             OTLPMetricExporter as HttpMetricExporter,
         )
 
         return HttpMetricExporter(
-            endpoint=endpoint.target, session=http_session(environ, "metrics")
+            endpoint=endpoint.target, session=http_session(environ, "metrics"), timeout=timeout
         )
 
-    inner = build_otlp_exporter(endpoint, "metric", build)
-    return _QuietMetricExporter(inner, f"otlp {endpoint.describe()}")
+    return build_otlp_exporter(endpoint, "metric", build)
+
+
+def _otlp_exporter(environ: Mapping[str, str]) -> _QuietMetricExporter:
+    endpoint = otlp_endpoint(environ, "metrics")
+    return _QuietMetricExporter(otlp_metric_exporter(environ), f"otlp {endpoint.describe()}")
 
 
 class _QuietMetricExporter(MetricExporter):
@@ -466,6 +495,7 @@ class _QuietMetricExporter(MetricExporter):
         self._name = type(inner).__name__
         self._failing_since: float | None = None
         self._shut = False  # a failure while being shut down is the shutdown's, not news
+        self.last = False  # the next export is the last one: no next interval to try again
         self.recorder: OtelMetricsRecorder | None = None  # set once the provider exists
 
     def export(
@@ -474,9 +504,9 @@ class _QuietMetricExporter(MetricExporter):
         with capture_exporter_logs() as records:
             try:
                 result = self._inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
-                reason = "" if result is MetricExportResult.SUCCESS else failure_reason(records)
+                failure = None if result is MetricExportResult.SUCCESS else export_failure(records)
             except Exception as exc:  # an exporter bug must not stop the metrics
-                result, reason = MetricExportResult.FAILURE, describe_exception(exc)
+                result, failure = MetricExportResult.FAILURE, ExportFailure(describe_exception(exc))
         if result is MetricExportResult.SUCCESS:
             if self._failing_since is not None:
                 logger.info(
@@ -490,15 +520,12 @@ class _QuietMetricExporter(MetricExporter):
             self.recorder.add(
                 "otel_bridge.export.failures", 1, {"otel_bridge.exporter": self._name}, ""
             )
+        assert failure is not None
         if self._failing_since is None and not self._shut:
             self._failing_since = time.monotonic()
-            logger.warning(
-                "%s: metrics export failed (%s); trying again at the next interval",
-                self._label,
-                reason,
-            )
+            logger.warning("%s: %s", self._label, metrics_failure_advice(failure, self.last))
         else:
-            logger.debug("%s: metrics export failed again (%s)", self._label, reason)
+            logger.debug("%s: metrics export failed again (%s)", self._label, failure.reason)
         return result
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
@@ -508,6 +535,32 @@ class _QuietMetricExporter(MetricExporter):
         self._shut = True
         with capture_exporter_logs():
             self._inner.shutdown(timeout_millis=timeout_millis, **kwargs)
+
+
+def metrics_failure_advice(failure: ExportFailure, last: bool = False) -> str:
+    """What a failed OTLP metrics export means, and the variable that settles it: an
+    endpoint that takes no metrics (a backend for traces only, such as Jaeger: HTTP 404 at
+    /v1/metrics, gRPC UNIMPLEMENTED) will refuse every export, however often it is tried.
+    `last`: the export at the stop, after which nothing is tried again."""
+    if failure.refused == REFUSED_ENDPOINT:
+        return (
+            f"metrics export refused ({failure.reason}): the endpoint takes no OTLP metrics "
+            "(a traces-only backend, such as Jaeger?); OTEL_METRICS_EXPORTER=prometheus keeps "
+            "them on /metrics only, OTEL_METRICS_EXPORTER=none turns them off, "
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT sends them elsewhere"
+        )
+    then = (
+        "what was counted since the previous export is not sent"
+        if last
+        else "trying again at the next interval"
+    )
+    if failure.refused == REFUSED_REQUEST:
+        return (
+            f"metrics export refused ({failure.reason}); {then} "
+            "(`otel-bridge doctor` checks the endpoint)"
+        )
+    what = "the last metrics export" if last else "metrics export"
+    return f"{what} failed ({failure.reason}); {then}"
 
 
 def _file_exporter(path: Path, mode: str) -> tuple[MetricExporter, IO[str]]:

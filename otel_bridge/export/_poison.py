@@ -1,13 +1,16 @@
 """A span an exporter cannot take never holds back the others: tell such failures from an outage,
 and isolate the span.
 
-A failed export call is either transient (connection refused, a timeout, 503, 404, a collector
-that asks to retry): the whole batch is retried with back-off, as `_queue` always did; or about
-the data: the exporter could not encode the batch (protobuf raises on a time past 2^64 ns, on a
-string that is not valid Unicode; an exporter that raises anything but an OSError is taken to
-have met such a value), or the receiver refused it as invalid (HTTP 400 or 413, gRPC
-INVALID_ARGUMENT). Retrying that batch as it is would fail for ever: every span queued behind
-it would wait, the checkpoints would stop, and a restart would meet it again.
+A failed export call is either transient (connection refused, a timeout, 503, a collector that
+asks to retry): the whole batch is retried with back-off, as `_queue` always did; or the
+endpoint takes no such request at all (404: no OTLP traces receiver there, 401, 403, 501...): a
+setting is wrong, the batch waits the longest back-off (and a stop does not wait for it); or
+about the data: the exporter could not encode the batch (protobuf raises on a time past 2^64
+ns, on a string that is not valid Unicode; an exporter that raises anything but an OSError is
+taken to have met such a value), or the receiver refused the request as it is (HTTP 400, 413,
+500...; gRPC INVALID_ARGUMENT...: `_common.export_failure`). Retrying that batch as it is
+would fail for ever: every span queued behind it would wait, the checkpoints would stop, and a
+restart would meet it again.
 
 So a batch that failed about its data is tried in parts (`isolate`): the parts that go through
 are delivered, and a single span that still fails alone is rejected (the caller drops it,
@@ -31,6 +34,7 @@ from typing import TypeVar
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from ._common import REFUSED_ENDPOINT, REFUSED_REQUEST, export_failure
 from ._otlp_json import EncodedSpan
 
 __all__ = ["Verdict", "classify", "isolate", "span_ids"]
@@ -43,14 +47,9 @@ class Verdict(enum.Enum):
 
     TRANSIENT = "transient"  # retry the batch as it is, with back-off
     DATA = "data"  # the exporter could not encode it, or the receiver refused it as invalid
+    ENDPOINT = "endpoint"  # the endpoint takes no such request at all (404, 501...): a setting
 
 
-#: HTTP statuses that refuse the request's content (400 Bad Request: the OTLP/HTTP spec's
-#: answer to data it cannot take; 413: too large), not the endpoint or the moment.
-_REFUSING_STATUSES = frozenset({400, 413})
-#: gRPC status names that refuse the request's content (OTLP/gRPC: INVALID_ARGUMENT is
-#: "not retryable"; the SDK exporter retries the codes its _RETRYABLE_ERROR_CODES lists).
-_REFUSING_CODES = frozenset({"INVALID_ARGUMENT"})
 #: The OTLP/HTTP exporter's message for a batch over its max_request_size: it drops the call
 #: before sending it (opentelemetry-exporter-otlp-proto-http, trace_exporter.export).
 _TOO_LARGE = "Dropping span batch"
@@ -58,33 +57,41 @@ _TOO_LARGE = "Dropping span batch"
 
 def classify(
     exc: BaseException | None, records: Sequence[logging.LogRecord]
-) -> tuple[Verdict, str]:
-    """The verdict on a failed call, and its cause in a few words that quote nothing from the
-    spans (an exception's class, an HTTP status, a gRPC code), for a log line.
+) -> tuple[Verdict, str, float | None]:
+    """The verdict on a failed call, its cause in a few words that quote nothing from the
+    spans (an exception's class, an HTTP status, a gRPC code), for a log line, and the seconds
+    the collector asked to wait, if it did (HTTP Retry-After).
 
     Args:
         exc: what the exporter's `export` raised, if it raised (the gRPC exporter encodes the
             batch outside its own error handling, so an encoding error comes out here).
         records: what the SDK logged during the call (the HTTP exporter logs the encoding
-            error it caught: "Failed to encode span batch: %s", with the exception).
+            error it caught: "Failed to encode span batch: %s", with the exception); the
+            collector's answer is read from them by `_common.export_failure`.
     """
     if exc is not None:
         verdict = Verdict.TRANSIENT if isinstance(exc, OSError) else Verdict.DATA
-        return verdict, type(exc).__name__
+        return verdict, type(exc).__name__, None
     for record in records:
         if isinstance(record.msg, str) and record.msg.startswith(_TOO_LARGE):
-            return Verdict.DATA, "batch over the exporter's max_request_size"
+            return Verdict.DATA, "batch over the exporter's max_request_size", None
         args = record.args if isinstance(record.args, tuple) else ()
         for arg in args:
             # An OSError (requests' errors are) is the network's; any other exception the
             # exporter logged is its encoder's.
             if isinstance(arg, BaseException) and not isinstance(arg, OSError):
-                return Verdict.DATA, type(arg).__name__
-            if isinstance(arg, enum.Enum) and arg.name in _REFUSING_CODES:
-                return Verdict.DATA, arg.name
-            if isinstance(arg, int) and not isinstance(arg, bool) and arg in _REFUSING_STATUSES:
-                return Verdict.DATA, f"HTTP {arg}"
-    return Verdict.TRANSIENT, ""
+                return Verdict.DATA, type(arg).__name__, None
+    failure = export_failure(records)
+    cause = "" if failure.status is None else _status(failure.status)
+    if failure.refused == REFUSED_ENDPOINT:
+        return Verdict.ENDPOINT, cause, failure.retry_after
+    if failure.refused == REFUSED_REQUEST:  # 400, 413, gRPC INVALID_ARGUMENT...
+        return Verdict.DATA, cause, failure.retry_after
+    return Verdict.TRANSIENT, cause, failure.retry_after
+
+
+def _status(status: int | str) -> str:
+    return f"HTTP {status}" if isinstance(status, int) else status
 
 
 #: Calls a batch that failed about its data gets for some part of it to go through, before the
@@ -114,7 +121,8 @@ def isolate(
     Args:
         batch: the spans (in order) of the failed call.
         attempt: one export call; (None, "") when it went through, else the `classify` verdict
-            and cause.
+            and cause (an `ENDPOINT` verdict is handled as a transient one: left for the
+            back-off).
         delivered: told of each part that went through.
         rejected: told of each span that failed alone, once some part went through (with the
             cause): the caller drops it.
@@ -151,7 +159,7 @@ def isolate(
                 parts.extendleft(reversed(held))
                 held = []
             continue
-        if verdict is Verdict.TRANSIENT:
+        if verdict is not Verdict.DATA:  # an outage, or the endpoint refuses everything
             parts.appendleft((start, end))
             return rest()
         if end - start > 1:

@@ -297,9 +297,9 @@ class ExportWorker:
         while True:
             attempt += 1
             sequence = [seq for seq, _ in batch]
-            ok, reason, verdict, _ = self._attempt([span for _, span in batch])
+            ok, reason, verdict, _, retry_after = self._attempt([span for _, span in batch])
             self._on_result(self.name, sequence, ok)
-            if not ok and verdict is not Verdict.TRANSIENT:
+            if not ok and verdict is Verdict.DATA:
                 batch = isolate(
                     batch,
                     self._try_part,
@@ -320,16 +320,24 @@ class ExportWorker:
                     )
                     self.failing_since = None
                 return True
-            delay = self._retry.delay(attempt)
+            # What the collector asked for (Retry-After) if longer; an endpoint that takes no
+            # traces at all (a 404: not an OTLP traces receiver) is asked again only rarely.
+            delay = max(self._retry.delay(attempt), retry_after or 0.0)
+            refused_for_good = verdict is Verdict.ENDPOINT
+            if refused_for_good:
+                delay = max(delay, self._retry.max_seconds)
             # A call that finish_stop cut short is no news; the start of an outage is.
             if self.failing_since is None and not self._shut:
                 self.failing_since = time.monotonic()
                 logger.warning(
-                    "%s: export failed (%s); %s queued, retrying with back-off "
-                    "(`otel-bridge doctor` checks the set-up)",
+                    "%s: export failed (%s); %s queued, retrying with back-off %s",
                     self.label,
                     reason,
                     plural(self.depth, "span"),
+                    "(this endpoint takes no OTLP traces: check OTEL_EXPORTER_OTLP_ENDPOINT "
+                    "or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; `otel-bridge doctor` checks it)"
+                    if refused_for_good
+                    else "(`otel-bridge doctor` checks the set-up)",
                 )
             else:
                 logger.debug(
@@ -342,8 +350,14 @@ class ExportWorker:
                 )
             with self._cond:
                 # Give up when the wait would end past the deadline, or once it has passed
-                # while waiting (finish_stop moves it to now to quit at once).
-                give_up = self._stopping and time.monotonic() + delay > self._deadline
+                # while waiting (finish_stop moves it to now to quit at once); stopping, at
+                # once when the answer will not change (the endpoint refuses, or refused the
+                # request as it is).
+                give_up = self._stopping and (
+                    time.monotonic() + delay > self._deadline
+                    or refused_for_good
+                    or verdict is Verdict.DATA
+                )
                 if not give_up:
                     self._cond.wait_for(self._past_deadline, delay)
                     give_up = self._past_deadline()
@@ -353,28 +367,32 @@ class ExportWorker:
                     self._cond.notify_all()
                     return False
 
-    def _attempt(self, spans: list[ExportItem]) -> tuple[bool, str, Verdict | None, str]:
+    def _attempt(
+        self, spans: list[ExportItem]
+    ) -> tuple[bool, str, Verdict | None, str, float | None]:
         """One export call: whether it went through, and if not, why (from what the SDK
-        logged meanwhile, which is kept off the terminal), what that says of the batch and its
-        cause in words that quote nothing from the spans (`_poison.classify`)."""
+        logged meanwhile, which is kept off the terminal), what that says of the batch, its
+        cause in words that quote nothing from the spans, and the seconds the collector asked
+        to wait (`_poison.classify`)."""
         with capture_exporter_logs() as records:
             try:
                 # EncodedSpans are given only to the OTLP JSON file exporter (SpanSink)
                 ok = self._exporter.export(spans) is SpanExportResult.SUCCESS  # type: ignore[arg-type]
             except Exception as exc:  # an exporter bug must not stop the bridge
                 logger.debug("exporter %s raised", self.label, exc_info=True)
-                verdict, cause = classify(exc, records)
-                return False, f"the exporter raised {describe_exception(exc)}", verdict, cause
+                verdict, cause, wait = classify(exc, records)
+                reason = f"the exporter raised {describe_exception(exc)}"
+                return False, reason, verdict, cause, wait
         if ok:
-            return True, "", None, ""
-        verdict, cause = classify(None, records)
-        return False, failure_reason(records), verdict, cause
+            return True, "", None, "", None
+        verdict, cause, wait = classify(None, records)
+        return False, failure_reason(records), verdict, cause, wait
 
     # --- a span the exporter cannot take (`_poison`) --------------------------------------
 
     def _try_part(self, part: list[tuple[int, ExportItem]]) -> tuple[Verdict | None, str]:
         """One export call of a part of a batch that failed about its data."""
-        _, _, verdict, cause = self._attempt([span for _, span in part])
+        _, _, verdict, cause, _ = self._attempt([span for _, span in part])
         return verdict, cause
 
     def _part_delivered(self, part: list[tuple[int, ExportItem]]) -> None:

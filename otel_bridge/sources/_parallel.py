@@ -25,9 +25,10 @@ to 1.2 s, against 1.2 to 1.4 s for one process (bench/bench_jobs.py).
 
 Ctrl-C: the workers never see SIGINT (they are started with it blocked, and ignore it once
 running), so none prints a traceback; the parent gets KeyboardInterrupt as it does with one
-process, ends the workers and goes on with its own shutdown (spans queued are delivered). A
-parent killed outright (SIGKILL, or SIGTERM, which `replay` does not catch) ends nothing: each
-worker watches it and exits with it.
+process (so does `replay` on SIGTERM), ends the workers and goes on with its own shutdown
+(spans queued are delivered). A worker ended while it sent a result cannot leave the pool
+waiting for the rest (`_stop`). A parent killed outright (SIGKILL) ends nothing: each worker
+watches it and exits with it.
 """
 
 from __future__ import annotations
@@ -231,7 +232,7 @@ def _start_worker(level: int, parent: int) -> None:
 def _end_with(parent: int) -> None:
     """Exit this worker, silently, once the process `parent` has ended.
 
-    A parent killed (SIGTERM from `timeout` or a Job's deadline, SIGKILL) cannot stop its
+    A parent killed (SIGKILL, or a SIGTERM before `replay` catches it) cannot stop its
     workers, and nothing else would: a worker waits for tasks on a queue whose writing end it
     holds itself, so it would never see the end of it, and would keep the forkserver alive.
     """
@@ -507,10 +508,22 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     shutdown: they are taken first."""
     processes = list((pool._processes or {}).values())
     manager: threading.Thread | None = getattr(pool, "_executor_manager_thread", None)
+    results = getattr(pool, "_result_queue", None)  # shutdown() lets go of it
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         if process.is_alive():
             process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+    # A worker ended while it wrote a result leaves half a message in the result pipe, and the
+    # manager thread reading the rest of it for ever; the interpreter joins that thread at exit
+    # (concurrent.futures.process._python_exit), so the process would never end. With the
+    # workers gone, this process holds the pipe's last writing end: closing it ends that read
+    # (EOF), which the manager takes for a broken pool, and it exits.
+    writer = getattr(results, "_writer", None)
+    if writer is not None and not any(process.is_alive() for process in processes):
+        with contextlib.suppress(OSError):
+            writer.close()
     # Let the executor's manager thread see its workers gone and close its wake-up pipe now:
     # left running, it races the interpreter's exit hook that writes to that pipe ("Exception
     # ignored ... Bad file descriptor" at exit, seen on Python 3.11 after a Ctrl-C).

@@ -107,6 +107,8 @@ class LiveBridge:
         semconv: as `--semconv` for span attributes (released, previous or both); the metric
             names are the recorder's choice (`OtelMetricsRecorder(..., semconv_mode=...)`,
             `MetricsOptions(semconv_mode=...)`).
+        root_name: as `--root-name`: a template of each task root's name (docs/viewers.md);
+            None, the GenAI name.
     """
 
     def __init__(
@@ -122,6 +124,7 @@ class LiveBridge:
         sample_ratio: float = 1.0,
         keep_unknown_events: bool = False,
         semconv: str = semconv.SEMCONV_RELEASED,
+        root_name: str | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
         if capture_content is None:
@@ -133,6 +136,7 @@ class LiveBridge:
                 keep_unknown_events=keep_unknown_events,
                 client_name_of=sdk_client,
                 semconv=semconv,
+                root_name=root_name,
             ),
             sample_ratio=sample_ratio,
         )

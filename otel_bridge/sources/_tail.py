@@ -170,6 +170,9 @@ class Tailer:
         self._dirty: set[str] = set()  # its checkpoint may move
         self.events_read = 0
         self.last_lag: float | None = None  # seconds, of the last event read live
+        # The catch-up at start, for a progress bar: bytes to read then, and read so far.
+        self.catch_up_bytes = 0
+        self.caught_up_bytes = 0
 
     @property
     def followed(self) -> list[str]:
@@ -212,6 +215,8 @@ class Tailer:
                 logger.warning("%s does not exist yet; watching for it to appear", root)
             for log in self._scan(root):
                 starts[self._follow(log, at_start=True, now=now)] += 1
+        backfilled = starts.pop("backfilled", 0)
+        starts["beginning"] += backfilled
         if starts["recovered"]:
             one = starts["recovered"] == 1
             logger.warning(
@@ -229,6 +234,16 @@ class Tailer:
         self._resume = {}
         self.started = True
         logger.info("%s", start_summary(self.options, starts))
+        if self.options.backfill and starts["checkpoint"]:
+            # What --backfill did not do, and what does it (in the line that says so at once)
+            logger.info(
+                "--backfill reads from their beginning the logs no earlier run read%s; the "
+                "%d others resume from their checkpoints, where an earlier run left them: "
+                "`otel-bridge replay PATH` reads a whole log again (what was delivered from it "
+                "goes again, with the same ids)",
+                f" ({backfilled})" if backfilled else " (none here)",
+                starts["checkpoint"],
+            )
 
     def poll_once(self) -> int:
         """Read what has been appended, pick up new logs, close quiet interactions.
@@ -519,8 +534,9 @@ class Tailer:
 
     def _follow(self, log: LogFile, *, at_start: bool, now: float) -> str:
         """Follow a log; returns where from: "beginning", "end", "checkpoint", "recovered" (an
-        older log read from its beginning because checkpoints were lost), "" if gone or
-        refused."""
+        older log read from its beginning because checkpoints were lost), "backfilled" (with
+        --backfill, a log whose checkpoint says an earlier run never read it: read from its
+        beginning), "" if gone or refused."""
         stream = str(log.path)
         try:
             st = log.path.stat()
@@ -533,8 +549,12 @@ class Tailer:
         start = "beginning"
         resume = self._resume.pop(stream, None)
         if resume is not None and resume.matches(log.path, log.root):
-            offset = resume.offset
-            start = "checkpoint"
+            if at_start and self.options.backfill and resume.never_read:
+                resume = None  # nothing of it was exported: read it whole, as a first start
+                start = "backfilled"
+            else:
+                offset = resume.offset
+                start = "checkpoint"
         elif resume is not None:
             logger.info("%s was replaced or truncated since its checkpoint", log.path)
         elif (
@@ -561,6 +581,8 @@ class Tailer:
             follower = self._new_follower(log, st, offset, resume)
         else:
             follower = self._new_follower(log, st, offset, None)
+        if at_start:
+            self.catch_up_bytes += max(st.st_size - offset, 0)
         if self.started:
             self._catching.add(follower.stream)
             self._behind.add(follower.stream)
@@ -698,6 +720,8 @@ class Tailer:
             follower.fingerprint = fingerprint_of(chunk[:FINGERPRINT_BYTES])
         positions = self._decode(follower, chunk, now)
         catching_up = not follower.caught_up
+        if catching_up:
+            self.caught_up_bytes += len(chunk)
         # A read that ends short is the end of the file, whatever its size said (truncated
         # meanwhile, or a file that tells no size): looked at again when it changes, not at
         # every poll.

@@ -321,6 +321,12 @@ def read_native(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     return spans, metrics
 
 
+def label(span: Span) -> str:
+    """The span's name, and for a turn its index: `turn #2` (tests/spantree.label)."""
+    index = span.attributes.get("copilot.turn.index")
+    return f"{span.name} #{index}" if span.name == "turn" and index is not None else span.name
+
+
 class Tree:
     """A list of spans seen as trees."""
 
@@ -363,10 +369,11 @@ class Tree:
         return out
 
     def outline(self) -> list[str]:
+        """Indented names; a turn (every one is named `turn`) with its copilot.turn.index."""
         lines: list[str] = []
 
         def walk(span: Span, depth: int) -> None:
-            lines.append("  " * depth + span.name)
+            lines.append("  " * depth + label(span))
             for child in self.children(span):
                 walk(child, depth + 1)
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.fake_llm import FakeLLM, Request, load_script
+from tests.processes import sigint_default
 
 __all__ = [
     "API_KEY",
@@ -286,7 +287,8 @@ def run_copilot(
     note = None
     with stdout.open("wb") as out, stderr.open("wb") as err:
         process = subprocess.Popen(
-            args,
+            # an interrupt sends SIGINT: the CLI gets it at its default, however pytest started
+            sigint_default(args) if interrupt is not None else args,
             cwd=workspace.project,
             env=env,
             stdout=out,

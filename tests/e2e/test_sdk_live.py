@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_bridge.sources import LiveBridge
-from tests.e2e.conftest import SHELL_EXIT_CODES, Span, Tree, replay
+from tests.e2e.conftest import SHELL_EXIT_CODES, Span, Tree, label, replay
 from tests.e2e.copilot import API_KEY, MODEL, Workspace, copilot_env
 from tests.e2e.fake_llm import FakeLLM
 
@@ -278,10 +278,10 @@ def test_live_one_tool_call(tmp_path: Path, copilot_binary: Path) -> None:
     live, _ = compare_with_tail(run, tmp_path)
     assert live.outline() == [
         "invoke_agent copilot",
-        "  turn 1",
+        "  turn #1",
         "    chat gpt-4.1",
         "    execute_tool bash",
-        "  turn 2",
+        "  turn #2",
         "    chat gpt-4.1",
     ]
     (root,) = live.roots()
@@ -374,7 +374,7 @@ def test_live_abort_during_a_slow_tool(tmp_path: Path, copilot_binary: Path) -> 
     assert (tool.status, tool.attrs.get("error.type")) == ("ERROR", "aborted")
     assert (tool.end_ns - tool.start_ns) / 1e9 < 20
     assert after.status == "UNSET"
-    assert [s.name for s in live.children(after)] == ["turn 1"]
+    assert [label(s) for s in live.children(after)] == ["turn #1"]
     check_usage(run, live)
 
 
@@ -409,7 +409,7 @@ def test_live_resumed_session(tmp_path: Path, copilot_binary: Path) -> None:
     ((trace_id, span_id, _),) = second.links
     assert (trace_id, span_id) == (first.trace_id, first.span_id)
     for root in (first, second):
-        assert [s.name for s in live.children(root)] == ["turn 1", "turn 2"]
+        assert [label(s) for s in live.children(root)] == ["turn #1", "turn #2"]
     check_usage(run, live)
 
 

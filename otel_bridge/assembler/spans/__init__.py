@@ -2,7 +2,7 @@
 block and how it ends.
 
     invoke_agent copilot        AgentSpans.root .. finish_root     (the interaction)
-     +- turn <n>                TurnSpans.open .. finish
+     +- turn                    TurnSpans.open .. finish (copilot.turn.index: n)
      |   +- chat <model>        ChatSpans.from_usage / from_messages / failed_call
      |   +- execute_tool <t>    ToolSpans.open .. complete / finish
      |       +- invoke_agent <agent>   AgentSpans.subagent / started .. finish_subagent
@@ -49,9 +49,12 @@ class SpanBuilders:
         session_name: Callable[[], str | None] | None = None,
         *,
         semconv: str = sc.SEMCONV_RELEASED,
+        root_name: str | None = None,
     ) -> None:
         self.factory = factory
-        self.agent = AgentSpans(factory, content, facts, parent, session_name, semconv=semconv)
+        self.agent = AgentSpans(
+            factory, content, facts, parent, session_name, semconv=semconv, root_name=root_name
+        )
         self.chat = ChatSpans(factory, content, facts, semconv=semconv)
         self.turn = TurnSpans(factory, content, self.chat)
         self.tool = ToolSpans(factory, content)

@@ -10,6 +10,7 @@ from ..._events import Event
 from ..._records import LinkRecord
 from .._content import ContentPolicy, as_messages, task_title
 from .._fields import read_str
+from .._root_name import root_name
 from .._state import MAIN, Agent, Error, Interaction, OpenSpan, SessionFacts
 from ._factory import ID_INTERACTION, ID_SUBAGENT, ID_TOOL, SpanFactory
 
@@ -22,7 +23,15 @@ UNNAMED_AGENT = "subagent"
 class AgentSpans:
     """`invoke_agent` spans: the interaction's root (the main agent) and sub-agents."""
 
-    __slots__ = ("_agent_id_keys", "_content", "_factory", "_facts", "_parent", "_session_name")
+    __slots__ = (
+        "_agent_id_keys",
+        "_content",
+        "_factory",
+        "_facts",
+        "_parent",
+        "_root_name",
+        "_session_name",
+    )
 
     def __init__(
         self,
@@ -33,8 +42,11 @@ class AgentSpans:
         session_name: Callable[[], str | None] | None = None,
         *,
         semconv: str = sc.SEMCONV_RELEASED,
+        root_name: str | None = None,
     ) -> None:
         self._factory = factory
+        #: `--root-name`: the root's name from its facts when it ends (_root_name.py)
+        self._root_name = root_name
         self._content = content
         self._facts = facts
         self._parent = parent
@@ -135,7 +147,9 @@ class AgentSpans:
             )
         if incomplete:
             root.attributes[sc.COPILOT_INCOMPLETE] = True
-        root.attributes[sc.COPILOT_TASK_OUTCOME] = interaction.outcome or sc.OUTCOME_NO_SIGNAL
+        outcome = interaction.outcome or sc.OUTCOME_NO_SIGNAL
+        root.attributes[sc.COPILOT_TASK_OUTCOME] = outcome
+        root.attributes[sc.COPILOT_TASK_FAILED] = outcome in sc.TASK_FAILED_OUTCOMES
         root.attributes[sc.COPILOT_END_REASON] = reason
         root.attributes[sc.COPILOT_TURNS] = interaction.main.turns
         root.attributes[sc.COPILOT_USER_MESSAGES] = interaction.user_messages
@@ -143,6 +157,9 @@ class AgentSpans:
             root.attributes[sc.COPILOT_CONTINUATIONS] = interaction.continuations
         if interaction.steering:
             root.attributes[sc.COPILOT_STEERING_MESSAGES] = interaction.steering
+        if self._root_name is not None:  # named now: the outcome is known
+            facts = {**(self._facts.attribution or {}), **root.attributes}
+            root.name = root_name(self._root_name, facts)
         self._factory.emit(root.finish(end_ns))
 
     def subagent(

@@ -7,6 +7,7 @@ from ..._events import Event
 from ..._records import AttributeValue
 from .._content import ContentPolicy, as_json
 from .._fields import compact, read_int, read_obj, read_str
+from .._spanmetrics import tool_outcome
 from .._state import Agent, Error, Interaction, OpenSpan, Tool
 from ._factory import ID_TOOL, SpanFactory
 
@@ -126,9 +127,16 @@ class ToolSpans:
         error: Error | None = None,
         incomplete: bool = False,
     ) -> None:
-        """End a running tool: completed, failed with `error`, or incomplete."""
+        """End a running tool: completed, failed with `error`, or incomplete; its outcome
+        (`copilot.tool.outcome`, as its copilot.tool.calls counts it) on it."""
         tool = interaction.tools.pop(tool_call_id)
-        self._factory.finish(tool.span, end_ns, error, incomplete, agent_type=tool.agent.type)
+        span = tool.span
+        if error is not None:
+            span.fail(*error)
+        elif incomplete:
+            span.attributes[sc.COPILOT_INCOMPLETE] = True
+        span.attributes[sc.COPILOT_TOOL_OUTCOME] = tool_outcome(span.attributes, span.status)
+        self._factory.finish(span, end_ns, agent_type=tool.agent.type)
 
 
 def permission_decision(result: str | None) -> str | None:

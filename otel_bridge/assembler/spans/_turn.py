@@ -1,4 +1,5 @@
-"""`turn <n>` spans: an agent's turns, numbered from 1 within the interaction."""
+"""`turn` spans: an agent's turns, numbered from 1 within the interaction (`copilot.turn.index`,
+not in the name: semconv.SPAN_TURN)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ __all__ = ["TurnSpans"]
 
 
 class TurnSpans:
-    """`turn <n>` spans: an agent's turn, numbered from 1 within the interaction."""
+    """`turn` spans: an agent's turn, numbered from 1 within the interaction."""
 
     __slots__ = ("_chats", "_content", "_factory")
 
@@ -31,7 +32,7 @@ class TurnSpans:
             interaction.trace_id,
             self._factory.span_id(ID_TURN, event.key, event.key),
             agent.span.span_id,
-            f"turn {agent.turns}",
+            sc.SPAN_TURN,
             event.timestamp_ns,
             attributes=compact(
                 {

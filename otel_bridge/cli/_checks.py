@@ -1,0 +1,140 @@
+"""Flags that contradict each other, or cannot take effect with the others and the OTEL_*
+variables: an option error (exit status 2) before anything starts, never a flag silently
+ignored.
+
+Where a flag and a variable disagree, the flag wins instead when it can (it was typed for this
+run, the variable may come from a profile): `--console-format` adds the console exporter,
+`--prometheus-port` the Prometheus reader, `--no-prometheus` removes it. What is refused
+here is what no reading makes work: `--no-checkpoints --state-dir X`, `--no-prometheus
+--prometheus-port N`, `--backfill --catch-up-minutes M`, `--metrics-interval` with nothing
+exported at intervals, `--metric-labels` with no metrics, `--content-max-chars` without
+content, an attribute both allowed and denied. (`--user ''` is refused by its type.)
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+
+from ..export._metrics import metric_exporter_names
+from ._common import CONTENT_ENV
+from ._options import given
+
+__all__ = ["contradiction", "prometheus_wanted"]
+
+#: Flags that only mean something on the port run serves.
+_PORT_FLAGS = (
+    ("prometheus_host", "--prometheus-host"),
+    ("prometheus_port", "--prometheus-port"),
+    ("unready_after", "--unready-after"),
+    ("stuck_after", "--stuck-after"),
+)
+
+
+def prometheus_wanted(args: argparse.Namespace) -> bool:
+    """A flag of the port was given: run serves it even when OTEL_METRICS_EXPORTER leaves
+    prometheus out (the flag wins)."""
+    return any(given(args, name) for name, _ in _PORT_FLAGS)
+
+
+def contradiction(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    """The first problem with the flags of `args.command`, as argparse says one ("argument
+    --state-dir: not allowed with argument --no-checkpoints ..."); None when they agree."""
+    command = getattr(args, "command", None)
+    if command in ("run", "doctor"):
+        problem = _checkpoints(args) or _port(args)
+        if problem or command == "doctor":
+            return problem
+        problem = _catch_up(args) or _interval(args, environ)
+    elif command == "replay":
+        problem = None
+    else:
+        return None
+    return problem or _metric_labels(args, environ) or _content(args, environ) or _attributes(args)
+
+
+def _checkpoints(args: argparse.Namespace) -> str | None:
+    if args.no_checkpoints and given(args, "state_dir"):
+        return (
+            "argument --state-dir: not allowed with argument --no-checkpoints (with no "
+            "checkpoints there is no state directory)"
+        )
+    return None
+
+
+def _port(args: argparse.Namespace) -> str | None:
+    if not args.no_prometheus:
+        return None
+    for name, flag in _PORT_FLAGS:
+        if given(args, name):
+            return (
+                f"argument {flag}: not allowed with argument --no-prometheus (which serves no "
+                "port: no /metrics, /healthz nor /readyz)"
+            )
+    return None
+
+
+def _catch_up(args: argparse.Namespace) -> str | None:
+    if args.backfill and given(args, "catch_up_minutes"):
+        return (
+            "argument --catch-up-minutes: not allowed with argument --backfill (which reads "
+            "every log from its beginning, however old)"
+        )
+    return None
+
+
+def _metric_names(args: argparse.Namespace, environ: Mapping[str, str]) -> set[str]:
+    """The metric readers the command would build (files apart)."""
+    if args.command == "replay":  # no defaults, no port (docs/architecture.md)
+        return set(metric_exporter_names(environ, ())) - {"none", "prometheus"}
+    names = set(metric_exporter_names(environ, ("prometheus",))) - {"none"}
+    if prometheus_wanted(args):
+        names.add("prometheus")
+    if args.no_prometheus:
+        names.discard("prometheus")
+    return names
+
+
+def _interval(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    if not given(args, "metrics_interval"):
+        return None
+    if args.metrics_file is None and not _metric_names(args, environ) & {"otlp", "console"}:
+        return (
+            "argument --metrics-interval: no metrics are exported at intervals (Prometheus "
+            "scrapes /metrics when it likes); it applies to OTLP metrics (an OTLP endpoint, or "
+            "OTEL_METRICS_EXPORTER=otlp), console metrics and --metrics-file"
+        )
+    return None
+
+
+def _metric_labels(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    if not args.metric_labels or args.metrics_file is not None:
+        return None
+    if _metric_names(args, environ):
+        return None
+    where = (
+        "replay writes metrics only with --metrics-file or OTEL_METRICS_EXPORTER=otlp"
+        if args.command == "replay"
+        else "--no-prometheus, and no OTLP endpoint nor --metrics-file"
+    )
+    return f"argument --metric-labels: no metrics are exported ({where})"
+
+
+def _content(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    content = args.capture_content or environ.get(CONTENT_ENV, "").strip().lower() == "true"
+    if given(args, "content_max_chars") and not content:
+        return (
+            "argument --content-max-chars: content capture is off, so there is no text to cut "
+            f"(--capture-content or {CONTENT_ENV}=true turns it on)"
+        )
+    return None
+
+
+def _attributes(args: argparse.Namespace) -> str | None:
+    both = sorted(set(args.deny_attribute) & set(args.allow_attribute or ()))
+    if both:
+        return (
+            f"argument --deny-attribute: {', '.join(map(repr, both))} is also given to "
+            "--allow-attribute"
+        )
+    return None
