@@ -148,7 +148,7 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
 
     @property
     def reads_unfiltered(self) -> bool:
-        """The lines for people read a task's session, outcome, turns, tools and tokens from
+        """The lines for people read a task's session, outcome, tools, tokens and model from
         its spans' attributes: `SpanSink` gives them the spans before the attribute allow and
         deny lists (secrets redacted all the same). The JSON format, for scripts and files,
         gets them filtered like any exporter."""

@@ -6,7 +6,7 @@ still queued somewhere.
 
 Secrets are redacted for every destination; the attribute allow and deny lists apply to every
 destination but the console's lines for people (`--console-format summary` and `tree`), which
-read a task's session, outcome, turns, tools and tokens from attributes the lists may leave
+read a task's session, outcome, tools, tokens and model from attributes the lists may leave
 out: they get the records redacted but not filtered (docs/privacy.md). They print on the
 terminal of whoever runs the bridge; the JSON console format, which scripts and files take,
 is filtered like any exporter.
