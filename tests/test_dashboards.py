@@ -36,14 +36,8 @@ DASHBOARD_DIR = ROOT / "dashboards"
 DASHBOARD_FILES = ("copilot-overview.json", "otel-bridge-health.json")
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 GRAFANA_VARIABLES = {"__rate_interval", "__interval", "__range"}
-# labels Prometheus and the OpenTelemetry exporter add to every series
-SCRAPE_LABELS = {
-    "job",
-    "instance",
-    "otel_scope_name",
-    "otel_scope_version",
-    "otel_scope_schema_url",
-}
+# labels Prometheus adds to every series (the bridge turns the exporter's otel_scope_* off)
+SCRAPE_LABELS = {"job", "instance"}
 
 sdk_plugins.register_default_plugins()  # panel options and prometheus queries get their types
 
