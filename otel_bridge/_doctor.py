@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from ._doctor_run import Check, check_port, check_state_dir, session_logs
 from ._exceptions import ConfigError
 from ._progress import printable
+from ._words import plural
 from .export import DEFAULT_SERVICE_NAME, trace_exporter_names
 from .export._common import (
     DEFAULT_ENDPOINTS,
@@ -147,7 +148,8 @@ def _check_one_root(root: Path) -> list[Check]:
         found = Check(True, f"{root}: exists, no session logs yet")
     else:
         age = _age(time.time() - max(_mtime(log.path) for log in logs))
-        found = Check(True, f"{root}: {len(logs)} session logs, the newest written {age} ago")
+        count = plural(len(logs), "session log")
+        found = Check(True, f"{root}: {count}, the newest written {age} ago")
     return [found] if unread is None else [found, unread]
 
 

@@ -240,7 +240,8 @@ class JsonLinesDecoder:
         """
         if not self._holding or not self.lines_read:
             return None
-        return f"0 of {self.lines_read} lines are events ({self._first_held})"
+        are = "line is an event" if self.lines_read == 1 else "lines are events"
+        return f"0 of {self.lines_read} {are} ({self._first_held})"
 
     def finish(self) -> list[Event]:
         """End of input: decode a last line that has no newline, if it is a complete event.

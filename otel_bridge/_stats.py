@@ -4,7 +4,10 @@ The numbers come from the same observations the assembler makes for the OpenTele
 (a `MetricsRecorder` that keeps them in memory, per session), so the table and a dashboard can
 never disagree about what a task or a tool failure is. What tells sessions apart for a person
 (when it started, the model, the directory and repository it ran in) is not a metric:
-`StatsAssembler` notes it from the events on their way through.
+`StatsAssembler` notes it from the events on their way through, and so it notes what no metric
+says: which tasks ended unseen (`copilot.incomplete`: their outcome is `no_signal` like a
+task that ended normally, but the table calls them unfinished) and which LLM calls had no usage
+record (CLIs before 1.0.102 write none: their tokens are unknown, not 0).
 """
 
 from __future__ import annotations
@@ -16,12 +19,16 @@ from datetime import datetime, timezone
 from . import semconv as sc
 from ._events import Event, parse_timestamp_ns
 from ._records import AttributeValue, SpanRecord
+from ._words import OUTCOMES as WORD_OUTCOMES
+from ._words import UNFINISHED
 from .assembler import Assembler, AssemblerConfig
 from .processors import Scrubber, ScrubberConfig
 
 __all__ = ["OUTCOMES", "SessionStats", "StatsAssembler", "StatsCollector"]
 
+#: The copilot.task.outcome values, as the metric's labels (the keys of `outcomes`).
 OUTCOMES = ("completed", "failed", "error", "aborted", "no_signal")
+DONE = next(o.word for o in WORD_OUTCOMES if o.value == sc.OUTCOME_NO_SIGNAL)
 _COUNTED = frozenset(
     {
         "copilot.user_messages",
@@ -56,6 +63,9 @@ class SessionStats:
     tool_calls: int = 0
     tool_failures: int = 0
     llm_calls: int = 0
+    #: LLM calls whose tokens are unknown (no usage record: CLI 1.0.81, 1.0.92); the token
+    #: sums are of the others, and unknown (None in `to_dict`) when every call is one
+    llm_calls_without_usage: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     #: premium requests as the CLI's session accounting (session.shutdown) reports them,
@@ -65,12 +75,29 @@ class SessionStats:
     byok_calls: int = 0  # LLM calls to a bring-your-own-key provider (no cost to show)
     lines_added: int = 0  # from the session accounting's codeChanges, counted once
     lines_removed: int = 0
+    #: tasks by `copilot.task.outcome`, as the copilot.tasks metric counts them
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    #: of the `no_signal` tasks, those whose end was not seen (the CLI killed or shut down
+    #: mid-task, a log that stopped): "unfinished", not "done", for people
+    unfinished: int = 0
 
     @property
     def turns_per_message(self) -> float | None:
         """Mean main-agent turns per task, or None without tasks."""
         return self.task_turns / self.tasks if self.tasks else None
+
+    @property
+    def tokens_known(self) -> bool:
+        """False when there were LLM calls and none said its tokens (no usage records)."""
+        return not self.llm_calls or self.llm_calls_without_usage < self.llm_calls
+
+    def by_word(self) -> dict[str, int]:
+        """Tasks by the word people read (`_words`: done, completed, failed, error, aborted,
+        unfinished)."""
+        counts = {o.word: self.outcomes.get(o.value, 0) for o in WORD_OUTCOMES}
+        counts[DONE] -= self.unfinished
+        counts[UNFINISHED.word] = self.unfinished
+        return counts
 
     def merge(self, other: SessionStats) -> None:
         """Add another session's numbers to these."""
@@ -83,11 +110,13 @@ class SessionStats:
             "tool_calls",
             "tool_failures",
             "llm_calls",
+            "llm_calls_without_usage",
             "input_tokens",
             "output_tokens",
             "byok_calls",
             "lines_added",
             "lines_removed",
+            "unfinished",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         if other.premium_requests is not None:
@@ -96,8 +125,12 @@ class SessionStats:
             self.outcomes[outcome] = self.outcomes.get(outcome, 0) + count
 
     def to_dict(self) -> dict[str, object]:
-        """A JSON-friendly view, with the derived turns per message."""
-        return {**asdict(self), "turns_per_message": self.turns_per_message}
+        """A JSON-friendly view, with the derived turns per message; tokens null when unknown
+        (`tokens_known`): a CLI that writes no usage records did not use 0 tokens."""
+        view: dict[str, object] = {**asdict(self), "turns_per_message": self.turns_per_message}
+        if not self.tokens_known:
+            view["input_tokens"] = view["output_tokens"] = None
+        return view
 
 
 class StatsCollector:
@@ -137,7 +170,13 @@ class StatsCollector:
 
     def count_llm_call(self, session_id: str) -> None:
         """One LLM call whose tokens are unknown (no usage record)."""
-        self._of(session_id).llm_calls += 1
+        stats = self._of(session_id)
+        stats.llm_calls += 1
+        stats.llm_calls_without_usage += 1
+
+    def count_unfinished(self, session_id: str) -> None:
+        """One task whose end was not seen (counted as `no_signal` by the metric)."""
+        self._of(session_id).unfinished += 1
 
     def count_byok_call(self, session_id: str) -> None:
         """One LLM call to a bring-your-own-key provider: its cost of 0 is not a price."""
@@ -238,26 +277,32 @@ class StatsAssembler(Assembler):
             cwd=cwd,
             repository=repository if isinstance(repository, str) else None,
         )
-        self._count_calls_without_usage(records)
+        self._note_spans(records)
         return records
 
     def end_stream(self, stream: str) -> list[SpanRecord]:
         records = super().end_stream(stream)
-        self._count_calls_without_usage(records)
+        self._note_spans(records)
         return records
 
     def close_all(self) -> list[SpanRecord]:
         records = super().close_all()
-        self._count_calls_without_usage(records)
+        self._note_spans(records)
         return records
 
-    def _count_calls_without_usage(self, records: Iterable[SpanRecord]) -> None:
+    def _note_spans(self, records: Iterable[SpanRecord]) -> None:
         """LLM calls of CLIs that write no usage records (< 1.0.102) have no token metric to be
         counted from: their chat spans (`copilot.usage.unknown`) are counted instead. Calls to
         a bring-your-own-key provider (`copilot.usage.byok`) are noted too: a session of those
-        only shows no cost, not a cost of 0."""
+        only shows no cost, not a cost of 0. And tasks whose end was not seen (their root
+        span is `copilot.incomplete`), which the metric counts as `no_signal`."""
         for record in records:
             attributes = record.attributes
+            if (
+                attributes.get(sc.COPILOT_INCOMPLETE) is True
+                and attributes.get(sc.COPILOT_TASK_OUTCOME) == sc.OUTCOME_NO_SIGNAL
+            ):
+                self._collector.count_unfinished(str(attributes.get(sc.GEN_AI_CONVERSATION_ID)))
             if attributes.get(sc.COPILOT_USAGE_UNKNOWN) is True:
                 session_id = attributes.get(sc.GEN_AI_CONVERSATION_ID)
                 self._collector.count_llm_call(str(session_id))

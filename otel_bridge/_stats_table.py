@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import IO
 
-from ._progress import compact_count, printable
-from ._stats import OUTCOMES, SessionStats
+from ._progress import printable
+from ._stats import SessionStats
+from ._words import OUTCOMES, UNFINISHED, short_count, shortened
 
 __all__ = ["render_table", "table_width"]
 
@@ -58,7 +59,20 @@ def _started(date_only: bool) -> Callable[[SessionStats], str]:
 
 
 def _tokens(stats: SessionStats) -> str:
-    return f"{compact_count(stats.input_tokens)}/{compact_count(stats.output_tokens)}"
+    """in/out ("2.5k/112"); "n/a" when unknown, "+" after when some calls' are unknown."""
+    if not stats.tokens_known:
+        return "n/a"
+    more = "+" if stats.llm_calls_without_usage else ""
+    return f"{short_count(stats.input_tokens)}/{short_count(stats.output_tokens)}{more}"
+
+
+def _token_count(stats: SessionStats, count: int, exact: bool = False) -> str:
+    """A token sum: "n/a" when unknown (no usage records: not 0), with "+" when some calls
+    are unknown (the sum is of the others: at least this)."""
+    if not stats.tokens_known:
+        return "n/a"
+    text = f"{count:,}" if exact else short_count(count)
+    return text + "+" if stats.llm_calls_without_usage else text
 
 
 def _per_message(stats: SessionStats) -> str:
@@ -79,8 +93,14 @@ def _lines(stats: SessionStats) -> str:
     return f"+{stats.lines_added}/-{stats.lines_removed}"
 
 
+#: The words of the tasks that ended well: with a completion signal, or without one (the way
+#: of interactive mode, where the CLI does not ask for it).
+_ENDED_WELL = ("done", "completed")
+
+
 def _tasks_ok(stats: SessionStats) -> str:
-    return f"{stats.outcomes.get('completed', 0)}/{stats.tasks}"
+    words = stats.by_word()
+    return f"{sum(words[w] for w in _ENDED_WELL)}/{stats.tasks}"
 
 
 _SESSION_FULL = _Column("session", lambda s: s.session, left=True)
@@ -98,12 +118,13 @@ _REPOSITORY = _Column(
 )
 
 
-def _outcome(outcome: str) -> Callable[[SessionStats], str]:
-    return lambda stats: str(stats.outcomes.get(outcome, 0))
+def _outcome(word: str) -> Callable[[SessionStats], str]:
+    return lambda stats: str(stats.by_word()[word])
 
 
 _OUTCOME_COLUMNS = [
-    _Column(o.replace("_", " "), _outcome(o), group="tasks by outcome") for o in OUTCOMES
+    _Column(word, _outcome(word), group="tasks by outcome")
+    for word in (*(o.word for o in OUTCOMES), UNFINISHED.word)
 ]
 _MESSAGES = _Column("messages", lambda s: str(s.user_messages))
 _TURNS = _Column("turns", lambda s: str(s.turns))
@@ -124,8 +145,8 @@ _LAYOUTS: list[list[_Column]] = [
         *_WHERE,
         *_WORK,
         *_OUTCOME_COLUMNS,
-        _Column("in tokens", lambda s: f"{s.input_tokens:,}"),
-        _Column("out tokens", lambda s: f"{s.output_tokens:,}"),
+        _Column("in tokens", lambda s: _token_count(s, s.input_tokens, exact=True)),
+        _Column("out tokens", lambda s: _token_count(s, s.output_tokens, exact=True)),
         *_COST,
     ],
     [
@@ -133,8 +154,8 @@ _LAYOUTS: list[list[_Column]] = [
         *_WHERE,
         *_WORK,
         *_OUTCOME_COLUMNS,
-        _Column("in tok", lambda s: compact_count(s.input_tokens)),
-        _Column("out tok", lambda s: compact_count(s.output_tokens)),
+        _Column("in tok", lambda s: _token_count(s, s.input_tokens)),
+        _Column("out tok", lambda s: _token_count(s, s.output_tokens)),
         *_COST,
     ],
     [
@@ -175,20 +196,31 @@ def render_table(
 
     `turns` counts every turn (sub-agents' too); `turns/msg` is main-agent turns per task, as
     the `copilot.turns_per_message` metric; `tools`/`tool err` are tool calls and those that
-    failed; the five outcome columns are tasks by outcome; `premium req` and `lines +/-` are
+    failed; the six outcome columns are tasks by how they ended, in the words of `_words`
+    (done, completed, failed, error, aborted, unfinished), and `ok/tasks` those that ended
+    well (done or completed) of all; tokens are "n/a" when unknown (a CLI that writes no
+    usage records), with "+" when some calls' are; `premium req` and `lines +/-` are
     what the session's shutdowns say it cost and changed (once across resumes; "n/a (BYOK)"
     for a session of bring-your-own-key calls only); `repository` is owner/name ("-" outside a
     git checkout). With no `width`, every column; when narrower, the first of `_LAYOUTS` that
     fits: the full session id becomes its first 8 characters and tokens are shortened (12.3k),
-    then the outcomes become completed/all ("ok/tasks"), then the repository goes, then
+    then the outcomes become ended well/all ("ok/tasks"), then the repository goes, then
     messages, turns per message, cost and lines go and the start shows its date only;
-    then long model and directory names are cut, and at last the lines.
+    then long model and directory names are shortened (their first words to their first
+    letter, `g-4.1-mini`; never so that two different names look the same while another
+    column can give way), and at last the lines.
     """
     for columns in _LAYOUTS:
         lines = _layout(columns, sessions, total, None)
         if width is None or max(map(len, lines)) <= width:
             return "\n".join(lines)
     return "\n".join(line[:width] for line in _layout(_LAYOUTS[-1], sessions, total, width))
+
+
+def _distinct(cells: Sequence[str], size: int) -> bool:
+    """Do different cells stay different when shortened to `size`?"""
+    values = set(cells)
+    return len({shortened(cell, size) for cell in values}) == len(values)
 
 
 def _layout(
@@ -207,13 +239,15 @@ def _layout(
     if width is not None:  # cut the cuttable columns, the widest first, until it fits
         while sum(widths) + 2 * (len(widths) - 1) > width:
             cuttable = [i for i, c in enumerate(columns) if c.cut and widths[i] > _MIN_CUT]
+            # a column whose names would no longer be told apart gives way last
+            distinct = [i for i in cuttable if _distinct([r[i] for r in rows], widths[i] - 1)]
             if not cuttable:
                 break
-            widest = max(cuttable, key=lambda i: widths[i])
+            widest = max(distinct or cuttable, key=lambda i: widths[i])
             widths[widest] -= 1
 
     def fit(text: str, size: int) -> str:
-        return text if len(text) <= size else text[: size - 3] + "..."
+        return shortened(text, size)
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(

@@ -249,14 +249,26 @@ def test_chat_spans_from_messages_say_tokens_unknown_and_usage_records_do_not() 
 
 
 @pytest.mark.parametrize("path", OLD_CLI_LOGS, ids=lambda p: p.parent.name)
-def test_stats_counts_llm_calls_of_logs_without_usage_records(path: Path, capsys) -> None:
+def test_stats_counts_llm_calls_of_logs_without_usage_records(
+    path: Path, capsys, monkeypatch
+) -> None:
     """`stats` counts LLM calls from token metrics, which such logs cannot have: their chat
-    spans are counted instead (one per assistant.message here), with no tokens."""
+    spans are counted instead (one per assistant.message here), and their tokens are unknown,
+    not 0: null in JSON, "n/a" in the table and on the console's line."""
     assert main(["stats", "--json", str(path)]) == 0
-    (session,) = json.loads(capsys.readouterr().out)["sessions"]
+    report = json.loads(capsys.readouterr().out)
+    (session,) = report["sessions"]
     messages = [e for e in raw_events(path) if e["type"] == "assistant.message"]
-    assert session["llm_calls"] == len(messages) > 0
-    assert session["input_tokens"] == session["output_tokens"] == 0
+    assert session["llm_calls"] == session["llm_calls_without_usage"] == len(messages) > 0
+    assert session["input_tokens"] is None and session["output_tokens"] is None
+    assert report["total"]["input_tokens"] is None
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["stats", str(path)]) == 0
+    row = capsys.readouterr().out.splitlines()[2]
+    assert row.endswith("  n/a") and " 0/0" not in row
+    assert main(["replay", str(path), "--no-progress", "--console-format", "summary"]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert lines and all("  n/a tok  " in line and "0/0" not in line for line in lines)
 
 
 def test_a_tool_its_turn_end_left_running_is_aborted_within_that_turn() -> None:

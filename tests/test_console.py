@@ -26,14 +26,17 @@ from otel_bridge.export._otel import to_readable_span
 FIXTURES = Path(__file__).parent / "fixtures"
 LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
 RESOURCE = build_resource({})
-# time (with the date when not today), session, outcome, then the counts
+# time, session, outcome (in words: _words.py), tools and failures, tokens, duration, then
+# why, sub-agents, model; fixed columns up to the duration
 SUMMARY = re.compile(
-    r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d  (?P<session>[0-9a-f]{8})  "
-    r"(?P<outcome>[a-z_]+)(?: \((?P<why>[^)]+)\))?(?P<incomplete> incomplete)?"
-    r" +(?P<turns>\d+) turns? +(?P<tools>\d+) tools?(?: \((?P<failed>\d+) "
-    r"failed\))?(?:  (?P<agents>\d+) sub-agents?)?"
-    r"(?:  \S+ in / \S+ out tokens)?  (?P<model>\S+)  \S+ (?:s|\d\ds|\d\dm)$"
+    r"^\d\d:\d\d  (?P<session>[0-9a-f]{8})  (?P<outcome>[a-z]+) +"
+    r"(?P<tools>\d+) tools?(?:, (?P<failed>\d+) failed)? +"
+    r"(?P<tokens>(?:\S+/\S+|n/a) tok)? +(?P<duration>\d+\.\ds|\d+m\d\ds|\d+h\d\dm)"
+    r"(?:  \((?P<why>[^)]+)\))?(?:  (?P<agents>\d+) sub-agents?)?(?:  (?P<model>\S+))?$"
 )
+DAY = re.compile(r"^-- \d{4}-\d\d-\d\d \w{3} --$")
+WORDS = {"completed": "completed", "no_signal": "done", "failed": "failed"}
+WORDS.update(error="error", aborted="aborted")
 
 
 class Tty(io.StringIO):
@@ -61,13 +64,17 @@ def spans_of(
     return batches
 
 
-def printed(batches: Sequence[Sequence[ReadableSpan]], fmt: str, **kwargs: object) -> str:
+def printed(
+    batches: Sequence[Sequence[ReadableSpan]], fmt: str, *, days: bool = False, **kwargs: object
+) -> str:
+    """What the exporter prints of `batches` (without the lines that say the date)."""
     stream = io.StringIO()
     exporter = ConsoleSpanExporter(stream, fmt, color=False, **kwargs)  # type: ignore[arg-type]
     for batch in batches:
         exporter.export(batch)
     exporter.shutdown()
-    return stream.getvalue()
+    lines = stream.getvalue().splitlines(keepends=True)
+    return "".join(line for line in lines if days or not DAY.match(line))
 
 
 def roots(batches: Sequence[Sequence[ReadableSpan]]) -> list[ReadableSpan]:
@@ -97,14 +104,16 @@ def test_summary_is_one_line_per_task_with_its_numbers() -> None:
     assert len(lines) == len(tasks) == len(messages)
     parsed = [SUMMARY.match(line) for line in lines]
     assert all(parsed), [line for line, m in zip(lines, parsed, strict=True) if not m]
-    # the same tasks, in the order their roots came
-    for match, root in zip(parsed, roots(batches), strict=True):
+    # the same tasks, in the order they started
+    in_order = sorted(roots(batches), key=lambda s: s.start_time or 0)
+    for match, root in zip(parsed, in_order, strict=True):
         assert match is not None
         spans = subtree(batches, root)
         attributes = root.attributes or {}
         assert str(attributes["gen_ai.conversation.id"]).startswith(match["session"])
-        assert match["outcome"] == attributes["copilot.task.outcome"]
-        assert int(match["turns"]) == attributes["copilot.turns"]
+        outcome = str(attributes["copilot.task.outcome"])
+        unfinished = attributes.get("copilot.incomplete") is True
+        assert match["outcome"] == ("unfinished" if unfinished else WORDS[outcome])
         tools = [s for s in spans if s.name.startswith("execute_tool ")]
         assert int(match["tools"]) == len(tools)
         failed = sum(1 for s in tools if not s.status.is_ok)
@@ -114,7 +123,7 @@ def test_summary_is_one_line_per_task_with_its_numbers() -> None:
         )
         assert match["model"] == "gpt-4.1"
     outcomes = {m["outcome"] for m in parsed if m}
-    assert {"completed", "aborted", "error", "no_signal"} <= outcomes
+    assert {"completed", "aborted", "error", "done", "unfinished"} <= outcomes
     assert any(m and m["failed"] for m in parsed)
 
 
@@ -122,13 +131,15 @@ def test_summary_names_the_error_and_sums_the_tokens() -> None:
     batches = spans_of(
         [FIXTURES / "provider_error" / "events.jsonl", FIXTURES / "subagent_deep" / "events.jsonl"]
     )
-    error_line, deep_line = printed(batches, "summary").splitlines()
+    deep_line, error_line = printed(batches, "summary").splitlines()  # in the order they started
     root = roots(batches)[0]
-    assert f"error ({root.attributes['error.type']})" in error_line
+    match = SUMMARY.match(error_line)
+    assert match and match["outcome"] == "error" and match["why"] == root.attributes["error.type"]
     chats = [s for s in subtree(batches, roots(batches)[1]) if s.name.startswith("chat ")]
     total_in = sum(int(s.attributes["gen_ai.usage.input_tokens"]) for s in chats)
-    assert total_in > 10_000
-    assert f"{total_in / 1000:.1f}k in / " in deep_line
+    total_out = sum(int(s.attributes["gen_ai.usage.output_tokens"]) for s in chats)
+    assert 10_000 < total_in < 20_000 and total_out < 1000
+    assert f"  {round(total_in / 1000)}k/{total_out} tok  " in deep_line
 
 
 def test_batches_split_anywhere_print_the_same() -> None:
@@ -157,7 +168,7 @@ def test_tree_shows_every_span_once_under_its_parent() -> None:
         return 0 if span.parent is None else 1 + depth(by_id[span.parent.span_id])
 
     nodes = [line for line in lines if not SUMMARY.match(line)]
-    names = re.compile(r"^(?P<indent>(?:[│ ] {2})*)[├└]─ (?P<name>.+?)  \d+\.\d s")
+    names = re.compile(r"^(?P<indent>(?:[│ ] {2})*)[├└]─ (?P<name>.+?)  \d+\.\ds")
     seen = sorted((len(m["indent"]) // 3 + 1, m["name"]) for m in map(names.match, nodes) if m)
     expected = sorted((depth(s), s.name) for s in spans if s.parent is not None)
     assert seen == expected
@@ -195,6 +206,7 @@ def test_colours_only_on_a_terminal_and_never_with_no_color(monkeypatch) -> None
         exporter = ConsoleSpanExporter(stream, "summary")
         for batch in batches:
             exporter.export(batch)
+        exporter.force_flush()
         assert ("\x1b[" in stream.getvalue()) is coloured
         assert "aborted" in stream.getvalue()
     monkeypatch.setenv("NO_COLOR", "1")
@@ -202,6 +214,7 @@ def test_colours_only_on_a_terminal_and_never_with_no_color(monkeypatch) -> None
     exporter = ConsoleSpanExporter(stream)
     for batch in batches:
         exporter.export(batch)
+    exporter.force_flush()
     assert "aborted" in stream.getvalue() and "\x1b[" not in stream.getvalue()
 
 
@@ -215,7 +228,7 @@ def test_interactions_under_an_outside_parent_are_told_apart() -> None:
     lines = printed(batches, "summary").splitlines()
     assert len(lines) == 3  # one per user message, none left over as "unfinished"
     assert all(SUMMARY.match(line) for line in lines)
-    assert [m["turns"] for m in map(SUMMARY.match, lines) if m] == ["2", "2", "2"]
+    assert [m["tools"] for m in map(SUMMARY.match, lines) if m] == ["1", "1", "1"]
 
 
 def _record(
@@ -262,19 +275,21 @@ def test_late_spans_of_a_printed_task_make_a_continued_line() -> None:
         {"gen_ai.operation.name": "execute_tool"},
     )
     stream = io.StringIO()
-    exporter = ConsoleSpanExporter(stream, "summary", color=False)
+    exporter = ConsoleSpanExporter(stream, "summary", color=False, hold_seconds=0)
     exporter.export([root])
     exporter.export([tool])
-    assert len(stream.getvalue().splitlines()) == 1  # the tool waits for its turn
+    assert len(stream.getvalue().splitlines()) == 2  # the date, the task; the tool waits
     exporter.export([turn])
-    first, late = stream.getvalue().splitlines()
+    _, first, late = stream.getvalue().splitlines()
     assert "completed" in first
-    assert re.search(r"continued +1 turn +1 tool ", late)
+    assert re.search(r"continued +1 tool  ", late)
 
 
 def test_held_tasks_are_bounded_and_printed_at_shutdown() -> None:
     stream = io.StringIO()
-    exporter = ConsoleSpanExporter(stream, "summary", color=False, max_held_traces=2)
+    exporter = ConsoleSpanExporter(
+        stream, "summary", color=False, max_held_traces=2, hold_seconds=0
+    )
     for trace in (1, 2, 3):  # turns whose task root never comes
         exporter.export(
             [_record(trace, trace * 10 + 1, trace * 10, "turn", 1_700_000_000_000_000_000 + trace)]
@@ -282,7 +297,8 @@ def test_held_tasks_are_bounded_and_printed_at_shutdown() -> None:
     assert stream.getvalue().count("unfinished") == 1  # the oldest, to keep two
     exporter.shutdown()
     assert stream.getvalue().count("unfinished") == 3
-    assert all(re.search(r"unfinished +1 turn ", line) for line in stream.getvalue().splitlines())
+    lines = [line for line in stream.getvalue().splitlines() if not DAY.match(line)]
+    assert len(lines) == 3 and all(re.search(r"unfinished +0 tools ", line) for line in lines)
 
 
 def test_a_closed_pipe_stops_the_output_without_failing_the_export(caplog) -> None:
@@ -304,10 +320,11 @@ def test_a_closed_pipe_stops_the_output_without_failing_the_export(caplog) -> No
 def test_replay_prints_the_chosen_format(capsys) -> None:
     fixture = str(FIXTURES / "resume")
     assert main(["replay", fixture, "--no-progress", "--console-format", "summary"]) == 0
-    summary = capsys.readouterr().out.splitlines()
+    day, *summary = capsys.readouterr().out.splitlines()
+    assert DAY.match(day)
     assert len(summary) == 2 and all(SUMMARY.match(line) for line in summary)
     assert main(["replay", fixture, "--no-progress"]) == 0  # not a terminal: JSON
     spans = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert sum(1 for s in spans if s["parent_id"] is None) == 2
     assert main(["replay", fixture, "--no-progress", "--console-format", "tree"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == len(spans)
+    assert len(capsys.readouterr().out.splitlines()) == len(spans) + 1  # the date too

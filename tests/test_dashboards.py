@@ -36,14 +36,8 @@ DASHBOARD_DIR = ROOT / "dashboards"
 DASHBOARD_FILES = ("copilot-overview.json", "otel-bridge-health.json")
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 GRAFANA_VARIABLES = {"__rate_interval", "__interval", "__range"}
-# labels Prometheus and the OpenTelemetry exporter add to every series
-SCRAPE_LABELS = {
-    "job",
-    "instance",
-    "otel_scope_name",
-    "otel_scope_version",
-    "otel_scope_schema_url",
-}
+# labels Prometheus adds to every series (the bridge turns the exporter's otel_scope_* off)
+SCRAPE_LABELS = {"job", "instance"}
 
 sdk_plugins.register_default_plugins()  # panel options and prometheus queries get their types
 
@@ -472,3 +466,49 @@ def test_the_overview_shows_cost_lines_and_tasks_by_model_and_repository(
     assert grouped, f"no panel shows {metric} by {by}"
     if metric == "copilot_tasks_total":  # the completion rate: completed / all, by repository
         assert any('copilot_task_outcome="completed"' in q for q in grouped)
+
+
+def _overview_panel(title: str) -> dict[str, Any]:
+    return next(
+        p
+        for p in iter_panels(load_dashboard("copilot-overview.json")["panels"])
+        if p.get("title") == title
+    )
+
+
+def test_tasks_by_outcome_reads_the_words_people_read_on_the_console() -> None:
+    """The metric keeps its values (no_signal...); the legend says them as the console and
+    stats do (otel_bridge/_words.py): a healthy interactive task is done, not a failure."""
+    from otel_bridge._words import OUTCOMES
+
+    panel = _overview_panel("Tasks by outcome")
+    names = {
+        override["matcher"]["options"]: next(
+            p["value"] for p in override["properties"] if p["id"] == "displayName"
+        )
+        for override in panel["fieldConfig"]["overrides"]
+        if override["matcher"]["id"] == "byName"
+    }
+    assert names == {outcome.value: outcome.word for outcome in OUTCOMES}
+    assert panel["targets"][0]["legendFormat"] == "{{copilot_task_outcome}}"
+    for outcome in OUTCOMES:
+        assert outcome.word in panel["description"]
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Task completion rate by mode",
+        "Task completion rate by mode (rolling 1h)",
+        "Task completion rate by repository",
+    ],
+)
+def test_completion_rates_say_what_they_mean_per_mode(title: str) -> None:
+    panel = _overview_panel(title)
+    text = panel["description"].lower()
+    assert "task_complete" in text and "autopilot" in text and "interactive" in text
+    assert "done" in text and "no_signal" in text
+    if "repository" not in title:  # one rate per mode, never all modes mixed
+        (target,) = panel["targets"]
+        assert target["legendFormat"] == "{{copilot_mode}}"
+        assert target["expr"].count("sum by (copilot_mode)") == 3

@@ -361,8 +361,9 @@ def test_metrics_of_finished_spans_agree_with_the_spans(path: Path) -> None:
 # --- label values are capped at the recorder over the SDK -----------------------------------
 
 
-def sdk_points(reader) -> dict[str, list[tuple[dict, float]]]:
-    """Metric name -> (attributes, value) of each point: a counter's sum, a histogram's count."""
+def sdk_points(reader, *, zeros: bool = False) -> dict[str, list[tuple[dict, float]]]:
+    """Metric name -> (attributes, value) of each point: a counter's sum, a histogram's count;
+    without the points still at 0 (the series that exist from the start) unless `zeros`."""
     found: dict[str, list[tuple[dict, float]]] = {}
     data = reader.get_metrics_data()
     for rm in data.resource_metrics:
@@ -370,9 +371,9 @@ def sdk_points(reader) -> dict[str, list[tuple[dict, float]]]:
             for metric in sm.metrics:
                 for point in metric.data.data_points:
                     value = getattr(point, "value", None)
-                    found.setdefault(metric.name, []).append(
-                        (dict(point.attributes), point.count if value is None else value)
-                    )
+                    value = point.count if value is None else value
+                    if value or zeros:
+                        found.setdefault(metric.name, []).append((dict(point.attributes), value))
     return found
 
 
@@ -427,3 +428,23 @@ def test_a_value_seen_before_the_cap_keeps_its_own_series() -> None:
     assert counts == {"a": 2, "b": 2, OTHER_LABEL_VALUE: 2}
     # each metric and label has its own fill
     assert sdk_points(reader)["copilot.tasks"] == [({"copilot.task.outcome": "completed"}, 1)]
+
+
+def test_the_counters_dashboards_divide_by_exist_at_0_from_the_start() -> None:
+    """A fresh bridge: the completion rate and the tool error rate divide by copilot.tasks and
+    copilot.tool.calls, which showed "No data" until a task ended. Their label sets the bridge
+    knows (outcome and mode, tool outcome and agent type) are there at 0; those that come from
+    logs (a tool's name, a repository) are not."""
+    reader = InMemoryMetricReader()
+    OtelMetricsRecorder(MeterProvider(metric_readers=[reader]))
+    points = sdk_points(reader, zeros=True)
+    tasks = {(a["copilot.task.outcome"], a["copilot.mode"]) for a, v in points["copilot.tasks"]}
+    assert tasks == {
+        (outcome, mode)
+        for outcome in ("completed", "failed", "error", "aborted", "no_signal")
+        for mode in ("interactive", "plan", "autopilot")
+    }
+    calls = {tuple(sorted(a.items())) for a, _ in points["copilot.tool.calls"]}
+    assert len(calls) == 8 and all(len(labels) == 2 for labels in calls)
+    assert all(v == 0 for name in ("copilot.tasks", "copilot.tool.calls") for _, v in points[name])
+    assert points["otel_bridge.spans.exported"] == [({}, 0)]  # as before, without labels

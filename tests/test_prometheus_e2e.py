@@ -321,3 +321,45 @@ def test_metrics_endpoint_passes_promtool_lint(scraped_bridge) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     up = prometheus.wait_for('up{job="otel-bridge"} == 1', timeout=10)
     assert up[0]["metric"]["instance"] == f"127.0.0.1:{port}"
+
+
+#: The overview's panels on the counters it divides by: none says "No data" on a fresh bridge.
+FRESH_PANELS = (
+    "Tasks",
+    "Task completion rate by mode",
+    "Task completion rate by mode (rolling 1h)",
+    "Tool error rate",
+    "Tasks by outcome",
+)
+
+
+def test_a_fresh_bridge_gives_the_rate_panels_something_to_show(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Before any log is read, copilot_tasks_total and copilot_tool_calls_total exist at 0 for
+    the label sets the bridge knows, so the panels that count or divide them show 0, or a
+    rate of no task at all (NaN, which the dashboard says as "no tasks yet"), not "No data"."""
+    state = tmp_path / "session-state"
+    state.mkdir()
+    port = free_port()
+    bridge = start_bridge(state, port, tmp_path)
+    try:
+        text = fetch_metrics(bridge, port, tmp_path)
+        assert 'copilot_task_outcome="no_signal"' in text
+        assert "otel_scope_" not in text  # turned off: one meter, and a version would split series
+        start_prometheus: Callable[..., Prometheus] = request.getfixturevalue("prometheus_factory")
+        prometheus = start_prometheus([f"127.0.0.1:{port}"])
+        prometheus.wait_for("copilot_tasks_total", timeout=DEADLINE_S)
+        queries = {
+            where.split(": ", 1)[1]: expr
+            for where, _, expr in all_dashboard_queries()
+            if where.startswith("copilot-overview.json: ")
+        }
+        for title in FRESH_PANELS:
+            result = prometheus.wait_for(grafana_to_promql(queries[title], "1m"), timeout=20)
+            values = {series["value"][1] for series in result}
+            assert values <= {"0", "NaN"}, (title, values)
+        modes = prometheus.query(grafana_to_promql(queries["Task completion rate by mode"], "1m"))
+        assert {s["metric"]["copilot_mode"] for s in modes} == {"interactive", "plan", "autopilot"}
+    finally:
+        stop(bridge)

@@ -339,7 +339,7 @@ def test_health_and_readiness_probes_and_the_status_line(otlp_receiver, tmp_path
     finally:
         code, _, stderr = stop_bridge(bridge)
     assert code == 0, stderr
-    assert "status: following 1 logs" in stderr
+    assert "status: following 1 log (" in stderr
 
 
 def test_a_checkpoint_that_cannot_be_saved_stops_nothing_and_is_reported(

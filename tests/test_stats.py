@@ -99,7 +99,10 @@ def test_narrower_tables_keep_the_numbers_they_show_right() -> None:
         str(total.tool_calls),
         str(total.tool_failures),
     ]
-    assert narrow[-1].split()[4] == f"{total.outcomes['completed']}/{total.tasks}"
+    # ok/tasks: those that ended well, with a completion signal or without (interactive)
+    ended_well = total.outcomes["completed"] + total.outcomes["no_signal"] - total.unfinished
+    assert narrow[-1].split()[4] == f"{ended_well}/{total.tasks}"
+    assert 0 < total.unfinished < total.outcomes["no_signal"]
 
 
 @pytest.mark.parametrize(
@@ -199,3 +202,76 @@ def test_the_help_names_the_cost_lines_and_repository_columns() -> None:
     text = stats("--help").stdout
     for words in ("repository", "premium req", "lines +/-", "n/a (BYOK)"):
         assert words in text, words
+
+
+def _session(directory: str, model: str, *, session: str) -> Log:
+    log = Log()
+    log.session = session
+    log.start(context={"cwd": directory})
+    log.add("session.model_change", newModel=model)
+    log.user()
+    log.simple_turn("0", "u1")
+    return log
+
+
+def test_at_80_columns_models_that_differ_still_differ(tmp_path) -> None:
+    """gpt-4.1 and gpt-4.1-mini: cut from the end, both read `gpt-4...`; long directory
+    names give way first, and what is cut keeps both ends of a name."""
+    collector = StatsCollector(paths="keep")
+    assembler = StatsAssembler(collector)
+    models = ["gpt-4.1", "gpt-4.1-mini", "claude-sonnet-4.5", "claude-haiku-4.5"]
+    for n, model in enumerate(models * 2):
+        directory = f"/home/alice/src/acme-widgets_backend2024/services/invoice-generator-{n}"
+        log = _session(directory, model, session=f"{n:08d}-0000-4000-8000-000000000000")
+        assembler.feed(f"s{n}", log.events())
+        assembler.end_stream(f"s{n}")
+    sessions = list(collector.sessions.values())
+    for width in (80, 75):
+        lines = render_table(sessions, collector.total(), width).splitlines()
+        assert max(map(len, lines)) <= width
+        at = lines[0].index("model")
+        cells = [line[at:].split()[0] for line in lines[2:-2]]
+        assert len(set(cells)) == len(models), cells  # four models, four names
+        assert all(len(cell) >= 5 for cell in cells)
+
+
+def test_healthy_interactive_tasks_read_done_not_failed() -> None:
+    """In interactive mode the CLI never asks for task_complete: a task that ended normally
+    is "done" (no_signal on the metric), and counts as ended well in ok/tasks."""
+    log = _session("/src/app", "gpt-4.1", session="11111111-0000-4000-8000-000000000000")
+    log.user(interaction="i2")
+    log.simple_turn("0", "u2", interaction="i2")
+    collector = StatsCollector()
+    assembler = StatsAssembler(collector)
+    assembler.feed("s", log.events())
+    assembler.end_stream("s")
+    (entry,) = collector.sessions.values()
+    assert entry.outcomes["no_signal"] == entry.tasks == 2 and entry.unfinished == 0
+    assert entry.by_word() == {
+        "done": 2,
+        "completed": 0,
+        "failed": 0,
+        "error": 0,
+        "aborted": 0,
+        "unfinished": 0,
+    }
+    whole = render_table([entry], collector.total()).splitlines()
+    header = whole[1].split()
+    assert header[header.index("done") : header.index("unfinished") + 1] == [
+        "done",
+        "completed",
+        "failed",
+        "error",
+        "aborted",
+        "unfinished",
+    ]
+    narrow = render_table([entry], collector.total(), 80).splitlines()
+    at = narrow[0].index("ok/tasks")
+    assert narrow[2][at:].split()[0] == "2/2"  # 0/2 before: as if both had failed
+
+
+def test_a_task_whose_end_was_not_seen_is_unfinished(capsys) -> None:
+    assert main(["stats", "--json", str(FIXTURES / "crash_resume")]) == 0
+    (session,) = json.loads(capsys.readouterr().out)["sessions"]
+    assert session["outcomes"]["no_signal"] == session["tasks"] == 2  # as the metric says
+    assert session["unfinished"] == 1

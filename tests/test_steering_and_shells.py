@@ -575,3 +575,38 @@ def test_run_restarted_while_a_task_waits_gives_replays_spans(tmp_path: Path) ->
     assert {s.span_id for s in out} == set(replayed)
     for span in out:  # what was exported before the stop, and again after it, is identical
         assert span == replayed[span.span_id]
+
+
+def test_run_says_once_that_a_stopped_task_waits_for_its_background_shell(
+    tmp_path: Path, caplog
+) -> None:
+    """Its line comes only when the shell reports: until then the console would say nothing
+    for up to the background wait, as if the bridge were stuck."""
+    caplog.set_level("INFO", logger="otel_bridge.sources._tail")
+    log = shell_log(gap_ms=60_000)
+    spans = run_in_two_parts(tmp_path, log, quiet_s=50, wait=900)
+    said = [r.getMessage() for r in caplog.records if "waiting up to" in r.getMessage()]
+    assert said == [
+        f"{tmp_path / 'sess-1' / 'events.jsonl'}: its task's agent loop stopped; "
+        "waiting up to 15 min for 1 background shell"
+    ]
+    assert by_name(spans, ROOT)  # and the task ended when the shell reported
+
+
+def test_a_task_whose_wait_is_over_already_is_not_said_to_wait(tmp_path: Path, caplog) -> None:
+    """An old log caught up at start: its waiting task ends at once, nothing to wait for."""
+    caplog.set_level("INFO", logger="otel_bridge.sources._tail")
+    log = shell_log(gap_ms=60_000)
+    data = log.jsonl()
+    cut = data.rindex(b"\n", 0, data.index(b'"system.notification"')) + 1
+    path = tmp_path / "sess-1" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(data[:cut])  # the log stopped while its shell ran, 100 s ago
+    tailer, out, clock = follow(path, 30)
+    clock[0] = max(ns(e["timestamp"]) for e in raw(path)) / 1e9 + 100
+    tailer.start()
+    tailer.poll_once()
+    tailer.poll_once()
+    tailer.close()
+    assert not [r for r in caplog.records if "waiting up to" in r.getMessage()]
+    assert by_name(out, ROOT)  # ended at once, at its last event

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from otel_bridge._version import __version__
 from otel_bridge.cli._parser import build_parser
 from tests.processes import terminate
 
@@ -32,10 +33,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 TIMESTAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
-SUMMARY = re.compile(
-    r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d  [0-9a-f]{8}  [a-z_]+.*  gpt-4\.1  "
-    r"\d+\.\d s$"
-)
+# time, session, outcome in words, tools, tokens, duration, [why, sub-agents,] model
+SUMMARY = re.compile(r"^\d\d:\d\d  [0-9a-f]{8}  [a-z]+ +\d+ tools?.*  \d+\.\ds(?:  .+)?  gpt-4\.1$")
 BAR = re.compile(r"^replaying \d+ logs \[[#-]+\] +\d+\.\d% \S+ \S+/\S+ \S+$")
 
 
@@ -200,15 +199,16 @@ def test_progress_bar_warnings_and_task_lines_do_not_garble_each_other(tmp_path)
             r"\(byte \d+\): malformed line skipped: .+$",
             warning,
         ), warning
-    tasks = [line for line in lines if re.match(r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d  ", line)]
+    tasks = [line for line in lines if re.match(r"^\d\d:\d\d  ", line)]
     assert len(tasks) == 4 and all(SUMMARY.match(line) for line in tasks), lines
+    days = [line for line in lines if re.match(r"^-- \d{4}-\d\d-\d\d \w{3} --$", line)]
     bars = [line for line in lines if "replaying" in line and "[" in line]
     assert bars and all(BAR.match(line) for line in bars), bars
     assert "100.0%" in bars[-1]
     summary = [line for line in lines if "INFO otel_bridge: replayed 4 logs" in line]
     assert len(summary) == 1 and re.match(rf"^{TIMESTAMP} INFO ", summary[0])
-    # nothing else: every line is a warning, a task, the bar or the final summary
-    assert len(lines) == len(warnings) + len(tasks) + len(bars) + len(summary), lines
+    # nothing else: every line is a warning, a date, a task, the bar or the final summary
+    assert len(lines) == len(warnings) + len(days) + len(tasks) + len(bars) + len(summary), lines
 
 
 def test_log_level_is_taken_before_and_after_the_command() -> None:
@@ -291,14 +291,20 @@ def test_run_sums_up_the_start_in_one_line_and_says_why_old_logs_give_nothing(tm
         line
         for line in stderr.splitlines()
         if line.endswith(
-            f"INFO otel_bridge.sources._tail: following 4 session logs under "
-            f"{state}: 1 read from its beginning (modified in the last 60 "
-            f"min); 3 older logs are followed from their end; `--backfill` or "
-            f"`otel-bridge replay` reads them"
+            "INFO otel_bridge.sources._tail: following 4 session logs: "
+            "1 read from its beginning (modified in the last 60 "
+            "min); 3 older logs are followed from their end; `--backfill` or "
+            "`otel-bridge replay` reads them"
         )
     ], stderr
     assert len(following) == 1
     assert "from byte" not in stderr
+    # where: said once, as run starts, not again in this line
+    assert [line for line in stderr.splitlines() if str(state) in line] == [
+        line
+        for line in stderr.splitlines()
+        if f": otel-bridge {__version__} watching {state}" in line
+    ]
 
 
 def test_run_with_debug_after_the_command_lists_each_log(tmp_path) -> None:
@@ -323,9 +329,7 @@ def test_run_says_nothing_of_older_logs_when_it_reads_them(tmp_path, extra) -> N
     stderr = run_until(state, tmp_path, extra, "following")
     line = next(line for line in stderr.splitlines() if "following" in line)
     why = "" if extra == ["--backfill"] else " (modified in the last 1000 min)"
-    assert line.endswith(
-        f"following 2 session logs under {state}: 2 read from their beginning{why}"
-    ), line
+    assert line.endswith(f"following 2 session logs: 2 read from their beginning{why}"), line
     assert "older log" not in stderr and "from their end" not in stderr
 
 
@@ -336,6 +340,5 @@ def test_a_restart_says_the_logs_resume_from_their_checkpoints(tmp_path) -> None
     assert "2 older logs are followed from their end" in first
     second = run_until(state, tmp_path, options, "following")
     line = next(line for line in second.splitlines() if "following" in line)
-    assert line.endswith(
-        f"following 3 session logs under {state}: 3 resumed from their checkpoint"
-    ), line
+    assert line.endswith("following 3 session logs: 3 resumed from their checkpoint"), line
+    assert "resuming" not in second  # said once, in that line

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from otel_bridge import Assembler, AssemblerConfig, parse_timestamp_ns
+from otel_bridge import Assembler, AssemblerConfig, event_from_json, parse_timestamp_ns
 from otel_bridge._records import SpanRecord
 from otel_bridge.assembler._meter import MAX_UNKNOWN_TYPES
 from otel_bridge.cli import main
@@ -196,3 +196,86 @@ def test_replay_keep_unknown_events_writes_them_on_the_root(tmp_path: Path) -> N
     ((_, with_data),) = _span_events(content)
     data = json.loads(with_data["copilot.event.data"])
     assert set(data) == {"note"} and "a" * 30 not in data["note"]
+
+
+class Labels:
+    """A MetricsRecorder that keeps the labels of `otel_bridge.events.unknown`."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def add(self, name: str, value: float, attributes: Mapping[str, Any], session_id: str) -> None:
+        if name == "otel_bridge.events.unknown":
+            self.seen.append(dict(attributes))
+
+    def record(
+        self, name: str, value: float, attributes: Mapping[str, Any], session_id: str
+    ) -> None:
+        return None
+
+
+def _versioned(version: object) -> tuple[list[SpanRecord], Labels]:
+    log = Log()
+    log.add("session.start", sessionId=log.session, copilotVersion=version, selectedModel="m")
+    log.user()
+    log.add("future.thing", size=1)
+    log.simple_turn("0", "u1")
+    recorder = Labels()
+    assembler = Assembler(AssemblerConfig(), metrics=recorder)
+    spans = assembler.feed("sess-1", log.events()) + assembler.end_stream("sess-1")
+    return spans, recorder
+
+
+def test_the_cli_version_label_is_the_version_itself() -> None:
+    # a version is not an event type: "1.0.102" has no place in a dotted lower-case name
+    for version in ("1.0.102", "1.0.81", "v1.0.103-beta.2", "1.0.104+sha.5e1f0a"):
+        spans, recorder = _versioned(version)
+        assert {label["copilot.version"] for label in recorder.seen} == {version}
+        assert one(spans, "invoke_agent copilot").attributes["copilot.version"] == version
+
+
+def test_a_cli_version_of_another_shape_is_bounded_where_it_is_read() -> None:
+    # the field comes from the log: a prompt, a token or 10,000 characters are not versions,
+    # on the metric label and on the span alike
+    for version in ("ghp_" + "a" * 36, "1.0.102\nforged line", "1." * 5000, "latest build"):
+        spans, recorder = _versioned(version)
+        assert {label["copilot.version"] for label in recorder.seen} == {"<invalid>"}
+        assert one(spans, "invoke_agent copilot").attributes["copilot.version"] == "<invalid>"
+    spans, recorder = _versioned(102)  # not text: no version
+    assert {label["copilot.version"] for label in recorder.seen} == {"unknown"}
+    assert "copilot.version" not in one(spans, "invoke_agent copilot").attributes
+
+
+def test_a_checkpoint_gives_back_a_bounded_version() -> None:
+    log = Log()
+    log.start()
+    log.user()
+    log.simple_turn("0", "u1")
+    assembler = Assembler(AssemblerConfig())
+    assembler.feed("sess-1", log.events())
+    saved = assembler.session("sess-1").snapshot()
+    assert saved["copilot_version"] == "1.0.102"
+    for stored, restored in (("1.0.92", "1.0.92"), ("x" * 100, "<invalid>")):
+        other = Assembler(AssemblerConfig())
+        other.session("sess-1").restore({**saved, "copilot_version": stored})
+        assert other.session("sess-1").facts.copilot_version == restored
+
+
+def test_real_logs_of_three_cli_versions_label_their_version() -> None:
+    fixtures = Path(__file__).parent / "fixtures"
+    recorder = Labels()
+    assembler = Assembler(AssemblerConfig(), metrics=recorder)
+    versions = {}
+    for name in ("one_tool_cli1081", "one_tool_cli1092", "run1_cli_prompt_basic"):
+        lines = (fixtures / name / "events.jsonl").read_text().splitlines()
+        events = [json.loads(line) for line in lines]
+        events.insert(1, {**events[1], "type": "future.thing", "id": f"x-{name}"})
+        session = assembler.session(name)
+        for event in map(event_from_json, events):
+            session.feed(event)
+        versions[name] = recorder.seen[-1]["copilot.version"]
+    assert versions == {
+        "one_tool_cli1081": "1.0.81",
+        "one_tool_cli1092": "1.0.92",
+        "run1_cli_prompt_basic": "1.0.102",
+    }

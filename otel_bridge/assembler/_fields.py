@@ -9,12 +9,22 @@ infinity; NaN): the attribute is left out and the span kept.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from .._records import AttributeValue
 
-__all__ = ["compact", "read_int", "read_num", "read_obj", "read_str", "snake_case"]
+__all__ = [
+    "INVALID_VERSION",
+    "compact",
+    "read_int",
+    "read_num",
+    "read_obj",
+    "read_str",
+    "read_version",
+    "snake_case",
+]
 
 
 def _get(mapping: Any, key: str) -> Any:
@@ -30,6 +40,24 @@ def read_str(mapping: Any, key: str) -> str | None:
     """`mapping[key]` if it is a non-empty string."""
     value = _get(mapping, key)
     return value if isinstance(value, str) and value else None
+
+
+#: What a version looks like: numbers and dots, maybe a `v` before them and a pre-release or
+#: build after (`1.0.102`, `v1.0.103-beta.2`, `1.0.104+sha.5e1f`), at most 64 characters.
+_VERSION = re.compile(r"v?[0-9]{1,9}(?:\.[0-9]{1,9}){0,4}(?:[-+][0-9A-Za-z][0-9A-Za-z.+-]{0,40})?")
+#: A version field that holds something else (it comes from the log: it could hold anything).
+INVALID_VERSION = "<invalid>"
+
+
+def read_version(mapping: Any, key: str) -> str | None:
+    """`mapping[key]` as a version (a span attribute and a metric label: the CLI's
+    `copilotVersion`): itself when it has the shape of one, `INVALID_VERSION` when it is text
+    of another shape (bounded: the field could hold a prompt or a token), None when absent.
+    Checked once, where it is read, so that every use of it has the same bounded value."""
+    value = read_str(mapping, key)
+    if value is None:
+        return None
+    return value if len(value) <= 64 and _VERSION.fullmatch(value) else INVALID_VERSION
 
 
 #: A float whose integer part fits a signed 64-bit integer is in [-2^63, 2^63); an int, in

@@ -20,7 +20,7 @@ from .._events import Event
 from ._accounting import Totals
 from ._attribution import restore_attribution
 from ._config import AssemblerStats
-from ._fields import read_str
+from ._fields import read_str, read_version
 from ._meter import SessionMeter
 from ._state import Agent, Error, Interaction, SessionFacts, disagrees
 from .spans import SpanBuilders
@@ -384,8 +384,9 @@ def restore(facts: SessionFacts, saved: Mapping[str, Any]) -> None:
         facts.mode = saved["mode"]
     if isinstance(saved.get("model"), str):
         facts.model = saved["model"]
-    if isinstance(saved.get("copilot_version"), str):
-        facts.copilot_version = saved["copilot_version"]
+    version = read_version(saved, "copilot_version")  # a checkpoint is input too
+    if version is not None:
+        facts.copilot_version = version
     agent_name = saved.get("agent_name")
     facts.agent_name = agent_name if isinstance(agent_name, str) and agent_name else None
     previous = saved.get("previous")

@@ -116,7 +116,8 @@ class SessionMeter:
         self.add(
             sc.METRIC_EVENTS_UNKNOWN,
             {
-                sc.COPILOT_VERSION: printable_type(self._facts.copilot_version or sc.UNKNOWN),
+                # read as a version (`_fields.read_version`), not as an event type
+                sc.COPILOT_VERSION: self._facts.copilot_version or sc.UNKNOWN,
                 sc.COPILOT_EVENT_TYPE: printable_type(event_type),
             },
         )

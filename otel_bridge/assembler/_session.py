@@ -224,6 +224,23 @@ class SessionAssembler:
         interaction = self.lifecycle.interaction
         return interaction is not None and interaction.awaiting_continuation
 
+    def background_work(self) -> tuple[int, int, int, int] | None:
+        """While the open interaction's loop has stopped and it waits for background work:
+        its root span id (which task), the time of its last event, and how many background
+        shells and sub-agents still run; None otherwise (an autopilot nudge is no background
+        work: it comes within moments). For `run` to say that the task waits, and for how
+        long at most (`background_wait_seconds` from that last event)."""
+        interaction = self.lifecycle.interaction
+        if interaction is None or not interaction.awaiting_continuation:
+            return None
+        shells = len(interaction.shells)
+        subagents = sum(
+            1 for agent in interaction.subagents.values() if not agent.done and not agent.orphan
+        )
+        if not shells and not subagents:
+            return None
+        return interaction.root.span_id, interaction.last_ns, shells, subagents
+
     def snapshot(self) -> dict[str, Any]:
         """The session-level state a restart needs (see `_lifecycle.snapshot`); if that fails,
         only the session id (a restart then starts the session's facts afresh)."""

@@ -15,6 +15,7 @@ from typing import Any
 from .._exceptions import ConfigError
 from .._lines import MAX_UNKNOWN_TYPES, ReadStats
 from .._pipeline import PipelineConfig
+from .._words import plural
 from ..assembler import AssemblerConfig
 from ..export import MetricsOptions, ResourceOptions, SpanSink
 from ..export._sink import DEFAULT_QUEUE_SPANS
@@ -116,30 +117,32 @@ def _scrubber_config(args: argparse.Namespace) -> ScrubberConfig:
         )
     except re.error as exc:
         raise ConfigError(f"--scrub-pattern: not a regular expression: {exc}") from exc
+    except ValueError as exc:  # an attribute both allowed and denied
+        raise ConfigError(f"--allow-attribute, --deny-attribute: {exc}") from exc
 
 
 def summarize_reading(stats: ReadStats) -> str:
     """'120 events, 2 malformed lines skipped, ...': what reading the logs gave."""
-    parts = [f"{stats.events} events"]
+    parts = [plural(stats.events, "event")]
     if stats.malformed:
-        parts.append(f"{stats.malformed} malformed lines skipped")
+        parts.append(f"{plural(stats.malformed, 'malformed line')} skipped")
     if stats.oversized:
-        parts.append(f"{stats.oversized} oversized lines skipped")
+        parts.append(f"{plural(stats.oversized, 'oversized line')} skipped")
     if stats.too_deep:
-        parts.append(f"{stats.too_deep} too deeply nested lines skipped")
+        parts.append(f"{plural(stats.too_deep, 'too deeply nested line')} skipped")
     if stats.torn:
-        parts.append(f"{stats.torn} torn lines repaired")
+        parts.append(f"{plural(stats.torn, 'torn line')} repaired")
     if stats.invalid_utf8:
-        parts.append(f"{stats.invalid_utf8} lines with invalid UTF-8")
+        parts.append(f"{plural(stats.invalid_utf8, 'line')} with invalid UTF-8")
     if stats.unknown_types:
         # past the cap the types are not all named: how many there were is not known
         distinct = len(stats.unknown_types)
         types = (
             f"more than {MAX_UNKNOWN_TYPES} unknown types"
             if stats.unknown_types_capped
-            else f"{distinct} unknown type{'s' if distinct != 1 else ''}"
+            else plural(distinct, "unknown type")
         )
-        parts.append(f"{sum(stats.unknown_types.values())} events of {types}")
+        parts.append(f"{plural(sum(stats.unknown_types.values()), 'event')} of {types}")
     return ", ".join(parts)
 
 
@@ -158,7 +161,7 @@ def destinations(sink: SpanSink) -> str:
 def sampled(sink: SpanSink) -> str:
     """ ", N spans sampled out" when sampling is on, else nothing."""
     dropped = sink.sampler.dropped_spans
-    return f", {dropped} spans sampled out" if sink.sampler.ratio < 1 else ""
+    return f", {plural(dropped, 'span')} sampled out" if sink.sampler.ratio < 1 else ""
 
 
 def session_state_roots(

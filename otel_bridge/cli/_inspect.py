@@ -12,6 +12,7 @@ from .._doctor import RunSetup, diagnose
 from .._stats import StatsAssembler, StatsCollector
 from .._stats_table import render_table, table_width
 from .._version import __version__
+from .._words import plural
 from ..export._metrics import metric_exporter_names
 from ..sources import find_logs, replay_logs
 from ._checks import prometheus_wanted
@@ -39,7 +40,7 @@ def stats(args: argparse.Namespace) -> int:
         )
     else:
         print(render_table(sessions, total, table_width(os.environ, sys.stdout)))
-    logger.info("read %d logs: %s", summary.files, summarize_reading(summary.read))
+    logger.info("read %s: %s", plural(summary.files, "log"), summarize_reading(summary.read))
     return 1 if summary.failed or summary.not_logs else 0
 
 

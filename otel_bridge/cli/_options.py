@@ -75,8 +75,8 @@ def export(group: Any, command: str) -> None:
         "--console-format",
         choices=CONSOLE_FORMATS,
         default=None,
-        help="print spans to the console as: summary (a line per finished task: outcome, turns, "
-        "tools, tokens, model, duration), tree (the span tree), json (one span per line, "
+        help="print spans to the console as: summary (a line per finished task: how it ended, "
+        "tools, tokens, duration, model), tree (the span tree), json (one span per line, "
         "OpenTelemetry's console format). Given, the console gets spans beside any other "
         "destination. Default: console only when no endpoint nor file is set, summary on a "
         "terminal, json otherwise",

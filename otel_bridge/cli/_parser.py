@@ -386,16 +386,18 @@ def _stats(commands: Any) -> None:
         description="Read session logs and print, per session and in total: when it started, "
         "its model, directory and repository (owner/name, - outside a git checkout), user "
         "messages, turns, main-agent turns per message, tool calls and failures, tasks by "
-        f'outcome, tokens, premium requests and lines added/removed ("premium{NO_BREAK}req", '
+        "how they ended (done: no completion signal, the way of interactive mode; completed, "
+        "failed, error, aborted, unfinished), tokens (n/a when the CLI wrote no usage records), "
+        f'premium requests and lines added/removed ("premium{NO_BREAK}req", '
         f'"lines{NO_BREAK}+/-": what the session\'s shutdowns report, once across resumes; '
         f"n/a{NO_BREAK}(BYOK) for bring-your-own-key calls only). The numbers are the same the "
         "metrics export.\n\n"
         "The table fits the terminal ($COLUMNS or its width; to a pipe or file it is printed "
         "whole). When narrow, the session id is cut to 8 characters and tokens shortened "
-        "(12.3k); then the five outcome columns become one (completed/tasks); then the "
-        "repository is dropped; then messages, turns per message, premium requests and lines "
-        "are dropped and the start shows its date only; then long model and directory names "
-        "are cut. --json has everything.",
+        "(12k); then the outcome columns become one (ok/tasks: done or completed, of all); then "
+        "the repository is dropped; then messages, turns per message, premium requests and "
+        "lines are dropped and the start shows its date only; then long model and directory "
+        "names are shortened (g-4.1-mini). --json has everything.",
         epilog=_STATS_EPILOG,
     )
     paths(stats, "repeatable")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .._pipeline import CollectorUnreachable, Pipeline
 from .._progress import ProgressBar
+from .._words import plural
 from ..export import MetricsOptions, SpanSink
 from ..export._common import sdk_disabled
 from ..sources import LogFile, find_logs
@@ -155,14 +156,13 @@ def _replay(
     # Spans not delivered or dropped: the sink said so per destination, counted here.
     lost = undelivered + sink.stats.dropped
     logger.info(
-        "replayed %d log%s%s: %s; %d spans exported in %d traces%s%s",
-        summary.files,
-        "" if summary.files == 1 else "s",
+        "replayed %s%s: %s; %s exported in %s%s%s",
+        plural(summary.files, "log"),
         f" ({', '.join(verdicts)})" if verdicts else "",
         summarize_reading(summary.read),
-        sink.stats.exported,
-        assembler.stats.interactions,
-        f", {lost} could not be exported" if lost else "",
+        plural(sink.stats.exported, "span"),
+        plural(assembler.stats.interactions, "trace"),
+        f", {plural(lost, 'span')} could not be exported" if lost else "",
         sampled(sink) + destinations(sink),
     )
     if summary.failed or summary.not_logs:  # each said in its own line, counted in the summary
@@ -183,9 +183,9 @@ def _stopping(
     name = signal.Signals(signum).name
     if sink.queued:
         logger.warning(
-            "received %s; delivering %d queued spans for up to %g s (%s again to quit now)",
+            "received %s; delivering %s queued for up to %g s (%s again to quit now)",
             name,
-            sink.queued,
+            plural(sink.queued, "span"),
             timeout,
             "Ctrl-C" if signum == signal.SIGINT else name,
         )
@@ -219,7 +219,7 @@ def _in_shard(logs: list[LogFile], shard: Shard, named: list[Path]) -> list[LogF
             logger.info(
                 "%s: skipped, session %s is not in shard %s", log.path, log.session_hint, shard
             )
-    logger.info("shard %s: %d of %d sessions", shard, len(kept), len(logs))
+    logger.info("shard %s: %d of %s", shard, len(kept), plural(len(logs), "session"))
     return kept
 
 

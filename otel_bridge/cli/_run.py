@@ -22,6 +22,7 @@ from .._pipeline import Pipeline
 from .._progress import ProgressBar
 from .._state_lock import StateLock
 from .._version import __version__
+from .._words import plural
 from ..export import MetricsOptions, SpanSink
 from ..export._common import sdk_disabled
 from ..sources import Tailer, TailOptions
@@ -120,13 +121,13 @@ def run(args: argparse.Namespace) -> int:
         if not tailer.started:
             return False, "starting: listing the session logs"
         if tailer.catching_up:
-            return False, f"catching up {tailer.catching_up} logs"
+            return False, f"catching up {plural(tailer.catching_up, 'log')}"
         if checkpointing.failing is not None:
             return False, f"checkpoints cannot be saved: {checkpointing.failing}"
         failing = sink.failing()
         if failing is not None and failing[1] >= args.unready_after:
             return False, (
-                f"{failing[0]} failing for {failing[1]:.0f}s, {sink.queued} spans queued"
+                f"{failing[0]} failing for {failing[1]:.0f}s, {plural(sink.queued, 'span')} queued"
             )
         return True, "ok"
 
@@ -191,10 +192,9 @@ def run(args: argparse.Namespace) -> int:
         name = signal.Signals(signals[0]).name
         if sink.queued:
             logger.info(
-                "received %s; delivering %d queued spans for up to %g s (Ctrl-C again "
-                "to quit now; %s)",
+                "received %s; delivering %s queued for up to %g s (Ctrl-C again to quit now; %s)",
                 name,
-                sink.queued,
+                plural(sink.queued, "span"),
                 args.export_timeout,
                 "what is not delivered is read again at the next start"
                 if store is not None
@@ -208,9 +208,9 @@ def run(args: argparse.Namespace) -> int:
         saved = checkpointing.save(final=True)  # only up to what was delivered
         if quit_now():
             logger.warning(
-                "received %s again: quitting now, %d spans not delivered%s",
+                "received %s again: quitting now, %s not delivered%s",
                 signal.Signals(signals[1]).name,
-                left,
+                plural(left, "span"),
                 " (read again at the next start)" if store is not None else "",
             )
         # a last export of the metrics, in what is left of the time (at least a moment)
@@ -218,9 +218,9 @@ def run(args: argparse.Namespace) -> int:
             max(deadline - time.monotonic(), min(args.export_timeout, 1.0)), abort=quit_now
         )
         logger.info(
-            "stopped: %s; %d spans exported%s",
+            "stopped: %s; %s exported%s",
             summarize_reading(tailer.stats),
-            sink.stats.exported,
+            plural(sink.stats.exported, "span"),
             destinations(sink),
         )
         if lock is not None:  # after the last checkpoint is saved
@@ -342,7 +342,7 @@ class _Checkpointing:
             self.first_error = self.first_error or str(exc)
             return False
         if self.failing is not None:
-            logger.info("checkpoints saved again after %d failed attempts", self.failures)
+            logger.info("checkpoints saved again after %s", plural(self.failures, "failed attempt"))
             self.failing = None
             self._backoff = 0.0
         return True
@@ -365,18 +365,18 @@ class _StatusLine:
         lag = self._tailer.last_lag
         stats = self._sink.stats
         logger.info(
-            "status: following %d logs (%d catching up, %d in memory), %.1f events/s, "
-            "last lag %s, %d spans queued, %d exported, %d dropped, %d spans in failed "
+            "status: following %s (%d catching up, %d in memory), %.1f events/s, "
+            "last lag %s, %s queued, %d exported, %d dropped, %s in failed "
             "attempts%s",
-            self._tailer.followed_count,
+            plural(self._tailer.followed_count, "log"),
             self._tailer.catching_up,
             self._tailer.resident,
             rate,
             f"{lag:.1f}s" if lag is not None else "-",
-            self._sink.queued,
+            plural(self._sink.queued, "span"),
             stats.exported,
             stats.dropped,
-            stats.failed,
+            plural(stats.failed, "span"),
             sampled(self._sink),
         )
 

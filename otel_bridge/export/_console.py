@@ -4,21 +4,29 @@ A trace is some ten to a thousand spans of about 1,000 characters of JSON each, 
 parents: unreadable on a terminal. So on a terminal the default is one line per finished task
 ("summary"), built from the task's spans; "tree" prints the span tree; "json" is OpenTelemetry's
 own console format (one span per line), the default for pipes and files, which tests and
-scripts parse.
+scripts parse. How a line reads is `_console_render.py`'s.
 
 Spans arrive in batches from an export worker's thread, a trace possibly split across batches
 and children always before their parent, so the human formats hold each task's spans until its
 root span (the interaction) comes. A root is a span without a parent or, when the interactions
 hang under an outside span (`LiveBridge(parent=...)`, one trace for many tasks), the span the
 assembler marks as the end of an interaction (`copilot.end_reason`, `copilot.task.outcome`).
-Spans that come after their task's root (a late autopilot continuation) make a line of their
-own. The number of tasks held is bounded; what is still held at shutdown is printed as
-unfinished.
+Spans that come after their task's root (a late background shell) make a line of their own
+("continued"). Two logs of one session (a copy of a session's folder) give spans of the same
+ids: each copy's spans are held apart, and a span printed before under its root is a copy's,
+not late work, so every copy prints as the task it is. The number of tasks held is bounded;
+what is still held at shutdown is printed as unfinished.
+
+Finished tasks are printed in the order they started, not in the order their logs were read:
+when `run` catches up many logs at start, or `replay` reads many, the tasks of each log come
+together, log after log. So a finished task's line waits until no span has come for
+`hold_seconds` (half a second; at most `_MAX_HOLD_SECONDS` in all), and what waited is printed
+sorted by start time; a line says the date when it changes.
 
 Names on a line come from logs another user may write (a session id, a tool or model name, an
 error type): on a terminal, an escape sequence in one could clear the screen or move the
 cursor, and a newline forge a line. So every such text is shown with its control characters,
-newlines, bidirectional overrides and lone surrogates escaped (`\x1b`, `\n`, `\u202e`), and
+newlines, bidirectional overrides and lone surrogates escaped (`\\x1b`, `\\n`, `\\u202e`), and
 what the stream's encoding cannot show is escaped too: a bad string never stops the output.
 The JSON format is OpenTelemetry's (json.dumps escapes all of these already).
 """
@@ -29,18 +37,19 @@ import logging
 import os
 import sys
 import threading
-from collections import Counter, OrderedDict
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import IO
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter as _SdkConsoleSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
-from opentelemetry.trace.status import StatusCode
 
 from .. import semconv as sc
-from .._progress import compact_count, write
+from .._progress import write
+from ._console_render import RESET, Task, day, day_line, shown, span_id, tree_lines
 
 __all__ = ["CONSOLE_FORMATS", "ConsoleSpanExporter", "shown"]
 
@@ -53,19 +62,26 @@ CONSOLE_FORMATS = ("summary", "tree", "json")
 #: is (unfinished). Thousands of tasks open at once do not happen; a lost root does.
 MAX_HELD_TRACES = 1000
 _PRINTED_ROOTS = 10_000  # root span ids remembered, to recognise late spans hanging under them
-
-_GREEN, _RED, _YELLOW, _DIM, _RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[2m", "\x1b[0m"
-_OUTCOME_COLORS = {
-    sc.OUTCOME_COMPLETED: _GREEN,
-    sc.OUTCOME_FAILED: _RED,
-    sc.OUTCOME_ERROR: _RED,
-    sc.OUTCOME_ABORTED: _YELLOW,
-}
+_PRINTED_CHILDREN = 1000  # of each, the ids of the spans printed right under it
+#: How long finished tasks wait for more spans before they are printed, sorted by start time.
+HOLD_SECONDS = 0.5
+_MAX_HOLD_SECONDS = 10.0  # a task waits no longer than this however many spans come
+_MAX_WAITING = 10_000  # tasks waiting to be printed; then they are printed at once
 
 
 def _json_line(span: ReadableSpan) -> str:
     """Exactly what the bridge always printed (OpenTelemetry's console format, one line)."""
     return str(span.to_json(indent=None)) + "\n"
+
+
+@dataclass(order=True)
+class _Finished:
+    """A task ready to print: sorted by start time, then by when it came."""
+
+    start_ns: int
+    number: int
+    task: Task = field(compare=False)
+    tree: list[str] = field(compare=False)
 
 
 class ConsoleSpanExporter(_SdkConsoleSpanExporter):
@@ -80,6 +96,10 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         color: colour the human formats; None: only on a terminal, and not when NO_COLOR is
             set (https://no-color.org) or TERM is dumb.
         max_held_traces: tasks held at most while waiting for their root span.
+        hold_seconds: how long finished tasks wait for more spans to be printed with them in
+            the order they started (0: printed as each export call ends, sorted within it).
+            `force_flush` and `shutdown` print what waits.
+        width: the width lines are cut to; None: $COLUMNS or the terminal's, none for a pipe.
     """
 
     def __init__(
@@ -89,6 +109,9 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         *,
         color: bool | None = None,
         max_held_traces: int = MAX_HELD_TRACES,
+        hold_seconds: float = HOLD_SECONDS,
+        width: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         stream = out or sys.stdout
         super().__init__(out=stream, formatter=_json_line)
@@ -100,55 +123,97 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
             color = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
         self._stream = stream
         self._color = color
+        self._width = width
         self._max_held = max(max_held_traces, 1)
-        self._held: OrderedDict[int, dict[int, ReadableSpan]] = OrderedDict()  # by trace id
-        self._printed: OrderedDict[int, None] = OrderedDict()  # root span ids
+        # by trace id, one dict (span id -> span) per copy of the trace: two logs of one
+        # session give spans of the same ids
+        self._held: OrderedDict[int, list[dict[int, ReadableSpan]]] = OrderedDict()
+        #: root span id -> the ids of the spans printed right under it
+        self._printed: OrderedDict[int, set[int]] = OrderedDict()
         self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._hold = hold_seconds
+        self._clock = clock
+        self._waiting: list[_Finished] = []
+        self._numbered = 0
+        self._first_waiting = 0.0  # when the oldest task waiting became ready
+        self._last_span = 0.0  # when the last span came
+        self._day: str | None = None  # the date of the last line printed
+        self._flusher: threading.Thread | None = None
+        self._closed = False
         self._broken = False
         encoding = getattr(stream, "encoding", None)  # None: a StringIO, which takes any text
         self._unicode = encoding is None or "utf" in encoding.lower()
         self._encoding = encoding if isinstance(encoding, str) and not self._unicode else None
 
+    @property
+    def reads_unfiltered(self) -> bool:
+        """The lines for people read a task's session, outcome, tools, tokens and model from
+        its spans' attributes: `SpanSink` gives them the spans before the attribute allow and
+        deny lists (secrets redacted all the same). The JSON format, for scripts and files,
+        gets them filtered like any exporter."""
+        return self.format != "json"
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         with self._lock:
             if self.format == "json":
-                text = "".join(_json_line(span) for span in spans)
-            else:
-                text = "".join(self._take(span) for span in spans)
-            self._write(self._encodable(text))
+                self._write(self._encodable("".join(_json_line(span) for span in spans)))
+                return SpanExportResult.SUCCESS
+            for span in spans:
+                self._take(span)
+            self._last_span = self._clock()
+            if self._hold <= 0 or len(self._waiting) >= _MAX_WAITING:
+                self._print_waiting()
+            elif self._waiting:
+                self._start_flusher()
+                self._cond.notify()
         return SpanExportResult.SUCCESS
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Print the finished tasks that wait (not those whose root has not come)."""
+        with self._lock:
+            self._print_waiting()
         return True
 
     def shutdown(self) -> None:
-        """Print what is still held (tasks whose root never came), unfinished."""
+        """Print what waits, then what is still held (tasks whose root never came),
+        unfinished."""
         with self._lock:
-            text = "".join(self._render_leftovers(trace) for trace in self._held.values())
+            for copies in self._held.values():
+                for trace in copies:
+                    self._leftovers(trace)
             self._held.clear()
-            self._write(self._encodable(text))
+            self._print_waiting()
+            self._closed = True
+            self._cond.notify_all()
+            flusher = self._flusher
+        if flusher is not None:
+            flusher.join(timeout=5)
 
     # --- holding spans until their root ----------------------------------------------------
 
-    def _take(self, span: ReadableSpan) -> str:
-        """Hold `span`; when it is a root, return its task rendered (and forget its spans)."""
+    def _take(self, span: ReadableSpan) -> None:
+        """Hold `span`; when it is a root, its task is finished (and its spans let go)."""
         context = span.context
         if context is None:
-            return ""
-        trace = self._held.setdefault(context.trace_id, {})
+            return
+        copies = self._held.setdefault(context.trace_id, [])
+        trace = next((t for t in copies if context.span_id not in t), None)
+        if trace is None:  # a span of this id is held already: another copy's
+            trace = {}
+            copies.append(trace)
         trace[context.span_id] = span
         if self._is_root(span):
             spans = _pop_subtree(trace, context.span_id)
             if not trace:
-                del self._held[context.trace_id]
-            self._printed[context.span_id] = None
-            if len(self._printed) > _PRINTED_ROOTS:
-                self._printed.popitem(last=False)
-            return self._render(span, spans)
-        if len(self._held) > self._max_held:
+                copies.remove(trace)
+                if not copies:
+                    del self._held[context.trace_id]
+            self._finished(span, spans)
+        elif len(self._held) > self._max_held:
             _, oldest = self._held.popitem(last=False)
-            return self._render_leftovers(oldest)
-        return ""
+            for held in oldest:
+                self._leftovers(held)
 
     def _is_root(self, span: ReadableSpan) -> bool:
         attributes = span.attributes or {}
@@ -156,119 +221,96 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
             span.parent is None
             or sc.COPILOT_END_REASON in attributes
             or sc.COPILOT_TASK_OUTCOME in attributes
-            or span.parent.span_id in self._printed
-        )  # late: its task was printed
+            or self._late(span)
+        )
 
-    def _render_leftovers(self, trace: dict[int, ReadableSpan]) -> str:
+    def _late(self, span: ReadableSpan) -> bool:
+        """Late work of a task printed before: a span under its root that was not printed
+        there (one that was is the same span again: another copy of the log, or a repeat
+        after a restart, which waits for its own root)."""
+        parent = span.parent
+        if parent is None:
+            return False
+        printed = self._printed.get(parent.span_id)
+        return printed is not None and span_id(span) not in printed
+
+    def _leftovers(self, trace: dict[int, ReadableSpan]) -> None:
+        """What is held of a trace whose root never came, a task per top span."""
         tops = [s for s in trace.values() if s.parent is None or s.parent.span_id not in trace]
-        return "".join(
-            self._render(top, _pop_subtree(dict(trace), _span_id(top)))
-            for top in sorted(tops, key=_start)
-        )
+        for top in sorted(tops, key=lambda s: s.start_time or 0):
+            self._finished(top, _pop_subtree(dict(trace), span_id(top)))
 
-    # --- rendering -------------------------------------------------------------------------
-
-    def _render(self, top: ReadableSpan, spans: list[ReadableSpan]) -> str:
-        line = self._summary(top, spans)
-        if self.format != "tree":
-            return line + "\n"
-        children: dict[int, list[ReadableSpan]] = {}
-        for span in spans:
-            if span.parent is not None and span is not top:
-                children.setdefault(span.parent.span_id, []).append(span)
-        lines = [line]
-        self._tree(top, children, "", lines)
-        return "\n".join(lines) + "\n"
-
-    def _summary(self, top: ReadableSpan, spans: list[ReadableSpan]) -> str:
-        """time  session  outcome  turns  tools (failed)  tokens  model  duration."""
+    def _finished(self, top: ReadableSpan, spans: list[ReadableSpan]) -> None:
+        """A task (or late work of one) whose spans are all here: remember what was printed
+        under its root, and make it wait to be printed."""
         attributes = top.attributes or {}
-        session = next(
-            (
-                str(s.attributes[sc.GEN_AI_CONVERSATION_ID])
-                for s in [top, *spans]
-                if s.attributes and sc.GEN_AI_CONVERSATION_ID in s.attributes
-            ),
-            "",
-        )
-        outcome = attributes.get(sc.COPILOT_TASK_OUTCOME)
-        if outcome is None:
-            late = top.parent is not None and top.parent.span_id in self._printed
-            outcome = "continued" if late else "unfinished"
-        outcome = shown(outcome)
-        turns = attributes.get(sc.COPILOT_TURNS)
-        if not isinstance(turns, int):
-            turns = sum(1 for s in spans if s.name == sc.SPAN_TURN)
-        tools = [s for s in spans if _operation(s) == sc.OP_EXECUTE_TOOL]
-        failed = sum(1 for s in tools if s.status.status_code is StatusCode.ERROR)
-        agents = sum(1 for s in spans if s is not top and _operation(s) == sc.OP_INVOKE_AGENT)
-        chats = [s for s in spans if _operation(s) == sc.OP_CHAT]
-        tokens_in = sum(_int(s, sc.GEN_AI_USAGE_INPUT_TOKENS) for s in chats)
-        tokens_out = sum(_int(s, sc.GEN_AI_USAGE_OUTPUT_TOKENS) for s in chats)
-        model = attributes.get(sc.GEN_AI_REQUEST_MODEL) or _most_common(
-            s.attributes.get(sc.GEN_AI_REQUEST_MODEL) for s in chats if s.attributes
-        )
-        error_type = attributes.get(sc.ERROR_TYPE)
-        if error_type and error_type != outcome:  # why it failed: "error (rate_limited)"
-            outcome += f" ({shown(error_type)})"
-        if attributes.get(sc.COPILOT_INCOMPLETE):
-            outcome += " incomplete"
-        parts = [
-            self._paint(_DIM, _clock(_start(top))),
-            shown(session[:8]).ljust(8),
-            self._paint(_OUTCOME_COLORS.get(outcome.split()[0], _DIM), outcome.ljust(10)),
-            _plural(turns, "turn").ljust(8),
-        ]
-        tool_text = _plural(len(tools), "tool")
-        if failed:
-            tool_text += " " + self._paint(_RED, f"({failed} failed)")
-        parts.append(tool_text)
-        if agents:
-            parts.append(_plural(agents, "sub-agent"))
-        if chats:
-            parts.append(f"{compact_count(tokens_in)} in / {compact_count(tokens_out)} out tokens")
-        if model:
-            parts.append(shown(model))
-        parts.append(_duration(_end(top) - _start(top)))
-        return "  ".join(parts)
-
-    def _tree(
-        self,
-        span: ReadableSpan,
-        children: dict[int, list[ReadableSpan]],
-        prefix: str,
-        lines: list[str],
-    ) -> None:
-        below = sorted(children.get(_span_id(span), []), key=lambda s: (_start(s), s.name))
-        for index, child in enumerate(below):
-            last = index == len(below) - 1
-            if self._unicode:
-                branch, stem = ("└─ ", "   ") if last else ("├─ ", "│  ")
-            else:
-                branch, stem = ("`- ", "   ") if last else ("+- ", "|  ")
-            lines.append(f"{prefix}{branch}{self._node(child)}")
-            self._tree(child, children, prefix + stem, lines)
-
-    def _node(self, span: ReadableSpan) -> str:
-        """One span of the tree: name, duration, status and what matters for its kind."""
-        attributes = span.attributes or {}
-        parts = [shown(span.name), self._paint(_DIM, _duration(_end(span) - _start(span)))]
-        if span.status.status_code is StatusCode.ERROR:
-            why = attributes.get(sc.ERROR_TYPE) or span.status.description or ""
-            parts.append(self._paint(_RED, f"ERROR {shown(why)}".rstrip()))
-        if _operation(span) == sc.OP_CHAT and sc.GEN_AI_USAGE_INPUT_TOKENS in attributes:
-            parts.append(
-                f"{compact_count(_int(span, sc.GEN_AI_USAGE_INPUT_TOKENS))} in / "
-                f"{compact_count(_int(span, sc.GEN_AI_USAGE_OUTPUT_TOKENS))} out tokens"
+        parent = top.parent.span_id if top.parent is not None else None
+        late = sc.COPILOT_TASK_OUTCOME not in attributes and parent in self._printed
+        if late and parent is not None:
+            under = self._printed[parent]
+            if len(under) < _PRINTED_CHILDREN:
+                under.add(span_id(top))
+        elif sc.COPILOT_TASK_OUTCOME in attributes or top.parent is None:
+            top_id = span_id(top)
+            under = self._printed.setdefault(top_id, set())
+            under.update(
+                span_id(s) for s in spans if s.parent is not None and s.parent.span_id == top_id
             )
-        if sc.COPILOT_TOOL_EXIT_CODE in attributes:
-            parts.append(f"exit {shown(attributes[sc.COPILOT_TOOL_EXIT_CODE])}")
-        if attributes.get(sc.COPILOT_INCOMPLETE):
-            parts.append("incomplete")
-        return "  ".join(parts)
+            self._printed.move_to_end(top_id)
+            if len(self._printed) > _PRINTED_ROOTS:
+                self._printed.popitem(last=False)
+        tree = []
+        if self.format == "tree":
+            tree = tree_lines(top, spans, unicode=self._unicode, paint=self._paint)
+        if not self._waiting:
+            self._first_waiting = self._clock()
+        self._numbered += 1
+        self._waiting.append(
+            _Finished(top.start_time or 0, self._numbered, Task.of(top, spans, late=late), tree)
+        )
+
+    # --- printing in the order tasks started -----------------------------------------------
+
+    def _start_flusher(self) -> None:
+        if self._flusher is None:
+            self._flusher = threading.Thread(target=self._flush_loop, name="console", daemon=True)
+            self._flusher.start()
+
+    def _flush_loop(self) -> None:
+        """Print what waits once no span has come for `hold_seconds`, or once the oldest
+        has waited `_MAX_HOLD_SECONDS`."""
+        with self._cond:
+            while not self._closed:
+                if not self._waiting:
+                    self._cond.wait()
+                    continue
+                due = min(self._last_span + self._hold, self._first_waiting + _MAX_HOLD_SECONDS)
+                now = self._clock()
+                if now < due:
+                    self._cond.wait(due - now)
+                    continue
+                self._print_waiting()
+
+    def _print_waiting(self) -> None:
+        """Print the tasks that wait, in the order they started. Call with the lock held."""
+        if not self._waiting:
+            return
+        width = self._width if self._width is not None else _terminal_width(self._stream)
+        lines = []
+        for finished in sorted(self._waiting):
+            today = day(finished.start_ns)
+            if today != self._day:
+                lines.append(day_line(finished.start_ns))
+                self._day = today
+            lines.append(finished.task.line(self._paint, width))
+            lines.extend(finished.tree)
+        self._waiting = []
+        self._write(self._encodable("\n".join(lines) + "\n"))
+
+    # --- writing ---------------------------------------------------------------------------
 
     def _paint(self, color: str, text: str) -> str:
-        return f"{color}{text}{_RESET}" if self._color else text
+        return f"{color}{text}{RESET}" if self._color and text.strip() else text
 
     def _encodable(self, text: str) -> str:
         """`text` as the stream's encoding can write it: what it cannot (an accent on an ASCII
@@ -294,80 +336,27 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
             logger.warning("console output stopped: %s", exc)
 
 
-def shown(value: object) -> str:
-    """A value from a log as text fit for one line of a terminal: characters that are not
-    printable (controls, the escape that starts a terminal sequence, newlines, bidirectional
-    overrides, lone surrogates: everything `str.isprintable` refuses) escaped as Python
-    writes them, so that none can act on the terminal or start a line of its own."""
-    text = value if isinstance(value, str) else str(value)
-    if text.isprintable():
-        return text
-    return "".join(
-        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
-    )
-
-
 def _pop_subtree(trace: dict[int, ReadableSpan], top: int) -> list[ReadableSpan]:
     """Remove `top` and every span below it from `trace`; return them, `top` first."""
     children: dict[int, list[int]] = {}
-    for span_id, span in trace.items():
-        if span.parent is not None and span_id != top:
-            children.setdefault(span.parent.span_id, []).append(span_id)
+    for key, span in trace.items():
+        if span.parent is not None and key != top:
+            children.setdefault(span.parent.span_id, []).append(key)
     out: list[ReadableSpan] = []
     stack = [top]
     while stack:
-        span_id = stack.pop()
-        if span_id in trace:
-            out.append(trace.pop(span_id))
-            stack.extend(children.get(span_id, ()))
+        key = stack.pop()
+        if key in trace:
+            out.append(trace.pop(key))
+            stack.extend(children.get(key, ()))
     return out
 
 
-def _span_id(span: ReadableSpan) -> int:
-    return span.context.span_id if span.context is not None else 0
+def _terminal_width(stream: IO[str]) -> int | None:
+    """$COLUMNS, else the terminal's width; None (no limit) for a pipe or a file."""
+    from .._stats_table import table_width  # the stats table fits the same way
 
-
-def _start(span: ReadableSpan) -> int:
-    return span.start_time or 0
-
-
-def _end(span: ReadableSpan) -> int:
-    return span.end_time or _start(span)
-
-
-def _operation(span: ReadableSpan) -> object:
-    return (span.attributes or {}).get(sc.GEN_AI_OPERATION_NAME)
-
-
-def _int(span: ReadableSpan, key: str) -> int:
-    value = (span.attributes or {}).get(key)
-    return value if isinstance(value, int) else 0
-
-
-def _most_common(values: Iterable[object]) -> str | None:
-    counts = Counter(v for v in values if isinstance(v, str) and v)
-    return counts.most_common(1)[0][0] if counts else None
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _duration(ns: int) -> str:
-    seconds = max(ns, 0) / 1e9
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m {int(seconds % 60):02d}s"
-    return f"{int(seconds // 3600)}h {int(seconds % 3600 // 60):02d}m"
-
-
-def _clock(ns: int) -> str:
-    """Local time of day; with the date when it is not today (a replay of old logs)."""
-    moment = datetime.fromtimestamp(ns / 1e9)
-    if moment.date() == datetime.now().date():
-        return moment.strftime("%H:%M:%S")
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
+    return table_width(os.environ, stream)
 
 
 def _isatty(stream: IO[str]) -> bool:

@@ -133,10 +133,11 @@ class OtelMetricsRecorder:
                 self._counters[spec.name] = counter = meter.create_counter(
                     spec.name, unit=spec.unit, description=spec.description
                 )
-                if not spec.attributes:
-                    # Exist from the start at 0: Prometheus' increase() misses the first
-                    # increment of a series that appears already above 0.
-                    counter.add(0)
+                # Exist from the start at 0: Prometheus' increase() misses the first
+                # increment of a series that appears already above 0, and a dashboard that
+                # divides by a counter shows "No data" until it exists.
+                for labels in _FROM_THE_START.get(spec.name, [{}] if not spec.attributes else []):
+                    counter.add(0, labels)
             elif spec.instrument is Instrument.HISTOGRAM:
                 self._histograms[spec.name] = meter.create_histogram(
                     spec.name,
@@ -220,6 +221,34 @@ class OtelMetricsRecorder:
             name, [callback], unit=spec.unit, description=spec.description
         )
 
+
+#: The label sets the bridge knows before any log is read, of the counters that dashboards and
+#: alert rules divide by (the completion rate, the tool error rate): they exist at 0 from the
+#: start. What comes from logs (a tool's name, a repository) is not known: those series come
+#: with the first count.
+_FROM_THE_START: Mapping[str, list[dict[str, AttributeValue]]] = {
+    semconv.METRIC_TASKS: [
+        {semconv.COPILOT_TASK_OUTCOME: outcome, semconv.COPILOT_MODE: mode}
+        for mode in (semconv.MODE_INTERACTIVE, semconv.MODE_PLAN, semconv.MODE_AUTOPILOT)
+        for outcome in (
+            semconv.OUTCOME_COMPLETED,
+            semconv.OUTCOME_FAILED,
+            semconv.OUTCOME_ERROR,
+            semconv.OUTCOME_ABORTED,
+            semconv.OUTCOME_NO_SIGNAL,
+        )
+    ],
+    semconv.METRIC_TOOL_CALLS: [
+        {semconv.COPILOT_TOOL_OUTCOME: outcome, semconv.COPILOT_AGENT_TYPE: agent}
+        for agent in (semconv.AGENT_TYPE_MAIN, semconv.AGENT_TYPE_SUBAGENT)
+        for outcome in (
+            semconv.TOOL_OUTCOME_SUCCESS,
+            semconv.TOOL_OUTCOME_ERROR,
+            semconv.TOOL_OUTCOME_ABORTED,
+            semconv.TOOL_OUTCOME_INCOMPLETE,
+        )
+    ],
+}
 
 #: Each released histogram that was renamed: its previous name and the labels it had there
 #: (semconv.RENAMED; semantic-conventions-genai docs/gen-ai/non-normative/migration.md, "GenAI
@@ -435,7 +464,10 @@ def _prometheus(
 ) -> tuple[MetricReader | None, TelemetryServer]:
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
 
-    reader = PrometheusMetricReader() if with_metrics else None
+    # One meter makes every series: otel_scope_name/version/schema_url labels would tell nothing
+    # apart, and the version label would start new series (breaking rate() and increase())
+    # at each upgrade of the bridge. target_info keeps the resource.
+    reader = PrometheusMetricReader(scope_info_enabled=False) if with_metrics else None
     try:
         server = TelemetryServer(host, port)
     except (OSError, OverflowError) as exc:

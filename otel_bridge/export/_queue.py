@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from .._words import plural
 from ._common import capture_exporter_logs, describe_exception, failure_reason
 from ._otlp_json import EncodedSpan
 from ._poison import Verdict, classify, isolate, span_ids
@@ -312,10 +313,10 @@ class ExportWorker:
             if ok:
                 if self.failing_since is not None:
                     logger.info(
-                        "%s: exporting again after %.0f s of failures; %d spans queued",
+                        "%s: exporting again after %.0f s of failures; %s queued",
                         self.label,
                         time.monotonic() - self.failing_since,
-                        self.depth,
+                        plural(self.depth, "span"),
                     )
                     self.failing_since = None
                 return True
@@ -329,10 +330,10 @@ class ExportWorker:
             if self.failing_since is None and not self._shut:
                 self.failing_since = time.monotonic()
                 logger.warning(
-                    "%s: export failed (%s); %d spans queued, retrying with back-off %s",
+                    "%s: export failed (%s); %s queued, retrying with back-off %s",
                     self.label,
                     reason,
-                    self.depth,
+                    plural(self.depth, "span"),
                     "(this endpoint takes no OTLP traces: check OTEL_EXPORTER_OTLP_ENDPOINT "
                     "or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; `otel-bridge doctor` checks it)"
                     if refused_for_good
@@ -340,9 +341,9 @@ class ExportWorker:
                 )
             else:
                 logger.debug(
-                    "%s: export of %d spans failed again (attempt %d: %s); retrying in %.1f s",
+                    "%s: export of %s failed again (attempt %d: %s); retrying in %.1f s",
                     self.label,
-                    len(batch),
+                    plural(len(batch), "span"),
                     attempt,
                     reason,
                     delay,

@@ -3,6 +3,13 @@
 Each exporter gets its own bounded queue and retrying worker (`_queue.py`); the sink keeps
 count of what every destination has delivered, so that `run` never checkpoints past a span
 still queued somewhere.
+
+Secrets are redacted for every destination; the attribute allow and deny lists apply to every
+destination but the console's lines for people (`--console-format summary` and `tree`), which
+read a task's session, outcome, tools, tokens and model from attributes the lists may leave
+out: they get the records redacted but not filtered (docs/privacy.md). They print on the
+terminal of whoever runs the bridge; the JSON console format, which scripts and files take,
+is filtered like any exporter.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanRecord
+from .._words import plural
 from ..processors import Scrubber, TraceSampler
 from ._exporters import exporter_label
 from ._otel import _SCOPE, to_readable_span
@@ -132,6 +140,12 @@ class SpanSink:
         # The OTLP JSON file takes spans encoded here, straight from their records (one step,
         # no SDK object); the other exporters take SDK spans.
         self._takes_json = [isinstance(exporter, OtlpJsonFileExporter) for exporter in exporters]
+        #: Destinations that read every attribute (the console's lines for people): given the
+        #: records before the attribute filters, when there are filters.
+        self._unfiltered = [
+            bool(getattr(exporter, "reads_unfiltered", False)) and self.scrubber.config.filters
+            for exporter in exporters
+        ]
         #: Called (from an export thread, so it must be quick and thread-safe: `run` sets an
         #: Event) after each delivered batch: checkpoints follow delivery closely.
         self.on_delivered: Callable[[], None] | None = None
@@ -180,9 +194,10 @@ class SpanSink:
     def export_scrubbed(
         self, records: Sequence[SpanRecord], encoded: Sequence[str] | None = None
     ) -> list[tuple[int, int]]:
-        """`export` of records scrubbed already, by a scrubber of this sink's configuration
-        (`replay --jobs` scrubs in its worker processes), with, when given, the
-        `encode_record` text of each for the OTLP JSON file.
+        """`export` of records scrubbed already by a scrubber of this sink's configuration,
+        without its attribute filters (`Scrubber.record(..., filtered=False)`: `replay --jobs`
+        scrubs in its worker processes; the filters are applied here, per destination), with,
+        when given, the `encode_record` text of each for the OTLP JSON file, filtered.
 
         Only for a sampler that keeps everything: a sampler that drops judges records as they
         are before scrubbing (an attribute it reads may be denied).
@@ -219,27 +234,43 @@ class SpanSink:
     def _queue(self, records: Iterable[SpanRecord]) -> list[tuple[int, int]]:
         if not self._workers:  # no destination: nothing to scrub, convert or encode
             return self._queue_scrubbed(list(records), None)
-        return self._queue_scrubbed(self.scrubber.records(records), None)
+        return self._queue_scrubbed(self.scrubber.records(records, filtered=False), None)
 
     def _queue_scrubbed(
         self, records: Sequence[SpanRecord], encoded: Sequence[str] | None
     ) -> list[tuple[int, int]]:
+        """Queue records scrubbed but not filtered (`filtered=False`; the same when there are
+        no filters) for every destination: filtered for each but those that read every
+        attribute, which get them as they are."""
         sequence = self._number(len(records))
         queued = [(seq, record.span_id) for seq, record in zip(sequence, records, strict=True)]
         if not records or not self._workers:
             return queued
+        filtered = records
+        if self.scrubber.config.filters:
+            filtered = [self.scrubber.filtered(record) for record in records]
         as_json: list[tuple[int, ExportItem]] = []
         as_sdk: list[tuple[int, ExportItem]] = []
+        whole: list[tuple[int, ExportItem]] = []
         if any(self._takes_json):
-            texts = encoded if encoded is not None else [encode_record(r) for r in records]
+            texts = encoded if encoded is not None else [encode_record(r) for r in filtered]
             as_json = self._as_json(sequence, texts)
-        if not all(self._takes_json):
-            as_sdk = [
-                (seq, to_readable_span(record, self._resource))
-                for seq, record in zip(sequence, records, strict=True)
-            ]
-        self._put(sequence, as_json, as_sdk)
+        pairs = zip(self._takes_json, self._unfiltered, strict=True)
+        if any(not (json or every) for json, every in pairs):
+            as_sdk = self._as_sdk(sequence, filtered)
+        if any(self._unfiltered):
+            whole = self._as_sdk(sequence, records)
+        self._put(sequence, as_json, as_sdk, whole)
         return queued
+
+    def _as_sdk(
+        self, sequence: range, records: Sequence[SpanRecord]
+    ) -> list[tuple[int, ExportItem]]:
+        resource = self._resource
+        return [
+            (seq, to_readable_span(record, resource))
+            for seq, record in zip(sequence, records, strict=True)
+        ]
 
     def _number(self, count: int) -> range:
         """Sequence numbers for `count` more spans."""
@@ -259,15 +290,22 @@ class SpanSink:
         sequence: range,
         as_json: list[tuple[int, ExportItem]],
         as_sdk: list[tuple[int, ExportItem]],
+        whole: list[tuple[int, ExportItem]] | None = None,
     ) -> None:
-        """Queue the spans numbered `sequence` for every destination, each as it takes them."""
+        """Queue the spans numbered `sequence` for every destination, each as it takes them:
+        as text (the OTLP JSON file), as SDK spans, or as SDK spans of every attribute."""
         if not sequence or not self._workers:
             return
         with self._lock:
             for seq in sequence:
                 self._pending[seq] = len(self._workers)
-        for worker, takes_json in zip(self._workers, self._takes_json, strict=True):
-            worker.put(as_json if takes_json else as_sdk)
+        for worker, takes_json, unfiltered in zip(
+            self._workers, self._takes_json, self._unfiltered, strict=True
+        ):
+            if takes_json:
+                worker.put(as_json)
+            else:
+                worker.put(whole if unfiltered and whole is not None else as_sdk)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until everything queued was delivered. False on timeout (it stays queued)."""
@@ -296,7 +334,9 @@ class SpanSink:
         for worker in self._workers:
             undelivered = worker.finish_stop(abort)
             if undelivered:
-                logger.error("%s: %d spans not delivered at shutdown", worker.label, undelivered)
+                logger.error(
+                    "%s: %s not delivered at shutdown", worker.label, plural(undelivered, "span")
+                )
         with self._lock:
             self._left = len(self._pending)
         return self._left
@@ -305,7 +345,7 @@ class SpanSink:
         with self._lock:
             if ok is None:
                 dropped = sum(self._pending.pop(seq, None) is not None for seq in sequence)
-                logger.warning("%s: queue full, %d spans dropped", label, len(sequence))
+                logger.warning("%s: queue full, %s dropped", label, plural(len(sequence), "span"))
                 if dropped:
                     self.stats.dropped += dropped
                     self.metrics.add("otel_bridge.spans.dropped", dropped, {}, "")

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .._records import AttributeValue, SpanEventRecord, SpanRecord
-from ._secret_patterns import LABELS, PATTERNS, SECRET_GROUPS, TRIGGER, wordlike
+from ._secret_patterns import LABELS, PATTERNS, SECRET_GROUPS, TRIGGER, key_in_path, wordlike
 
 __all__ = ["DEFAULT_CONTENT_MAX_CHARS", "Scrubber", "ScrubberConfig", "shannon_entropy"]
 
@@ -73,9 +73,31 @@ class ScrubberConfig:
             raise ValueError("content_max_chars must be positive")
         for pattern in self.extra_patterns:
             re.compile(pattern)  # a bad pattern is a configuration error, raised here
+        both = self.deny_attributes & (self.allow_attributes or frozenset())
+        if both:
+            # sent only if allowed, never if denied: nothing of it would go, and with every
+            # allowed key denied nothing at all would, without a word
+            raise ValueError(
+                f"both allowed and denied: {', '.join(sorted(both))} "
+                "(--allow-attribute sends only the attributes it names; deny others, or leave "
+                "it out of the allowed ones)"
+            )
+
+    @property
+    def filters(self) -> bool:
+        """Whether the allow or deny list leaves attributes out."""
+        return bool(self.deny_attributes) or self.allow_attributes is not None
 
 
-_PATH = re.compile(r"(?<![\w.:/])(?:/[\w.\-@+]+){2,}")
+#: A file path in text (`--paths`): two or more components after `/` (`~` first for a home
+#: directory's), or a Windows path (`C:\Users\alice\src`, `C:/...`, `\\server\share\...`).
+#: A component other than the last may hold single spaces (`/Users/alice/Library/Mobile
+#: Documents/notes.md`): a space before the next separator is inside the path, not after it.
+_SEGMENT = r"[\w.\-@+~]+(?: [\w.\-@+~]+)*"
+_PATH = re.compile(
+    rf"(?<![\w.:/~\\])~?(?:/{_SEGMENT}(?=/))+/[\w.\-@+~]+"
+    rf"|(?<![\w\\])(?:[A-Za-z]:|\\\\[\w.\-]+)(?:[\\/]{_SEGMENT}(?=[\\/]))*[\\/][\w.\-@+~]+"
+)
 
 _SECRET_NAME = re.compile(r"(?i)secret|token|passw|pwd|key|credential|auth")
 _JSON_CONTENT = frozenset(
@@ -184,12 +206,16 @@ class Scrubber:
             return token
         if wordlike(token):  # a path or an identifier: /home/alice/src/acme-widgets_backend2024
             return token
-        return "[REDACTED:high_entropy]"
+        where = key_in_path(token)  # a key as a directory: only that part goes
+        if where is None:
+            return "[REDACTED:high_entropy]"
+        start, end = where
+        return f"{token[:start]}[REDACTED:high_entropy]{token[end:]}"
 
     def _path(self, match: re.Match[str]) -> str:
         path = match.group(0)
         if self.config.paths == "basename":
-            return path.rsplit("/", 1)[-1]
+            return _basename(path)
         return _path_hash(path)
 
     def path(self, path: str) -> str:
@@ -208,7 +234,7 @@ class Scrubber:
             if self.config.paths == "hash":
                 done = _path_hash(scrubbed)
             else:
-                done = (scrubbed.rstrip("/\\") or scrubbed).replace("\\", "/").rsplit("/", 1)[-1]
+                done = _basename(scrubbed.rstrip("/\\") or scrubbed)
             if len(self._paths) >= _CACHE_LIMIT:
                 self._paths.clear()
             self._paths[path] = done
@@ -222,17 +248,22 @@ class Scrubber:
             return [self.text(v) if isinstance(v, str) else v for v in value]
         return value
 
-    def attributes(self, attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
-        """Attributes filtered by the allow/deny lists, their values scrubbed; content ones
-        (JSON messages and arguments: string by string, as decoded) also cut to size."""
-        return self._attributes(attributes)[0]
+    def attributes(
+        self, attributes: Mapping[str, AttributeValue], *, filtered: bool = True
+    ) -> dict[str, AttributeValue]:
+        """Attributes filtered by the allow/deny lists (unless not `filtered`), their values
+        scrubbed; content ones (JSON messages and arguments: string by string, as decoded)
+        also cut to size."""
+        return self._attributes(attributes, filtered)[0]
 
     def _attributes(
-        self, attributes: Mapping[str, AttributeValue]
+        self, attributes: Mapping[str, AttributeValue], filtered: bool = True
     ) -> tuple[dict[str, AttributeValue], bool]:
         """`attributes`, and whether the result holds every key with the very same values
         (nothing left out or changed: `record` then keeps the record as it is)."""
         allow, deny = self.config.allow_attributes, self.config.deny_attributes
+        if not filtered:
+            allow, deny = None, frozenset()
         cache = self._cache
         out: dict[str, AttributeValue] = {}
         same = True
@@ -297,21 +328,24 @@ class Scrubber:
 
         return json.dumps(walk(data), ensure_ascii=False)
 
-    def record(self, record: SpanRecord) -> SpanRecord:
-        """A span record with its name, attributes, events and status message scrubbed; the
-        record itself when that changes nothing (most spans: no secret, nothing denied)."""
+    def record(self, record: SpanRecord, *, filtered: bool = True) -> SpanRecord:
+        """A span record with its name, attributes, events and status message scrubbed, and
+        the attribute filters applied unless not `filtered` (`SpanSink` then applies them for
+        each destination that takes them: the console's lines for people do not); the record
+        itself when that changes nothing (most spans: no secret, nothing denied)."""
         name = self.text(record.name)
-        attributes, same = self._attributes(record.attributes)
+        attributes, same = self._attributes(record.attributes, filtered)
         message = record.status_message
         message = self._cut(self.text(message)) if message else None  # "" is None too
         events = record.events
         if events:
-            events, same_events = self._events(events)
+            events, same_events = self._events(events, filtered)
             same = same and same_events
         links = record.links
         if links:
             links = tuple(
-                replace(link, attributes=self.attributes(link.attributes)) for link in links
+                replace(link, attributes=self.attributes(link.attributes, filtered=filtered))
+                for link in links
             )
             same = False
         if (
@@ -343,14 +377,14 @@ class Scrubber:
         )
 
     def _events(
-        self, events: tuple[SpanEventRecord, ...]
+        self, events: tuple[SpanEventRecord, ...], filtered: bool
     ) -> tuple[tuple[SpanEventRecord, ...], bool]:
         """The events scrubbed, and whether that changed nothing (then: `events` itself)."""
         out = []
         same = True
         for event in events:
             name = self.text(event.name)
-            attributes, same_attributes = self._attributes(event.attributes)
+            attributes, same_attributes = self._attributes(event.attributes, filtered)
             if same_attributes and name == event.name and type(event.attributes) is dict:
                 out.append(event)
             else:
@@ -358,8 +392,37 @@ class Scrubber:
                 same = False
         return (events, True) if same else (tuple(out), False)
 
-    def records(self, records: Iterable[SpanRecord]) -> list[SpanRecord]:
-        return [self.record(r) for r in records]
+    def records(self, records: Iterable[SpanRecord], *, filtered: bool = True) -> list[SpanRecord]:
+        return [self.record(r, filtered=filtered) for r in records]
+
+    def filtered(self, record: SpanRecord) -> SpanRecord:
+        """A record scrubbed already (`record(..., filtered=False)`) with the attribute filters
+        applied (on the span, its events and its links): what `record` would have given. The
+        record itself when there are no filters."""
+        if not self.config.filters:
+            return record
+        allow, deny = self.config.allow_attributes, self.config.deny_attributes
+
+        def keep(attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+            return {
+                key: value
+                for key, value in attributes.items()
+                if key not in deny and (allow is None or key in allow)
+            }
+
+        return replace(
+            record,
+            attributes=keep(record.attributes),
+            events=tuple(
+                SpanEventRecord(e.name, e.timestamp_ns, keep(e.attributes)) for e in record.events
+            ),
+            links=tuple(replace(link, attributes=keep(link.attributes)) for link in record.links),
+        )
+
+
+def _basename(path: str) -> str:
+    """The last part of a path, of a Windows path too (`C:\\Users\\alice\\src`: `src`)."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def _path_hash(path: str) -> str:

@@ -12,7 +12,6 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -21,6 +20,7 @@ from .._checkpoint import FINGERPRINT_BYTES, FileCheckpoint, fingerprint
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from .._records import SpanRecord
 from .._safe_open import open_regular
+from .._words import plural
 from ._delivered import DeliveredSpans, ReReadBlocks
 from ._discovery import DEFAULT_MAX_LOG_BYTES, LogFile
 from ._shard import Shard
@@ -113,6 +113,7 @@ class Follower:
         "sent",
         "skip",
         "stream",
+        "waiting_said",
     )
 
     def __init__(
@@ -166,6 +167,8 @@ class Follower:
         # start, or one copied in whole) events are late by design and their lag not counted.
         self.caught_up = False
         self.at_end = False  # the last read reached the end of the file
+        # the task (its root span id) said to wait for background work (logged once a task)
+        self.waiting_said: int | None = None
 
     def restart(self, identity: tuple[int, int]) -> None:
         """The file was truncated or replaced: read the new content from its start."""
@@ -268,14 +271,14 @@ class Hints(FileSystemEventHandler):
         return paths
 
 
-def start_summary(roots: Sequence[Path], options: TailOptions, starts: Counter[str]) -> str:
+def start_summary(options: TailOptions, starts: Counter[str]) -> str:
     """One line for the start-up (each log's own is at DEBUG): how many logs, and where
     each is read from. Logs followed from their end give no span until they grow, so a
     first run among old sessions would show nothing without a word: say why, and how to
     read them."""
-    where = ", ".join(map(str, roots))
     followed = sum(n for start, n in starts.items() if start)  # "": vanished meanwhile
-    text = f"following {followed} session log{'' if followed == 1 else 's'} under {where}"
+    # where: said by `run` as it starts ("watching DIR"), not again here
+    text = f"following {plural(followed, 'session log')}"
     parts = []
     if starts["checkpoint"]:
         parts.append(

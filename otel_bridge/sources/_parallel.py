@@ -137,11 +137,14 @@ class Prepare:
     """What the workers do to the spans beyond assembling them, for the parent to do less.
 
     Attributes:
-        scrub: scrub every span with a scrubber of this configuration (the sink's); the
-            parent then queues them with `PreparedSink.export_scrubbed`, so only where no
-            sampler drops spans (it judges them before they are scrubbed). None: the spans go
-            nowhere (no destination), nothing to scrub.
-        encode: also encode each scrubbed span for the OTLP JSON file (`encode_record`).
+        scrub: scrub every span with a scrubber of this configuration (the sink's), its
+            attribute filters left to the parent's sink (the console's lines for people read
+            every attribute); the parent then queues them with
+            `PreparedSink.export_scrubbed`, so only where no sampler drops spans (it judges
+            them before they are scrubbed). None: the spans go nowhere (no destination),
+            nothing to scrub.
+        encode: also encode each scrubbed span for the OTLP JSON file (`encode_record`), with
+            the attribute filters applied.
         records: send the scrubbed records too; without them (when every destination is the
             OTLP JSON file, which needs only the texts, or there is none) the parent gets each
             span's id and text (`PreparedSink.export_encoded`), and neither side pickles
@@ -276,10 +279,12 @@ def _replay_one(log: LogFile, task: _Task, scrubber: Scrubber | None = None) -> 
     def keep(records: list[SpanRecord]) -> None:
         if not records:
             return
-        if scrubber is not None:
-            records = scrubber.records(records)
+        encoded = records
+        if scrubber is not None:  # filters: the parent's, per destination; these texts' here
+            records = scrubber.records(records, filtered=False)
+            encoded = [scrubber.filtered(record) for record in records]
         if prepare is not None and prepare.encode:
-            result.encoded.append([encode_record(record) for record in records])
+            result.encoded.append([encode_record(record) for record in encoded])
         if prepare is None or prepare.records:
             result.batches.append(records)
         else:

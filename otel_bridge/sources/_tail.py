@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import stat
 import threading
@@ -41,6 +42,7 @@ from .._exceptions import CheckpointError
 from .._lines import ReadStats
 from .._records import SpanRecord
 from .._safe_open import RegularFile, kind, open_regular
+from .._words import plural
 from ..assembler import Assembler, SessionAssembler
 from ._discovery import EVENTS_FILE, LogFile, Refused, session_log, shown
 from ._follow import Follower, Hints, TailOptions, end_of_last_line, start_summary
@@ -231,7 +233,7 @@ class Tailer:
             self._store.forget(list(self._resume))
         self._resume = {}
         self.started = True
-        logger.info("%s", start_summary(self.roots, self.options, starts))
+        logger.info("%s", start_summary(self.options, starts))
         if self.options.backfill and starts["checkpoint"]:
             # What --backfill did not do, and what does it (in the line that says so at once)
             logger.info(
@@ -731,6 +733,8 @@ class Tailer:
             self._more = True
         if positions:
             self._assemble(follower, positions)
+            if follower.at_end and stream in self._open:
+                self._say_waiting(follower, now)
             if catching_up and follower.caught_up and stream not in self._open:
                 # Read whole at start (or copied in): out of memory at once, not a minute
                 # later, so that catching up on 10,000 logs does not hold 10,000 sessions.
@@ -934,6 +938,31 @@ class Tailer:
         if self._store is not None:
             self._store.forget([stream])
 
+    def _say_waiting(self, follower: Follower, now: float) -> None:
+        """Say once a task that its agent loop has stopped but it waits for background work
+        (shells, sub-agents) that will resume it: its line comes only when they report, or
+        when the background wait is over. Not for a task whose wait is over already (an old
+        log caught up: it ends at once)."""
+        work = self._assembler.session(follower.stream).background_work()
+        if work is None or work[0] == follower.waiting_said:
+            return
+        task, last_ns, shells, subagents = work
+        left = self._assembler.config.background_wait_seconds - (now - last_ns / 1e9)
+        if left <= 0:
+            return
+        follower.waiting_said = task
+        what = []
+        if shells:
+            what.append(plural(shells, "background shell"))
+        if subagents:
+            what.append(plural(subagents, "sub-agent"))
+        logger.info(
+            "%s: its task's agent loop stopped; waiting up to %s for %s",
+            follower.log.path,
+            _minutes(left),
+            " and ".join(what),
+        )
+
     @staticmethod
     def _judge(follower: Follower) -> None:
         """Say once, instead of a warning per line, that a log read to its end has given no
@@ -1103,6 +1132,13 @@ class Tailer:
         self._behind.add(stream)
         logger.debug("%s woke from its checkpoint at byte %d", path, follower.read_pos)
         return True
+
+
+def _minutes(seconds: float) -> str:
+    """ "15 min", "1 min", "40 s": how long a wait has left, rounded up."""
+    if seconds < 60:
+        return f"{math.ceil(seconds)} s"
+    return f"{math.ceil(seconds / 60)} min"
 
 
 def _unreadable(path: Path, why: str) -> str:

@@ -12,7 +12,7 @@ from ..._events import Event
 from ..._records import AttributeValue, SpanEventRecord
 from .._accounting import on_shutdown_accounting
 from .._attribution import context_attributes
-from .._fields import read_int, read_num, read_str, snake_case
+from .._fields import read_int, read_num, read_str, read_version, snake_case
 from .._state import SESSION_ID, disagrees
 
 if TYPE_CHECKING:
@@ -45,8 +45,8 @@ def _segment_facts(session: SessionAssembler, event: Event) -> None:
             mismatched(session, session_id)
         else:
             facts.session_id = session_id
-    version = event.data.get("copilotVersion")
-    if isinstance(version, str):
+    version = read_version(event.data, "copilotVersion")
+    if version is not None:
         facts.copilot_version = version
     model = read_str(event.data, "selectedModel")
     if model:
