@@ -233,11 +233,15 @@ def test_console_format_prints_beside_an_otlp_endpoint(
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines and all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  ", x) for x in lines)
+    # summary lines: a line per day, then a line per task that starts with its time
+    tasks = [x for x in lines if re.match(r"\d\d:\d\d  ", x)]
+    assert tasks and all(
+        x in tasks or re.fullmatch(r"-- \d{4}-\d\d-\d\d \w{3} --", x) for x in lines
+    )
     alone = bridge("replay", str(state), "--no-progress", "--console-format", "summary")
     assert lines == alone.stdout.splitlines()  # what it prints with no endpoint
     roots = [s for s in otlp_receiver.spans() if s["name"] == "invoke_agent copilot"]
-    assert len(lines) >= len(roots) > 0  # and every task went to the collector too
+    assert len(tasks) >= len(roots) > 0  # and every task went to the collector too
     assert "(to each of 2 destinations" in result.stderr
 
 

@@ -351,7 +351,7 @@ def test_ctrl_c_while_the_collector_is_down_says_how_long_and_a_second_one_quits
     run.process.send_signal(signal.SIGINT)
     wait_for(lambda: "received SIGINT" in run.stderr, 20, "the first Ctrl-C", run.log)
     first = next(line for line in run.stderr.splitlines() if "received SIGINT" in line)
-    assert f"delivering {BASIC_SPANS} queued spans for up to 120 s" in first
+    assert f"delivering {BASIC_SPANS} spans queued for up to 120 s" in first
     assert "Ctrl-C again to quit now" in first
     time.sleep(0.5)
     assert run.process.poll() is None  # still trying to deliver: 120 s were promised
