@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import _env as env
 from .._exceptions import ConfigError
 from .._lines import MAX_UNKNOWN_TYPES, ReadStats
 from .._pipeline import PipelineConfig
@@ -43,7 +44,7 @@ __all__ = [
 logger = logging.getLogger("otel_bridge")
 
 #: The GenAI conventions' switch for content capture, read beside --capture-content.
-CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+CONTENT_ENV = env.OTEL_CAPTURE_MESSAGE_CONTENT
 
 
 def pipeline_config(
@@ -92,7 +93,7 @@ def _resource_options(args: argparse.Namespace) -> ResourceOptions:
 
 
 def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AssemblerConfig:
-    from_env = environ.get(CONTENT_ENV, "").strip().lower() == "true"
+    from_env = env.content_capture(environ)
     return AssemblerConfig(
         capture_content=args.capture_content or from_env,
         hash_salt=args.content_hash_salt,

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import _env as env
 from .._lines import DEFAULT_MAX_LINE_BYTES
 from ..export._console import CONSOLE_FORMATS
 from ..semconv import SEMCONV_MODES, SEMCONV_RELEASED
@@ -169,7 +170,7 @@ def privacy(group: Any) -> None:
     group.add_argument(
         "--content-hash-salt",
         metavar="SALT",
-        default=os.environ.get("OTEL_BRIDGE_CONTENT_HASH_SALT"),
+        default=os.environ.get(env.OTEL_BRIDGE_CONTENT_HASH_SALT),
         help="also put a salted SHA-256 of prompts, answers and tool arguments and results on "
         "spans, content on or off (default: $OTEL_BRIDGE_CONTENT_HASH_SALT; none)",
     )

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from .. import _env as env
 from .._checkpoint import CheckpointStore
 from .._exceptions import CheckpointError
 from .._metrics import MetricsRecorder
@@ -386,7 +387,7 @@ def state_dir(given: Path | None) -> Path:
     ~/.local/state/otel-bridge."""
     if given is not None:
         return given
-    if os.environ.get("OTEL_BRIDGE_STATE_DIR"):
-        return Path(os.environ["OTEL_BRIDGE_STATE_DIR"])
-    base = os.environ.get("XDG_STATE_HOME")
+    if os.environ.get(env.OTEL_BRIDGE_STATE_DIR):
+        return Path(os.environ[env.OTEL_BRIDGE_STATE_DIR])
+    base = os.environ.get(env.XDG_STATE_HOME)
     return (Path(base) if base else Path.home() / ".local" / "state") / "otel-bridge"

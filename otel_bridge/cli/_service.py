@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import _env as env
 from .._exceptions import BridgeError
 from .._progress import printable
 from ..export import trace_exporter_names
@@ -86,7 +87,7 @@ def copied_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {
         key: value
         for key, value in sorted(environ.items())
-        if (key.startswith("OTEL_") or key == "COPILOT_HOME") and "\n" not in value
+        if (key.startswith(env.OTEL_PREFIX) or key == env.COPILOT_HOME) and "\n" not in value
     }
 
 
@@ -131,7 +132,7 @@ def systemd_unit(
     environ: Mapping[str, str],
     export_timeout: float,
 ) -> ServiceFile:
-    config_home = Path(environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    config_home = Path(environ.get(env.XDG_CONFIG_HOME) or Path.home() / ".config")
     # %S is the user manager's $XDG_STATE_HOME (~/.local/state): written raw, not quoted
     words = run_words("%S/otel-bridge", run_args, environ)
     exec_start = " ".join(
