@@ -99,6 +99,11 @@ def export(group: Any, command: str) -> None:
         help="at exit (the end, Ctrl-C or SIGTERM), how long to keep trying to deliver queued "
         "spans (default: 30)",
     )
+    _span_shape(group)
+
+
+def _span_shape(group: Any) -> None:
+    """What the spans are named and hold: the root's name, unknown events, GenAI names."""
     group.add_argument(
         "--root-name",
         type=root_name,
@@ -182,6 +187,11 @@ def privacy(group: Any) -> None:
         help="also redact what this regular expression matches; repeatable (secrets of common "
         "kinds are always redacted)",
     )
+    _filters(group)
+
+
+def _filters(group: Any) -> None:
+    """What leaves the bridge at all: attributes, paths, the user's id."""
     group.add_argument(
         "--deny-attribute",
         action="append",
