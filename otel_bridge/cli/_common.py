@@ -5,20 +5,17 @@ from __future__ import annotations
 import argparse
 import getpass
 import logging
-import os
 import re
-import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from .. import _env as env
 from .._exceptions import ConfigError
-from .._lines import MAX_UNKNOWN_TYPES, ReadStats
 from .._pipeline import PipelineConfig
-from .._words import plural
+from ..app._signals import Interrupted, SigtermStops
+from ..app._summary import destinations, sampled, summarize_reading
 from ..assembler import AssemblerConfig
-from ..export import MetricsOptions, ResourceOptions, SpanSink
+from ..export import MetricsOptions, ResourceOptions
 from ..export._sink import DEFAULT_QUEUE_SPANS
 from ..processors import ScrubberConfig
 from ..semconv import SEMCONV_RELEASED
@@ -122,49 +119,6 @@ def _scrubber_config(args: argparse.Namespace) -> ScrubberConfig:
         raise ConfigError(f"--allow-attribute, --deny-attribute: {exc}") from exc
 
 
-def summarize_reading(stats: ReadStats) -> str:
-    """'120 events, 2 malformed lines skipped, ...': what reading the logs gave."""
-    parts = [plural(stats.events, "event")]
-    if stats.malformed:
-        parts.append(f"{plural(stats.malformed, 'malformed line')} skipped")
-    if stats.oversized:
-        parts.append(f"{plural(stats.oversized, 'oversized line')} skipped")
-    if stats.too_deep:
-        parts.append(f"{plural(stats.too_deep, 'too deeply nested line')} skipped")
-    if stats.torn:
-        parts.append(f"{plural(stats.torn, 'torn line')} repaired")
-    if stats.invalid_utf8:
-        parts.append(f"{plural(stats.invalid_utf8, 'line')} with invalid UTF-8")
-    if stats.unknown_types:
-        # past the cap the types are not all named: how many there were is not known
-        distinct = len(stats.unknown_types)
-        types = (
-            f"more than {MAX_UNKNOWN_TYPES} unknown types"
-            if stats.unknown_types_capped
-            else plural(distinct, "unknown type")
-        )
-        parts.append(f"{plural(sum(stats.unknown_types.values()), 'event')} of {types}")
-    return ", ".join(parts)
-
-
-def destinations(sink: SpanSink) -> str:
-    """ " (to each of 2 destinations; otlp ...: 6, file ...: 6)" when spans go to several, so
-    that a destination that fell behind shows; else nothing."""
-    if sink.destinations < 2:
-        return ""
-    return (
-        f" (to each of {sink.destinations} destinations; "
-        + ", ".join(f"{label}: {count}" for label, count in sink.stats.by_exporter.items())
-        + ")"
-    )
-
-
-def sampled(sink: SpanSink) -> str:
-    """ ", N spans sampled out" when sampling is on, else nothing."""
-    dropped = sink.sampler.dropped_spans
-    return f", {plural(dropped, 'span')} sampled out" if sink.sampler.ratio < 1 else ""
-
-
 def session_state_roots(
     given: Sequence[Path] | None, environ: Mapping[str, str], *, say: bool = True
 ) -> list[tuple[Path, Path]]:
@@ -218,44 +172,3 @@ def _holds_sessions(root: Path) -> bool:
         return any((entry / EVENTS_FILE).is_file() for entry in root.iterdir())
     except OSError:
         return False
-
-
-class Interrupted(KeyboardInterrupt):
-    """A stop asked for by a signal (Ctrl-C's SIGINT, or SIGTERM): the exit status is
-    128 + `signum`, as a shell reports a process the signal ended."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-class SigtermStops:
-    """Within the block, SIGTERM stops the command as Ctrl-C does (`Interrupted`, raised in
-    the main thread); the handler there before is put back after.
-
-    A worker process forked meanwhile inherits the handler (fork copies the interpreter's
-    handler table): there it ends the worker as the default disposition does, silently,
-    since a worker is ended by SIGTERM (`sources._parallel`) and its parent tells the story.
-    """
-
-    def __init__(self) -> None:
-        self.received = False
-        self.said = False  # the command said it is stopping
-        self._previous: Any = None
-
-    def __enter__(self) -> SigtermStops:
-        owner = os.getpid()
-
-        def interrupt(signum: int, _frame: object) -> None:
-            if os.getpid() != owner:  # a forked worker: die of it, as by default
-                signal.signal(signum, signal.SIG_DFL)
-                os.kill(os.getpid(), signum)
-                return
-            self.received = True
-            raise Interrupted(signum)
-
-        self._previous = signal.signal(signal.SIGTERM, interrupt)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        signal.signal(signal.SIGTERM, self._previous)
