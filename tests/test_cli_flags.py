@@ -100,7 +100,7 @@ def test_run_s_options_are_grouped_by_what_they_are_about() -> None:
     for title in ("sources", "checkpoints", "export", "metrics and probes", "privacy", "scale"):
         assert groups[title]._group_actions, title
     ungrouped = {a.option_strings[-1] for a in groups["options"]._group_actions}
-    assert ungrouped == {"--help", "--log-level"}
+    assert ungrouped == {"--help", "--log-level", "--config"}
     grouped = [a for t, g in groups.items() if t != "options" for a in g._group_actions]
     assert len(grouped) == len({id(a) for a in grouped}) >= 35  # each option once
 

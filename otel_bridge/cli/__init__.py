@@ -29,6 +29,7 @@ from ._parser import build_parser, command_parser
 from ._replay import replay
 from ._run import run
 from ._service import install_service
+from ._settings import ConfigFileError, apply_config
 
 __all__ = ["OneLineFormatter", "main"]
 
@@ -64,6 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "config", None) is not None:
+        sub = command_parser(parser, args.command)
+        try:
+            apply_config(parser, sub, args, sys.argv[1:] if argv is None else argv)
+        except ConfigFileError as exc:
+            sub.error(str(exc))  # exit status 2
     # Through the progress bar's terminal: a record never lands on the bar's line.
     handler = TerminalHandler(sys.stderr)
     handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -74,6 +74,16 @@ def _command(
     sub.add_argument(
         "--log-level", default=argparse.SUPPRESS, choices=_LOG_LEVELS, help=_LOG_LEVEL_HELP
     )
+    if name in ("run", "replay"):
+        sub.add_argument(
+            "--config",
+            type=Path,
+            metavar="FILE",
+            help="read options from this TOML file: each key a long flag without its dashes "
+            '(catch-up-minutes = 30, no-prometheus = true, session-state = ["/srv/a"]), '
+            f"at the top or in a [{name}] table; flags given override it, the OTEL_* "
+            "variables apply as always (docs/configuration.md lists every key)",
+        )
     return sub
 
 
