@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from otel_bridge.cli import main
+from otel_bridge.cli._config_file import config_keys
 from otel_bridge.cli._parser import build_parser, command_parser
-from otel_bridge.cli._settings import apply_config, config_keys
+from otel_bridge.cli._settings import apply_config
 
 ROOT = Path(__file__).parent.parent
 

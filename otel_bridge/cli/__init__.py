@@ -24,12 +24,13 @@ from .._exceptions import BridgeError
 from .._progress import TerminalHandler, printable
 from ._checks import contradiction
 from ._common import Interrupted
+from ._config_file import ConfigFileError
 from ._inspect import doctor, stats
 from ._parser import build_parser, command_parser
 from ._replay import replay
 from ._run import run
 from ._service import install_service
-from ._settings import ConfigFileError, apply_config
+from ._settings import apply_config
 
 __all__ = ["OneLineFormatter", "main"]
 
