@@ -1,29 +1,19 @@
-"""What the commands share: flags turned into pipeline options, and the summaries they log."""
+"""What the commands share: where the sessions are, the signal stop, and the summaries they
+log (flags become pipeline options in `_settings`)."""
 
 from __future__ import annotations
 
-import argparse
-import getpass
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .. import _env as env
 from .._exceptions import ConfigError
-from .._pipeline import PipelineConfig
 from ..app._signals import Interrupted, SigtermStops
 from ..app._summary import destinations, sampled, summarize_reading
-from ..assembler import AssemblerConfig
-from ..export import MetricsOptions, ResourceOptions
-from ..export._sink import DEFAULT_QUEUE_SPANS
-from ..processors import ScrubberConfig
-from ..semconv import SEMCONV_RELEASED
 from ..sources._discovery import (
     EVENTS_FILE,
     default_session_state,
-    read_client_name,
-    read_session_name,
 )
 
 __all__ = [
@@ -32,7 +22,6 @@ __all__ = [
     "SigtermStops",
     "destinations",
     "log_paths",
-    "pipeline_config",
     "sampled",
     "session_state_roots",
     "summarize_reading",
@@ -42,81 +31,6 @@ logger = logging.getLogger("otel_bridge")
 
 #: The GenAI conventions' switch for content capture, read beside --capture-content.
 CONTENT_ENV = env.OTEL_CAPTURE_MESSAGE_CONTENT
-
-
-def pipeline_config(
-    args: argparse.Namespace,
-    environ: Mapping[str, str],
-    *,
-    traces_file_mode: str,
-    metrics: MetricsOptions,
-    collector_check: str,
-    block_when_full: bool = False,
-    queue_spans: int = DEFAULT_QUEUE_SPANS,
-    export_linger_seconds: float = 0.0,
-) -> PipelineConfig:
-    """The options replay and run share, from their flags; the rest is the command's.
-
-    Raises:
-        ConfigError: a --scrub-pattern that is not a regular expression.
-    """
-    return PipelineConfig(
-        assembler=_assembler_config(args, environ),
-        scrubber=_scrubber_config(args),
-        sample_ratio=args.sample_ratio,
-        traces_file=args.traces_file,
-        traces_file_mode=traces_file_mode,
-        console_format=args.console_format,
-        block_when_full=block_when_full,
-        metrics=metrics,
-        collector_check=collector_check,
-        queue_spans=queue_spans,
-        export_linger_seconds=export_linger_seconds,
-        resource=_resource_options(args),
-    )
-
-
-def _resource_options(args: argparse.Namespace) -> ResourceOptions:
-    """`--user` (the OS user for `os`), and what sets this bridge's service.instance.id apart
-    from others on the machine: its command, state directory and shard."""
-    user = getattr(args, "user", None)
-    if user == "os":
-        try:
-            user = getpass.getuser()
-        except (KeyError, OSError) as exc:  # no name for this uid (a container's)
-            raise ConfigError(f"--user os: the OS user has no name here ({exc})") from exc
-    key = "\x00".join(str(getattr(args, name, None)) for name in ("command", "state_dir", "shard"))
-    return ResourceOptions(enduser_id=user or None, instance_key=key)
-
-
-def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AssemblerConfig:
-    from_env = env.content_capture(environ)
-    return AssemblerConfig(
-        capture_content=args.capture_content or from_env,
-        hash_salt=args.content_hash_salt,
-        background_wait_seconds=args.background_wait,
-        keep_unknown_events=args.keep_unknown_events,
-        client_name_of=read_client_name,
-        session_name_of=read_session_name,
-        metric_labels=tuple(getattr(args, "metric_labels", None) or ()),
-        semconv=getattr(args, "semconv", SEMCONV_RELEASED),
-        root_name=getattr(args, "root_name", None),
-    )
-
-
-def _scrubber_config(args: argparse.Namespace) -> ScrubberConfig:
-    try:
-        return ScrubberConfig(
-            extra_patterns=tuple(args.scrub_pattern),
-            deny_attributes=frozenset(args.deny_attribute),
-            allow_attributes=frozenset(args.allow_attribute) if args.allow_attribute else None,
-            paths=args.path_mode,
-            content_max_chars=args.content_max_chars,
-        )
-    except re.error as exc:
-        raise ConfigError(f"--scrub-pattern: not a regular expression: {exc}") from exc
-    except ValueError as exc:  # an attribute both allowed and denied
-        raise ConfigError(f"--allow-attribute, --deny-attribute: {exc}") from exc
 
 
 def session_state_roots(
