@@ -93,3 +93,23 @@ def test_a_missing_file_is_an_error(tmp_path, capsys) -> None:
         main(["replay", "--config", str(tmp_path / "none.toml")])
     assert exit.value.code == 2
     assert "none.toml: cannot be read" in capsys.readouterr().err
+
+
+def test_doctor_reads_run_s_file_and_takes_the_options_it_has(tmp_path) -> None:
+    config = tmp_path / "bridge.toml"
+    config.write_text(
+        'state-dir = "/srv/state"\nbackfill = true\n[run]\nprometheus-port = 9465\n'
+        "[replay]\njobs = 2\n"
+    )
+    args = _args(["doctor", "--config", str(config)])
+    assert args.state_dir == Path("/srv/state") and args.prometheus_port == 9465
+    assert not hasattr(args, "backfill")  # run's, which doctor does not check
+
+
+def test_doctor_checks_the_file_as_run_would(tmp_path, capsys) -> None:
+    config = tmp_path / "bridge.toml"
+    config.write_text("[run]\nbackfil = true\n")
+    with pytest.raises(SystemExit) as exit:
+        main(["doctor", "--config", str(config)])
+    assert exit.value.code == 2
+    assert "unknown key '[run] backfil'" in capsys.readouterr().err

@@ -208,6 +208,13 @@ def _doctor(commands: Any) -> None:
         epilog=texts.DOCTOR_EPILOG,
     )
     doctor.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="as for run: run's configuration file, of which doctor takes the options it has "
+        "(those below)",
+    )
+    doctor.add_argument(
         "--session-state",
         action="append",
         type=Path,

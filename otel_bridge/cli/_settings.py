@@ -80,10 +80,14 @@ def apply_config(
     Raises:
         ConfigFileError: as `load_config`.
     """
+    # doctor checks run's set-up: it reads run's file, and takes the options it has
+    reads = "run" if args.command == "doctor" else args.command
     others = set().union(
-        *(config_keys(command_parser(parser, name)) for name in COMMANDS if name != args.command)
+        *(config_keys(command_parser(parser, name)) for name in COMMANDS if name != reads)
     )
-    values = load_config(args.config, args.command, sub, others)
+    values = load_config(args.config, reads, command_parser(parser, reads), others)
+    has = {action.dest for action in sub._actions}
+    values = {dest: value for dest, value in values.items() if dest in has}
     given = command_line_options(parser, sub, argv)
     tracked = {a.dest for a in sub._actions if isinstance(a, Given)}
     for dest, value in values.items():
