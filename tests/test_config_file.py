@@ -29,7 +29,11 @@ def test_every_option_has_a_key_documented_in_configuration_md(command) -> None:
     options = {a.dest for a in sub._actions} - {"help", "config"}
     assert {a.dest for a in keys.values()} == options
     doc = (ROOT / "docs" / "configuration.md").read_text()
-    assert [key for key in keys if f"| `{key}` |" not in doc] == []
+    rows = {line.split("|")[1].strip(" `"): line for line in doc.splitlines() if "| `" in line}
+    assert [key for key in keys if key not in rows] == []
+    for key, action in keys.items():  # each row names the key's flag and its command
+        flag = action.option_strings[-1] if action.option_strings else "PATH..."
+        assert f"`{flag}`" in rows[key] and command in rows[key], rows[key]
 
 
 def test_the_file_sets_options_and_flags_override_it(tmp_path) -> None:
@@ -113,3 +117,13 @@ def test_doctor_checks_the_file_as_run_would(tmp_path, capsys) -> None:
         main(["doctor", "--config", str(config)])
     assert exit.value.code == 2
     assert "unknown key '[run] backfil'" in capsys.readouterr().err
+
+
+def test_the_log_level_of_the_file_is_the_one_used_unless_a_flag_says(tmp_path) -> None:
+    config = tmp_path / "bridge.toml"
+    config.write_text('log-level = "DEBUG"\n')
+    assert _args(["run", "--config", str(config)]).log_level == "DEBUG"
+    assert _args(["--log-level", "ERROR", "run", "--config", str(config)]).log_level == "ERROR"
+    assert _args(["run", "--config", str(config), "--log-level", "WARNING"]).log_level == (
+        "WARNING"
+    )
