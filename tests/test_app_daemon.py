@@ -14,7 +14,16 @@ import pytest
 from otel_bridge._exceptions import CheckpointError
 from otel_bridge._pipeline import PipelineConfig
 from otel_bridge._state_lock import StateLock
-from otel_bridge.app import Checkpointing, Daemon, DaemonOptions, Readiness, StatusLine
+from otel_bridge.app import (
+    PROBLEM_COUNTERS,
+    Checkpointing,
+    Daemon,
+    DaemonOptions,
+    Readiness,
+    StatusLine,
+    register_gauges,
+    state_dir,
+)
 from otel_bridge.sources import TailOptions
 from tests.test_tail import two_messages
 
@@ -185,3 +194,40 @@ def test_the_stop_delivers_then_saves_checkpoints_then_releases_the_lock(daemon_
     saved = [line for line in lines[1:] if str(root / "s1" / "events.jsonl") == line["path"]]
     assert saved[-1]["offset"] == (root / "s1" / "events.jsonl").stat().st_size
     StateLock(state).release()  # taken again: the daemon let it go
+
+
+class Gauges:
+    def __init__(self) -> None:
+        self.added: list[tuple[str, float, dict]] = []
+        self.gauges: dict[str, object] = {}
+
+    def add(self, name, value, attributes, session_id) -> None:
+        self.added.append((name, value, dict(attributes)))
+
+    def gauge(self, name, read) -> None:
+        self.gauges[name] = read
+
+
+def test_the_problem_counters_start_at_0_and_the_gauges_read_the_live_parts() -> None:
+    recorder = Gauges()
+    assembler = SimpleNamespace(open_interactions=2, resident=5)
+    tailer = SimpleNamespace(followed_count=7)
+    register_gauges(recorder, assembler, tailer)
+    assert [(n, v) for n, v, _ in recorder.added] == [(n, 0) for n, _ in PROBLEM_COUNTERS]
+    assert {name: read() for name, read in recorder.gauges.items()} == {
+        "copilot.sessions.active": 2,
+        "otel_bridge.files.followed": 7,
+        "otel_bridge.sessions.resident": 5,
+    }
+    assembler.open_interactions = 3  # read when collected, not when registered
+    assert recorder.gauges["copilot.sessions.active"]() == 3
+
+
+def test_the_state_directory_is_the_flag_then_the_variable_then_xdg(tmp_path) -> None:
+    flag = tmp_path / "flag"
+    assert state_dir(flag, {"OTEL_BRIDGE_STATE_DIR": "/v", "XDG_STATE_HOME": "/x"}) == flag
+    assert state_dir(None, {"OTEL_BRIDGE_STATE_DIR": "/v", "XDG_STATE_HOME": "/x"}) == Path("/v")
+    assert state_dir(None, {"OTEL_BRIDGE_STATE_DIR": "", "XDG_STATE_HOME": "/x"}) == Path(
+        "/x/otel-bridge"
+    )
+    assert state_dir(None, {}) == Path.home() / ".local" / "state" / "otel-bridge"
