@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from otel_bridge.cli import main
+from otel_bridge.cli._config_file import tomllib  # the standard library's, or tomli on 3.10
 from otel_bridge.cli._parser import build_parser, command_parser
 from otel_bridge.cli._service import bridge_command, render
 from otel_bridge.cli._settings import apply_config
