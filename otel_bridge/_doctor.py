@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from . import _env as env
 from ._doctor_run import Check, check_port, check_state_dir, session_logs
 from ._exceptions import ConfigError
 from ._progress import printable
@@ -254,7 +255,7 @@ def _advice(endpoint: OtlpEndpoint, signal: str, failure: ExportFailure) -> str:
     if (
         endpoint.protocol == "http/protobuf"
         and endpoint.variable is not None
-        and endpoint.variable != "OTEL_EXPORTER_OTLP_ENDPOINT"
+        and endpoint.variable != env.OTEL_EXPORTER_OTLP_ENDPOINT
         and urlsplit(endpoint.url).path in ("", "/")
     ):
         # The signal's own variable is the full URL: a collector answers 404 at its root.
@@ -294,12 +295,12 @@ def _check_cli_telemetry(environ: Mapping[str, str]) -> Check | None:
     copilot = sorted(
         name
         for name, value in environ.items()
-        if name.startswith("COPILOT_OTEL_") and value.strip().lower() not in _FALSE
+        if name.startswith(env.COPILOT_OTEL_PREFIX) and value.strip().lower() not in _FALSE
     )
-    endpoint = bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip())
+    endpoint = bool(environ.get(env.OTEL_EXPORTER_OTLP_ENDPOINT, "").strip())
     if not copilot and not endpoint:
         return None
-    causes = [*copilot, "OTEL_EXPORTER_OTLP_ENDPOINT"] if endpoint else copilot
+    causes = [*copilot, env.OTEL_EXPORTER_OTLP_ENDPOINT] if endpoint else copilot
     named = _service_name(environ)
     as_what = (
         "under service.name=github-copilot, like the bridge's"
@@ -320,9 +321,9 @@ def _check_cli_telemetry(environ: Mapping[str, str]) -> Check | None:
 
 
 def _service_name(environ: Mapping[str, str]) -> str | None:
-    if environ.get("OTEL_SERVICE_NAME", "").strip():
-        return environ["OTEL_SERVICE_NAME"].strip()
-    for pair in environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
+    if environ.get(env.OTEL_SERVICE_NAME, "").strip():
+        return environ[env.OTEL_SERVICE_NAME].strip()
+    for pair in environ.get(env.OTEL_RESOURCE_ATTRIBUTES, "").split(","):
         key, _, value = pair.partition("=")
         if key.strip() == "service.name" and value.strip():
             return value.strip()

@@ -100,7 +100,7 @@ def test_run_s_options_are_grouped_by_what_they_are_about() -> None:
     for title in ("sources", "checkpoints", "export", "metrics and probes", "privacy", "scale"):
         assert groups[title]._group_actions, title
     ungrouped = {a.option_strings[-1] for a in groups["options"]._group_actions}
-    assert ungrouped == {"--help", "--log-level"}
+    assert ungrouped == {"--help", "--log-level", "--config"}
     grouped = [a for t, g in groups.items() if t != "options" for a in g._group_actions]
     assert len(grouped) == len({id(a) for a in grouped}) >= 35  # each option once
 
@@ -376,11 +376,12 @@ def test_the_service_s_defaults_never_contradict_its_arguments() -> None:
         line = next(x for x in text.splitlines() if x.startswith("ExecStart="))
         return line.split(" run ", 1)[1].split()
 
-    without = run_args(render("systemd", ["--no-checkpoints"], {}, 30.0, ["otel-bridge"]).text)
-    assert "--state-dir" not in without and "--no-checkpoints" in without
+    service = render("systemd", ["--no-checkpoints"], {}, 30.0, ["otel-bridge"])
+    without = run_args(service.text)
+    assert "--state-dir" not in without and "no-checkpoints = true" in service.config
     console = run_args(render("systemd", [], {}, 30.0, ["otel-bridge"]).text)
-    assert console[-2:] == ["--console-format", "summary"]  # spans go to the journal
+    assert console[-4:-2] == ["--console-format", "summary"]  # spans go to the journal
     endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4318"}
     otlp = run_args(render("systemd", [], endpoint, 30.0, ["otel-bridge"]).text)
     assert "--console-format" not in otlp  # it would add the console to the collector
-    assert otlp == ["--state-dir", "%S/otel-bridge"]
+    assert otlp[:3] == ["--state-dir", "%S/otel-bridge", "--config"]

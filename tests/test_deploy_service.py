@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 
 from otel_bridge.cli import main
+from otel_bridge.cli._config_file import tomllib  # the standard library's, or tomli on 3.10
+from otel_bridge.cli._parser import build_parser, command_parser
 from otel_bridge.cli._service import bridge_command, render
+from otel_bridge.cli._settings import apply_config
 from tests.test_deploy_docker import cli_problem
 
 ENV_VALUE = 'authorization=Bearer a b%c"d$e\\f'
@@ -105,7 +108,9 @@ def test_the_systemd_unit_runs_run_with_the_state_and_environment(
     args = words[len(command) :]
     assert cli_problem(args) is None, cli_problem(args)
     assert args[:3] == ["run", "--state-dir", "%S/otel-bridge"]  # $XDG_STATE_HOME/otel-bridge
-    assert args[-1] == "--backfill"
+    config = home / ".config" / "otel-bridge" / "otel-bridge.toml"
+    assert args[-2:] == ["--config", str(config)]  # the options are in the file
+    assert tomllib.loads(text.split(f"# {config}\n", 1)[1]) == {"backfill": True}
     assert unit_values(text, "StateDirectory") == ["otel-bridge"]
     assert unit_values(text, "WantedBy") == ["default.target"]
     assert unit_values(text, "TimeoutStopSec") == ["45"]  # --export-timeout 30 + 15
@@ -144,9 +149,13 @@ def test_install_writes_the_unit_once_and_says_how_to_enable_it(
     assert "unchanged" in capsys.readouterr().out
     assert main(["install-service", "--platform", "systemd", "--", "--backfill"]) == 1
     assert "--force" in capsys.readouterr().err
-    assert "--backfill" not in unit.read_text()
+    config = home / ".config" / "otel-bridge" / "otel-bridge.toml"
+    assert tomllib.loads(config.read_text()) == {}
     assert main(["install-service", "--platform", "systemd", "--force", "--", "--backfill"]) == 0
-    assert "--backfill" in unit.read_text()
+    assert tomllib.loads(config.read_text()) == {"backfill": True}
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600  # a content hash salt is a secret
+    assert "--backfill" not in unit.read_text()
+    assert f"wrote {config}" in capsys.readouterr().out
 
 
 def test_install_respects_xdg_config_home(
@@ -238,13 +247,35 @@ def systemd_words(line: str) -> list[str]:
     return [w.replace("%%", "%").replace("$$", "$") for w in words]
 
 
-def test_awkward_run_arguments_are_quoted_into_one_exec_start_line(home: Path) -> None:
+def test_awkward_run_arguments_go_to_the_file_as_they_were_given(home: Path) -> None:
     service = render("systemd", AWKWARD_ARGS, dict(os.environ), 30.0)
     (line,) = unit_values(service.text, "ExecStart")  # one line, one command
-    assert systemd_words(line)[-len(AWKWARD_ARGS) :] == AWKWARD_ARGS
-    assert len(service.text.splitlines()) == len(
-        render("systemd", ["--backfill"], dict(os.environ), 30.0).text.splitlines()
-    )
+    assert systemd_words(line)[-2:] == ["--config", str(service.config_path)]
+    assert tomllib.loads(service.config)["session-state"] == AWKWARD_ARGS[1::2]
+    assert_reads_as_flags(service.config, AWKWARD_ARGS, home)
+
+
+def assert_reads_as_flags(config: str, run_args: list[str], where: Path) -> None:
+    """The file gives run the options the arguments give it."""
+    path = where / "read-back.toml"
+    path.write_text(config)
+    parser = build_parser()
+    from_file = parser.parse_args(["run", "--config", str(path)])
+    apply_config(parser, command_parser(parser, "run"), from_file, ["run", "--config", str(path)])
+    from_flags = parser.parse_args(["run", *run_args])
+    assert vars(from_file) == {**vars(from_flags), "config": path}
+
+
+def test_every_kind_of_option_reads_back_from_the_file(home: Path) -> None:
+    run_args = [
+        *("--export-timeout", "1e-3", "--prometheus-port", "0", "--sample-ratio", "0.25"),
+        *("--metric-labels", "client,branch", "--shard", "1/3", "--paths", "hash"),
+        *("--content-hash-salt", "1e3", "--scrub-pattern", "a\\d+", "--no-progress"),
+        *("--user", "os", "--root-name", "{agent} {mode}", "--catch-up-minutes", "5"),
+    ]
+    service = render("systemd", run_args, dict(os.environ), 30.0)
+    assert 'content-hash-salt = "1e3"' in service.config  # a string stays a string
+    assert_reads_as_flags(service.config, run_args, home)
 
 
 @needs_systemd
@@ -280,20 +311,32 @@ def test_install_service_takes_a_newline_in_a_run_argument(
 ) -> None:
     args = ["install-service", "--print", "--platform", "systemd", "--", *AWKWARD_ARGS]
     assert main(args) == 0
-    (line,) = unit_values(capsys.readouterr().out, "ExecStart")
-    assert systemd_words(line)[-len(AWKWARD_ARGS) :] == AWKWARD_ARGS
+    out = capsys.readouterr().out
+    (line,) = unit_values(out, "ExecStart")
+    assert systemd_words(line)[-2] == "--config"
+    config = tomllib.loads(out.split(f"# {systemd_words(line)[-1]}\n", 1)[1])
+    assert config["session-state"] == AWKWARD_ARGS[1::2]
 
 
 def test_launchd_carries_a_newline_and_refuses_what_a_plist_cannot_hold(
-    home: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+    home: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     args = ["install-service", "--platform", "launchd", "--", "--session-state", "/srv/a\nb"]
     assert main(args) == 0
     path = home / "Library" / "LaunchAgents" / "local.otel-bridge.plist"
-    assert plistlib.loads(path.read_bytes())["ProgramArguments"][-1] == "/srv/a\nb"
+    config = Path(plistlib.loads(path.read_bytes())["ProgramArguments"][-1])
+    assert tomllib.loads(config.read_text())["session-state"] == ["/srv/a\nb"]
     path.unlink()
     capsys.readouterr()
-    bad = ["install-service", "--platform", "launchd", "--", "--session-state", "/srv/a\x1bb"]
-    assert main(bad) == 2
+    # a run argument with an escape goes to the file; the environment goes to the plist
+    args = ["install-service", "--platform", "launchd", "--force", "--", "--session-state"]
+    assert main([*args, "/srv/a\x1bb"]) == 0
+    assert tomllib.loads(config.read_text())["session-state"] == ["/srv/a\x1bb"]
+    path.unlink()
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "bridge\x1b[2J")
+    assert main([*args, "/srv/a"]) == 2
     assert "control character" in caplog.text and "\\x1b" in caplog.text
     assert not path.exists()

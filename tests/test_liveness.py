@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from otel_bridge import Assembler
-from otel_bridge.cli._run import LoopLiveness
+from otel_bridge.app import LoopLiveness
 from otel_bridge.export._http import TelemetryServer
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log

@@ -1,13 +1,16 @@
 """The `otel-bridge` command: `replay` session logs once, `run` as a daemon that follows them,
 `stats` and `doctor`; `install-service` makes `run` a systemd or launchd service.
 
-The command line is the one part of the bridge that reads flags and the process environment.
-Each command turns them into a `PipelineConfig` and builds the one pipeline
-(`otel_bridge._pipeline`); `LiveBridge` builds the same one from its arguments.
+The command line is the one part of the bridge that reads flags and the process environment:
+parse (`_parser.py`), then a `--config` file under the flags (`_config_file.py`,
+`_settings.apply_config`), then the checks of contradicting options (`_checks.py`), then the
+settings each command's application takes (`_settings.py`: a `PipelineConfig` and the
+`DaemonOptions` or `ReplayOptions` of `otel_bridge.app`), then the application.
 
-Modules: `_parser.py` (flags and help), `_types.py` (option types), `_common.py` (flags to
-pipeline options, summaries), `_replay.py`, `_run.py` (the daemon loop, status line,
-readiness, signals), `_inspect.py` (stats and doctor), `_service.py` (install-service).
+Modules: `_parser.py`, `_run_flags.py`, `_options.py`, `_types.py`, `_texts.py`, `_help.py`
+(flags and help), `_config_file.py` and `_settings.py` (the file and the settings),
+`_replay.py` and `_run.py` (signals around the application), `_inspect.py` (stats and
+doctor), `_service.py` (install-service).
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from .._exceptions import BridgeError
 from .._progress import TerminalHandler, printable
 from ._checks import contradiction
 from ._common import Interrupted
+from ._config_file import ConfigFileError
 from ._inspect import doctor, stats
 from ._parser import build_parser, command_parser
 from ._replay import replay
 from ._run import run
 from ._service import install_service
+from ._settings import apply_config
 
 __all__ = ["OneLineFormatter", "main"]
 
@@ -64,6 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "config", None) is not None:
+        sub = command_parser(parser, args.command)
+        try:
+            apply_config(parser, sub, args, sys.argv[1:] if argv is None else argv)
+        except ConfigFileError as exc:
+            sub.error(str(exc))  # exit status 2
     # Through the progress bar's terminal: a record never lands on the bar's line.
     handler = TerminalHandler(sys.stderr)
     handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
+from .._env import content_capture
 from ..export._metrics import metric_exporter_names
 from ._common import CONTENT_ENV
 from ._options import given
@@ -121,7 +122,7 @@ def _metric_labels(args: argparse.Namespace, environ: Mapping[str, str]) -> str 
 
 
 def _content(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
-    content = args.capture_content or environ.get(CONTENT_ENV, "").strip().lower() == "true"
+    content = args.capture_content or content_capture(environ)
     if given(args, "content_max_chars") and not content:
         return (
             "argument --content-max-chars: content capture is off, so there is no text to cut "

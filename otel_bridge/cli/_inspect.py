@@ -13,11 +13,11 @@ from .._stats import StatsAssembler, StatsCollector
 from .._stats_table import render_table, table_width
 from .._version import __version__
 from .._words import plural
+from ..app import state_dir
 from ..export._metrics import metric_exporter_names
 from ..sources import find_logs, replay_logs
 from ._checks import prometheus_wanted
 from ._common import log_paths, session_state_roots, summarize_reading
-from ._run import state_dir
 
 __all__ = ["doctor", "stats"]
 
@@ -52,7 +52,7 @@ def doctor(args: argparse.Namespace) -> int:
         or "prometheus" in metric_exporter_names(os.environ, ("prometheus",))
     )
     setup = RunSetup(
-        state_dir=None if args.no_checkpoints else state_dir(args.state_dir),
+        state_dir=None if args.no_checkpoints else state_dir(args.state_dir, os.environ),
         port=(args.prometheus_host, args.prometheus_port) if serves else None,
         aliases={root: given for root, given in pairs},
     )

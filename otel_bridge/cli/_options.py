@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import _env as env
 from .._lines import DEFAULT_MAX_LINE_BYTES
 from ..export._console import CONSOLE_FORMATS
 from ..semconv import SEMCONV_MODES, SEMCONV_RELEASED
@@ -98,6 +99,11 @@ def export(group: Any, command: str) -> None:
         help="at exit (the end, Ctrl-C or SIGTERM), how long to keep trying to deliver queued "
         "spans (default: 30)",
     )
+    _span_shape(group)
+
+
+def _span_shape(group: Any) -> None:
+    """What the spans are named and hold: the root's name, unknown events, GenAI names."""
     group.add_argument(
         "--root-name",
         type=root_name,
@@ -169,7 +175,7 @@ def privacy(group: Any) -> None:
     group.add_argument(
         "--content-hash-salt",
         metavar="SALT",
-        default=os.environ.get("OTEL_BRIDGE_CONTENT_HASH_SALT"),
+        default=os.environ.get(env.OTEL_BRIDGE_CONTENT_HASH_SALT),
         help="also put a salted SHA-256 of prompts, answers and tool arguments and results on "
         "spans, content on or off (default: $OTEL_BRIDGE_CONTENT_HASH_SALT; none)",
     )
@@ -181,6 +187,11 @@ def privacy(group: Any) -> None:
         help="also redact what this regular expression matches; repeatable (secrets of common "
         "kinds are always redacted)",
     )
+    _filters(group)
+
+
+def _filters(group: Any) -> None:
+    """What leaves the bridge at all: attributes, paths, the user's id."""
     group.add_argument(
         "--deny-attribute",
         action="append",

@@ -19,17 +19,14 @@ from typing import Any
 
 from .._version import __version__
 from ..export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
-from ..export._sink import DEFAULT_QUEUE_SPANS
 from ..sources._parallel import WORKERS_FROM_BYTES, usable_cores
 from ..sources._shard import Shard, parse_shard
+from . import _run_flags as run_flags
+from . import _texts as texts
 from ._help import NO_BREAK, HelpFormatter
 from ._options import Given, background_wait, export, limits, metrics, paths, privacy, user_id
 from ._types import (
-    metrics_interval,
-    non_negative_float,
-    poll_interval,
     port,
-    positive_float,
     positive_int,
 )
 
@@ -38,86 +35,12 @@ __all__ = ["build_parser", "command_parser", "shard", "user_id"]
 _LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
 _LOG_LEVEL_HELP = "what the bridge logs about itself, on stderr (default: INFO)"
 
-_DESCRIPTION = """\
-Turn GitHub Copilot CLI sessions into OpenTelemetry traces: one trace per user message, a span \
-per agent turn, with the turn's LLM calls and tool calls (and sub-agents) below it.
-
-Where spans go is set the standard OpenTelemetry way:
-  OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318  send OTLP (HTTP/protobuf)
-  OTEL_EXPORTER_OTLP_PROTOCOL=grpc                   ... or gRPC (port 4317)
-  OTEL_TRACES_EXPORTER=otlp,console                  otlp, console or none
-  OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES        the spans' resource
-With nothing set, spans are printed to the console: a line per finished task on a terminal, \
-one JSON object per span in a pipe (--console-format summary, tree or json to choose).
-"""
-
-_EPILOG = """\
-examples:
-  # follow ~/.copilot/session-state, print a line per finished task
-  otel-bridge run
-  # the same, sending spans to a collector on this machine
-  OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 otel-bridge run
-  # every past session once, to a file
-  otel-bridge replay --traces-file traces.jsonl
-  # a table of messages, turns, tools and tasks per session
-  otel-bridge stats
-  # what run would watch, and whether the collector answers
-  otel-bridge doctor
-"""
-
-_RUN_EPILOG = """\
-examples:
-  # follow every session, the older ones read from their beginning first
-  otel-bridge run --backfill
-  # spans and metrics to a collector; OTEL_METRICS_EXPORTER=prometheus keeps the
-  # metrics on /metrics only (a backend such as Jaeger takes no OTLP metrics)
-  OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 otel-bridge run
-  # with an endpoint set, each finished task's span tree on this terminal too
-  otel-bridge run --console-format tree
-"""
-
-_REPLAY_EPILOG = """\
-examples:
-  # every session in $COPILOT_HOME/session-state, to a file
-  otel-bridge replay --traces-file traces.jsonl
-  # one session, to the collector of OTEL_EXPORTER_OTLP_ENDPOINT
-  otel-bridge replay ~/.copilot/session-state/<session-id>
-  # last month's logs in 4 worker processes
-  otel-bridge replay /backup/session-state --jobs 4 --traces-file traces.jsonl
-"""
-
-_STATS_EPILOG = """\
-examples:
-  # the sessions in $COPILOT_HOME/session-state
-  otel-bridge stats
-  # one session, as JSON, its directory as a hash
-  otel-bridge stats ~/.copilot/session-state/<session-id> --json --paths hash
-"""
-
-_DOCTOR_EPILOG = """\
-examples:
-  # the set-up of `otel-bridge run`, with the OTEL_* variables of this shell
-  otel-bridge doctor
-  # that of a run with other options: give doctor the same
-  otel-bridge doctor --session-state /srv/copilot/session-state --prometheus-port 9465
-"""
-
-_SERVICE_EPILOG = """\
-examples:
-  # run at login, with the OTEL_* variables of this shell
-  otel-bridge install-service
-  # the same, reading every older session once at its first start
-  otel-bridge install-service -- --backfill
-  # only show the unit it would write
-  otel-bridge install-service --print
-"""
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="otel-bridge",
-        description=_DESCRIPTION,
-        epilog=_EPILOG,
+        description=texts.DESCRIPTION,
+        epilog=texts.EPILOG,
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -151,6 +74,16 @@ def _command(
     sub.add_argument(
         "--log-level", default=argparse.SUPPRESS, choices=_LOG_LEVELS, help=_LOG_LEVEL_HELP
     )
+    if name in ("run", "replay"):
+        sub.add_argument(
+            "--config",
+            type=Path,
+            metavar="FILE",
+            help="read options from this TOML file: each key a long flag without its dashes "
+            '(catch-up-minutes = 30, no-prometheus = true, session-state = ["/srv/a"]), '
+            f"at the top or in a [{name}] table; flags given override it, the OTEL_* "
+            "variables apply as always (docs/configuration.md lists every key)",
+        )
     return sub
 
 
@@ -171,7 +104,7 @@ def _replay(commands: Any) -> None:
         "Exit status: 0 when every log was read and exported, 1 when a log could not be read, "
         "was not a Copilot session log (no line was an event) or an exporter failed, 2 for a "
         "bad path or option, 130 after Ctrl-C, 143 after SIGTERM.",
-        epilog=_REPLAY_EPILOG,
+        epilog=texts.REPLAY_EPILOG,
     )
     paths(replay, "repeatable")
     sources = replay.add_argument_group("sources")
@@ -213,169 +146,15 @@ def _run(commands: Any) -> None:
         commands,
         "run",
         summary="follow session logs as they grow and export spans continuously",
-        description="Watch session-state directories, follow every events.jsonl in them as it "
-        "grows, pick up new sessions as they start, and export each interaction's spans when "
-        "its agent loop ends.\n\n"
-        "Stop with Ctrl-C or SIGTERM: finished spans are delivered first, for "
-        "--export-timeout seconds (a second one quits at once). Started with Ctrl-C ignored "
-        "(a script's background job), run keeps ignoring it: stop it with SIGTERM.",
-        epilog=_RUN_EPILOG,
+        description=texts.RUN_DESCRIPTION,
+        epilog=texts.RUN_EPILOG,
     )
-    sources = run.add_argument_group("sources", "what run reads, and from where in each log")
-    sources.add_argument(
-        "--session-state",
-        action="append",
-        type=Path,
-        metavar="DIR",
-        help="a session-state directory to watch; repeatable (default: "
-        "$COPILOT_HOME/session-state, COPILOT_HOME defaulting to ~/.copilot); a "
-        "COPILOT_HOME given instead means its session-state directory",
-    )
-    sources.add_argument(
-        "--catch-up-minutes",
-        action=Given,
-        type=non_negative_float,
-        default=60.0,
-        metavar="M",
-        help="at start, read logs modified in the last M minutes from their beginning; "
-        "older ones are followed from their end (default: 60)",
-    )
-    sources.add_argument(
-        "--backfill",
-        action="store_true",
-        help="at start, read every log from its beginning, however old: those without a "
-        "checkpoint, and those an earlier run only followed from their end and never read "
-        "since (a log resumed from a checkpoint past what it read is not read again: "
-        "otel-bridge replay does that)",
-    )
-    sources.add_argument(
-        "--idle-timeout",
-        type=non_negative_float,
-        default=900.0,
-        metavar="S",
-        help="close an interaction whose log has been quiet for S seconds (default: 900; "
-        "logs never say when an agent stopped for good)",
-    )
-    background_wait(sources)
-    sources.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="do not draw the progress bar of the catch-up at start (drawn only on a terminal)",
-    )
-    checkpoints = run.add_argument_group(
-        "checkpoints", "where each log resumes after a restart or a crash"
-    )
-    checkpoints.add_argument(
-        "--state-dir",
-        action=Given,
-        type=Path,
-        metavar="DIR",
-        help="where run keeps its checkpoints (resume points of every log), so that a "
-        "restart neither loses nor repeats spans (default: $OTEL_BRIDGE_STATE_DIR, else "
-        "$XDG_STATE_HOME/otel-bridge, else ~/.local/state/otel-bridge)",
-    )
-    checkpoints.add_argument(
-        "--no-checkpoints",
-        action="store_true",
-        help="keep no checkpoints: every start is a first start",
-    )
-    spans = run.add_argument_group("export", "where spans go, besides the OTEL_* variables")
-    export(spans, "run")
-    spans.add_argument(
-        "--queue-size",
-        type=positive_int,
-        default=DEFAULT_QUEUE_SPANS,
-        metavar="N",
-        help="spans kept per exporter while its collector is down or slow; while a queue "
-        f"is half full, logs are not read (they wait on disk) (default: {DEFAULT_QUEUE_SPANS})",
-    )
-    probes = run.add_argument_group(
-        "metrics and probes", "Prometheus /metrics, /healthz and /readyz share one port"
-    )
-    probes.add_argument(
-        "--prometheus-host",
-        action=Given,
-        default=DEFAULT_PROMETHEUS_HOST,
-        metavar="ADDR",
-        help="address of the /metrics, /healthz and /readyz endpoint (default: "
-        f"{DEFAULT_PROMETHEUS_HOST}; 0.0.0.0 exposes it to the network)",
-    )
-    probes.add_argument(
-        "--prometheus-port",
-        action=Given,
-        type=port,
-        default=DEFAULT_PROMETHEUS_PORT,
-        metavar="PORT",
-        help=f"its port (default: {DEFAULT_PROMETHEUS_PORT}; 0 picks a free one)",
-    )
-    probes.add_argument(
-        "--no-prometheus",
-        action="store_true",
-        help="serve no port: no Prometheus metrics, no /healthz nor /readyz",
-    )
-    metrics(probes, "run")
-    probes.add_argument(
-        "--metrics-interval",
-        action=Given,
-        type=metrics_interval,
-        default=60.0,
-        metavar="S",
-        help="how often OTLP, console and file metrics are exported (Prometheus scrapes when "
-        "it likes) (default: 60)",
-    )
-    probes.add_argument(
-        "--unready-after",
-        action=Given,
-        type=positive_float,
-        default=60.0,
-        metavar="S",
-        help="/readyz says not ready once an exporter has failed this long on a batch "
-        "(default: 60); also not ready while logs are caught up",
-    )
-    probes.add_argument(
-        "--stuck-after",
-        action=Given,
-        type=positive_float,
-        default=120.0,
-        metavar="S",
-        help="/healthz answers 503 once the main loop has neither finished a poll nor read a "
-        "log for this long, beyond --poll-interval (default: 120)",
-    )
-    probes.add_argument(
-        "--status-interval",
-        type=non_negative_float,
-        default=300.0,
-        metavar="S",
-        help="log a one-line status this often (default: 300; 0: never)",
-    )
+    run_flags.sources(run)
+    run_flags.checkpoints(run)
+    run_flags.export_group(run)
+    run_flags.probes(run)
     privacy(run.add_argument_group("privacy"))
-    scale = run.add_argument_group("scale", "many sessions, many replicas, hostile files")
-    scale.add_argument(
-        "--shard",
-        type=shard,
-        metavar="I/N",
-        help="follow only the sessions of shard I of N (I from 0 to N-1): those whose "
-        "directory name (the session id) hashes to I, so that N replicas given 0/N to "
-        "N-1/N share one session-state directory without overlap or gap. Each replica "
-        "needs its own --state-dir (default: every session)",
-    )
-    scale.add_argument(
-        "--poll-interval",
-        type=poll_interval,
-        default=0.5,
-        metavar="S",
-        help="longest wait between checks for new lines, in seconds; file system "
-        "notifications usually wake it sooner (default: 0.5)",
-    )
-    scale.add_argument(
-        "--rescan-interval",
-        type=positive_float,
-        default=5.0,
-        metavar="S",
-        help="look at every directory and file at least this often, in case a notification "
-        "was lost (default: 5)",
-    )
-    limits(scale, "run")
+    run_flags.scale(run, shard)
 
 
 def _stats(commands: Any) -> None:
@@ -398,7 +177,7 @@ def _stats(commands: Any) -> None:
         "the repository is dropped; then messages, turns per message, premium requests and "
         "lines are dropped and the start shows its date only; then long model and directory "
         "names are shortened (g-4.1-mini). --json has everything.",
-        epilog=_STATS_EPILOG,
+        epilog=texts.STATS_EPILOG,
     )
     paths(stats, "repeatable")
     stats.add_argument(
@@ -426,7 +205,14 @@ def _doctor(commands: Any) -> None:
         "directory usable, which exporters the environment selects, and whether each OTLP "
         "endpoint takes what run would send it (an empty export is sent). Give it the "
         "options you give run. Exit status 0 when all is well, 1 otherwise.",
-        epilog=_DOCTOR_EPILOG,
+        epilog=texts.DOCTOR_EPILOG,
+    )
+    doctor.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="as for run: run's configuration file, of which doctor takes the options it has "
+        "(those below)",
     )
     doctor.add_argument(
         "--session-state",
@@ -473,7 +259,7 @@ def _install_service(commands: Any) -> None:
         "~/Library/Application Support/otel-bridge, log in ~/Library/Logs/otel-bridge/\n\n"
         "The OTEL_* variables and COPILOT_HOME of this shell are copied into it. Arguments "
         "after -- go to run, and are checked as run checks them.",
-        epilog=_SERVICE_EPILOG,
+        epilog=texts.SERVICE_EPILOG,
     )
     service.add_argument(
         "run_args",

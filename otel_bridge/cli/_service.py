@@ -10,7 +10,11 @@
   (launchd.plist(5): ProgramArguments, KeepAlive, ExitTimeOut, StandardErrorPath).
 
 The service runs the executable that ran this command (its absolute path, or this Python with
-`-m otel_bridge`), so a venv or pipx install keeps working without a PATH. The OTEL_* variables
+`-m otel_bridge`), so a venv or pipx install keeps working without a PATH. Its options, the
+arguments after `--`, go to a configuration file it reads with `--config`
+(`$XDG_CONFIG_HOME/otel-bridge/otel-bridge.toml`; on macOS beside the state), mode 0600 (a
+content hash salt is a secret): the unit's command line stays short, and the options are
+changed by editing that file. The OTEL_* variables
 and COPILOT_HOME of the installing shell are copied into the file (mode 0600: OTLP headers may
 hold tokens), since a service does not see the shell's environment. Arguments are quoted so
 that the file says exactly them: for systemd, control characters as C escapes (a newline
@@ -31,26 +35,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import _env as env
 from .._exceptions import BridgeError
 from .._progress import printable
 from ..export import trace_exporter_names
 from ._checks import contradiction
+from ._config_file import command_line_options, to_toml
 from ._parser import build_parser, command_parser
 
 __all__ = ["PLATFORMS", "ServiceFile", "bridge_command", "install_service", "render"]
 
 PLATFORMS = ("systemd", "launchd")
 UNIT_NAME = "otel-bridge.service"
+#: The file of run's options beside the service (`config_text`).
+CONFIG_NAME = "otel-bridge.toml"
 LAUNCHD_LABEL = "local.otel-bridge"
 STOP_MARGIN_S = 15
 
 
-def run_words(state: str, run_args: Sequence[str], environ: Mapping[str, str]) -> list[str]:
+def run_words(
+    state: str, run_args: Sequence[str], environ: Mapping[str, str], config: str
+) -> list[str]:
     """`run` and its arguments in the service: `--state-dir state` (unless the arguments
     give one, or --no-checkpoints), `--console-format summary` when spans go to the console
     (a line per finished task: the console's default off a terminal is a JSON object per
     span, too much for a log; and an explicit format would add the console to an OTLP
-    endpoint's export), then `run_args`."""
+    endpoint's export), then `--config config`, the file that holds `run_args`
+    (`config_text`): a flag given before it would override the file."""
     options = build_parser().parse_args(["run", *run_args])
     words = ["run"]
     if options.state_dir is None and not options.no_checkpoints:
@@ -58,7 +69,24 @@ def run_words(state: str, run_args: Sequence[str], environ: Mapping[str, str]) -
     names = trace_exporter_names(copied_environment(environ), options.traces_file is not None)
     if options.console_format is None and "console" in names:
         words += ["--console-format", "summary"]
-    return [*words, *run_args]
+    return [*words, "--config", config]
+
+
+def config_text(run_args: Sequence[str], export_timeout: float) -> str:
+    """The service's configuration file: `run_args` as its keys (`_config_file`), under a
+    header that says how to change them."""
+    parser = build_parser()
+    sub = command_parser(parser, "run")
+    options = command_line_options(parser, sub, ["run", *run_args])
+    keys = to_toml(sub, options)
+    stop = int(export_timeout) + STOP_MARGIN_S
+    return (
+        "# The options of `otel-bridge run` for the service `otel-bridge install-service` wrote:\n"
+        "# each key a long flag without its dashes (docs/configuration.md). Edit, then restart\n"
+        "# the service. Where spans go (the OTEL_* variables) is in the service's environment.\n"
+        f"# The service manager waits {stop} s for a stop: a longer export-timeout needs\n"
+        "# install-service --force with it.\n" + (keys or "# (none: run's defaults)\n")
+    )
 
 
 @dataclass(frozen=True)
@@ -70,6 +98,9 @@ class ServiceFile:
     directories: tuple[Path, ...]  # to create before the service starts (launchd does not)
     where: str  # where the state and the log are
     next_commands: tuple[str, ...]  # to enable and start it
+    config_path: Path  # run's options (`config_text`), which the service reads at start
+    config: str
+    restart: str  # the command that restarts it once the options change
 
 
 def bridge_command() -> list[str]:
@@ -86,7 +117,7 @@ def copied_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {
         key: value
         for key, value in sorted(environ.items())
-        if (key.startswith("OTEL_") or key == "COPILOT_HOME") and "\n" not in value
+        if (key.startswith(env.OTEL_PREFIX) or key == env.COPILOT_HOME) and "\n" not in value
     }
 
 
@@ -131,9 +162,10 @@ def systemd_unit(
     environ: Mapping[str, str],
     export_timeout: float,
 ) -> ServiceFile:
-    config_home = Path(environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    config_home = Path(environ.get(env.XDG_CONFIG_HOME) or Path.home() / ".config")
+    config = config_home / "otel-bridge" / CONFIG_NAME
     # %S is the user manager's $XDG_STATE_HOME (~/.local/state): written raw, not quoted
-    words = run_words("%S/otel-bridge", run_args, environ)
+    words = run_words("%S/otel-bridge", run_args, environ, str(config))
     exec_start = " ".join(
         [_systemd_quote(w) for w in command]
         + [w if w == "%S/otel-bridge" else _systemd_quote(w) for w in words]
@@ -175,6 +207,9 @@ def systemd_unit(
             "systemctl --user daemon-reload",
             f"systemctl --user enable --now {UNIT_NAME}",
         ),
+        config_path=config,
+        config=config_text(run_args, export_timeout),
+        restart=f"systemctl --user restart {UNIT_NAME}",
     )
 
 
@@ -188,7 +223,8 @@ def launchd_plist(
     state = home / "Library" / "Application Support" / "otel-bridge"
     logs = home / "Library" / "Logs" / "otel-bridge"
     log = str(logs / "otel-bridge.log")
-    arguments = [*command, *run_words(str(state), run_args, environ)]
+    config = state / CONFIG_NAME
+    arguments = [*command, *run_words(str(state), run_args, environ, str(config))]
     environment = copied_environment(environ)
     for word in (*arguments, *environment.values()):
         if _NOT_IN_PLIST.search(word):
@@ -217,6 +253,9 @@ def launchd_plist(
         directories=(state, logs),
         where=f"state in {state}, log in {log}",
         next_commands=(f"launchctl bootstrap {domain} {shlex.quote(str(path))}",),
+        config_path=config,
+        config=config_text(run_args, export_timeout),
+        restart=f"launchctl kickstart -k {domain}/{LAUNCHD_LABEL}",
     )
 
 
@@ -262,29 +301,40 @@ def install_service(args: argparse.Namespace) -> int:
     platform = args.platform or default_platform()
     service = render(platform, run_args, os.environ, options.export_timeout)
     if args.print:
-        sys.stdout.write(service.text)
+        sys.stdout.write(f"{service.text}\n# {service.config_path}\n{service.config}")
         return 0
-    if service.path.exists() and not args.force:
-        if service.path.read_text() == service.text:
+    files = ((service.path, service.text), (service.config_path, service.config))
+    there = [path for path, _ in files if path.exists()]
+    if there and not args.force:
+        differ = [path for path, text in files if not path.exists() or path.read_text() != text]
+        if not differ:
             print(f"{service.path} is already installed, unchanged")
             _print_next(service)
             return 0
+        names = " and ".join(map(str, differ))
         print(
-            f"{service.path} exists and differs: --force to overwrite it "
-            "(--print shows the new one)",
+            f"{names} {'differs' if len(differ) == 1 else 'differ'} from what this would "
+            "write: --force to overwrite (--print shows the new files)",
             file=sys.stderr,
         )
         return 1
-    for directory in (service.path.parent, *service.directories):
+    for directory in (service.path.parent, service.config_path.parent, *service.directories):
         directory.mkdir(parents=True, exist_ok=True)
-    _write_private(service.path, service.text)
+    for path, text in files:
+        _write_private(path, text)
+    _say_written(service)
+    return 0
+
+
+def _say_written(service: ServiceFile) -> None:
     copied = sorted(copied_environment(os.environ))
     print(f"wrote {service.path}")
     print(f"  {service.where}")
     if copied:
         print(f"  with {', '.join(copied)} from this shell (edit the file to change them)")
+    print(f"wrote {service.config_path}")
+    print(f"  the options of run: edit it, then {service.restart}")
     _print_next(service)
-    return 0
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
 
+from .. import _env as env
 from .._exceptions import ConfigError
 
 __all__ = [
@@ -59,7 +60,7 @@ _HOST_PORT = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(?P<port
 
 def sdk_disabled(environ: Mapping[str, str]) -> bool:
     """OTEL_SDK_DISABLED=true: the specification's switch that turns every signal off."""
-    return environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+    return environ.get(env.OTEL_SDK_DISABLED, "").strip().lower() == "true"
 
 
 def otlp_protocol(environ: Mapping[str, str], signal: str) -> str:
@@ -71,8 +72,8 @@ def otlp_protocol(environ: Mapping[str, str], signal: str) -> str:
     """
     protocol = (
         (
-            environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL")
-            or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+            environ.get(env.otlp_signal_variable("PROTOCOL", signal))
+            or environ.get(env.OTEL_EXPORTER_OTLP_PROTOCOL)
             or "http/protobuf"
         )
         .strip()
@@ -153,9 +154,9 @@ def otlp_endpoint(environ: Mapping[str, str], signal: str) -> OtlpEndpoint:
             the message names the variable and what is expected.
     """
     protocol = otlp_protocol(environ, signal)
-    specific = f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"
+    specific = env.otlp_signal_variable("ENDPOINT", signal)
     variable: str | None = None
-    for name in (specific, "OTEL_EXPORTER_OTLP_ENDPOINT"):
+    for name in (specific, env.OTEL_EXPORTER_OTLP_ENDPOINT):
         if environ.get(name, "").strip():
             variable = name
             break
@@ -339,8 +340,8 @@ def http_session(environ: Mapping[str, str], signal: str) -> Any:
     None (the exporter makes its own) when a credential provider is configured: that one
     makes the session.
     """
-    if environ.get("OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER") or environ.get(
-        f"OTEL_PYTHON_EXPORTER_OTLP_HTTP_{signal.upper()}_CREDENTIAL_PROVIDER"
+    if environ.get(env.OTEL_PYTHON_HTTP_CREDENTIAL_PROVIDER) or environ.get(
+        f"{env.OTEL_PYTHON_HTTP_PREFIX}{signal.upper()}_CREDENTIAL_PROVIDER"
     ):
         return None
     return _noting_session_class()()

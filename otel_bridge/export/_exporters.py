@@ -20,6 +20,7 @@ from typing import IO
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from .. import _env as env
 from .._exceptions import ConfigError
 from ._common import (
     ExportFailure,
@@ -61,12 +62,12 @@ def trace_exporter_names(
 
 
 def _configured_names(environ: Mapping[str, str], traces_file: bool) -> tuple[str, ...]:
-    raw = environ.get("OTEL_TRACES_EXPORTER", "").strip()
+    raw = environ.get(env.OTEL_TRACES_EXPORTER, "").strip()
     if raw:
         names = tuple(n.strip().lower() for n in raw.split(",") if n.strip())
     elif (
-        environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-        or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+        environ.get(env.OTEL_EXPORTER_OTLP_ENDPOINT, "").strip()
+        or environ.get(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "").strip()
     ):
         names = ("otlp",)
     elif traces_file:

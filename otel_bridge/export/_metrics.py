@@ -31,6 +31,7 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.resources import Resource
 
+from .. import _env as env
 from .. import semconv
 from .._exceptions import ConfigError
 from .._metrics import BUCKETS, CATALOGUE, Instrument
@@ -443,7 +444,7 @@ def build_metrics(
 def metric_exporter_names(environ: Mapping[str, str], defaults: Sequence[str]) -> list[str]:
     """OTEL_METRICS_EXPORTER, else `defaults` plus otlp when an OTLP endpoint is set (and there
     are defaults: replay has none, so that old logs do not make metrics of now)."""
-    raw = environ.get("OTEL_METRICS_EXPORTER", "").strip()
+    raw = environ.get(env.OTEL_METRICS_EXPORTER, "").strip()
     if raw:
         return [n.strip().lower() for n in raw.split(",") if n.strip()]
     names = list(defaults)
@@ -451,8 +452,8 @@ def metric_exporter_names(environ: Mapping[str, str], defaults: Sequence[str]) -
         names
         and "otlp" not in names
         and (
-            environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-            or environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "").strip()
+            environ.get(env.OTEL_EXPORTER_OTLP_ENDPOINT, "").strip()
+            or environ.get(env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, "").strip()
         )
     ):
         names.append("otlp")

@@ -23,6 +23,7 @@ from opentelemetry.trace import SpanKind as SdkSpanKind
 from opentelemetry.trace.status import Status
 from opentelemetry.trace.status import StatusCode as SdkStatusCode
 
+from .. import _env as env
 from .. import semconv
 from .._records import SpanKind, SpanRecord, StatusCode
 from .._version import __version__
@@ -86,8 +87,8 @@ def build_resource(environ: Mapping[str, str], options: ResourceOptions | None =
     ours[semconv.SERVICE_NAME] = DEFAULT_SERVICE_NAME
     attributes = {key: value for key, value in ours.items() if value}
     attributes.update(given)
-    if environ.get("OTEL_SERVICE_NAME"):
-        attributes[semconv.SERVICE_NAME] = environ["OTEL_SERVICE_NAME"]
+    if environ.get(env.OTEL_SERVICE_NAME):
+        attributes[semconv.SERVICE_NAME] = environ[env.OTEL_SERVICE_NAME]
     return Resource.create(attributes)
 
 
@@ -95,7 +96,7 @@ def _given(environ: Mapping[str, str]) -> dict[str, str]:
     """What OTEL_RESOURCE_ATTRIBUTES sets: `key=value,key=value`, values percent-decoded, as
     the SDK's OTELResourceDetector parses it."""
     given = {}
-    for part in environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
+    for part in environ.get(env.OTEL_RESOURCE_ATTRIBUTES, "").split(","):
         key, sep, value = part.partition("=")
         if sep and key.strip():
             given[key.strip()] = unquote(value.strip())

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import _env as env
 from .._exceptions import ConfigError
 from .._safe_open import kind, open_regular
 
@@ -70,7 +71,7 @@ class Refused:
 
 def default_session_state(environ: dict[str, str] | os._Environ[str]) -> Path:
     """`$COPILOT_HOME/session-state`, COPILOT_HOME defaulting to ~/.copilot as the CLI does."""
-    home = environ.get("COPILOT_HOME")
+    home = environ.get(env.COPILOT_HOME)
     base = Path(home).expanduser() if home else Path.home() / ".copilot"
     return base / "session-state"
 

@@ -30,6 +30,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from .. import semconv
+from .._env import content_capture
 from .._events import event_from_json
 from .._exceptions import ConfigError, EventDecodeError
 from .._metrics import MetricsRecorder
@@ -40,8 +41,6 @@ from ..processors import Scrubber
 __all__ = ["LiveBridge", "parent_from_traceparent"]
 
 logger = logging.getLogger(__name__)
-
-_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 
 def parent_from_traceparent(value: str) -> tuple[int, int]:
@@ -128,7 +127,7 @@ class LiveBridge:
     ) -> None:
         env = os.environ if environ is None else environ
         if capture_content is None:
-            capture_content = env.get(_CONTENT_ENV, "").strip().lower() == "true"
+            capture_content = content_capture(env)
         config = PipelineConfig(
             assembler=AssemblerConfig(
                 capture_content=capture_content,

@@ -1,0 +1,95 @@
+"""The environment variables the bridge reads, by name, in one place.
+
+A variable name written out in several modules drifts: one reader trims the value and another
+does not, one accepts `True` and another only `true`, a typo reads a variable no one sets.
+Every name is a constant here (a test, `test_env_names`, fails on an `OTEL_`, `OTEL_BRIDGE_`,
+`COPILOT_` or `XDG_` name written as a string anywhere else), and a value the bridge
+interprets itself (not one it hands to the SDK) is read by one function here.
+
+The `OTEL_*` variables mean what the OpenTelemetry specification says
+(https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/ and
+https://opentelemetry.io/docs/specs/otel/protocol/exporter/); the GenAI content switch is the
+one the GenAI instrumentations read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = [
+    "COPILOT_HOME",
+    "COPILOT_OTEL_PREFIX",
+    "OTEL_BRIDGE_CONTENT_HASH_SALT",
+    "OTEL_BRIDGE_STATE_DIR",
+    "OTEL_CAPTURE_MESSAGE_CONTENT",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PREFIX",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_METRICS_EXPORTER",
+    "OTEL_PREFIX",
+    "OTEL_PYTHON_HTTP_CREDENTIAL_PROVIDER",
+    "OTEL_PYTHON_HTTP_PREFIX",
+    "OTEL_RESOURCE_ATTRIBUTES",
+    "OTEL_SDK_DISABLED",
+    "OTEL_SERVICE_NAME",
+    "OTEL_TRACES_EXPORTER",
+    "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
+    "content_capture",
+    "otlp_signal_variable",
+]
+
+# --- OpenTelemetry (the specification's names) ---------------------------------------------------
+
+#: What every OpenTelemetry variable starts with (install-service copies them all).
+OTEL_PREFIX = "OTEL_"
+OTEL_SDK_DISABLED = "OTEL_SDK_DISABLED"
+OTEL_SERVICE_NAME = "OTEL_SERVICE_NAME"
+OTEL_RESOURCE_ATTRIBUTES = "OTEL_RESOURCE_ATTRIBUTES"
+OTEL_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"
+OTEL_METRICS_EXPORTER = "OTEL_METRICS_EXPORTER"
+#: The start of the per-signal OTLP variables: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT...
+OTEL_EXPORTER_OTLP_PREFIX = "OTEL_EXPORTER_OTLP_"
+OTEL_EXPORTER_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+OTEL_EXPORTER_OTLP_METRICS_ENDPOINT = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
+OTEL_EXPORTER_OTLP_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
+#: The Python SDK's credential provider of the OTLP/HTTP exporters, and the start of its
+#: per-signal variant (OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER).
+OTEL_PYTHON_HTTP_CREDENTIAL_PROVIDER = "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER"
+OTEL_PYTHON_HTTP_PREFIX = "OTEL_PYTHON_EXPORTER_OTLP_HTTP_"
+#: The GenAI instrumentations' switch for content capture, read beside --capture-content.
+OTEL_CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+# --- the bridge's own ----------------------------------------------------------------------------
+
+#: Where run keeps its checkpoints when --state-dir is not given.
+OTEL_BRIDGE_STATE_DIR = "OTEL_BRIDGE_STATE_DIR"
+#: The default of --content-hash-salt (a salt is a secret: better not on a command line).
+OTEL_BRIDGE_CONTENT_HASH_SALT = "OTEL_BRIDGE_CONTENT_HASH_SALT"
+
+# --- the Copilot CLI's ---------------------------------------------------------------------------
+
+#: The CLI's home (default ~/.copilot); its session-state directory holds the logs.
+COPILOT_HOME = "COPILOT_HOME"
+#: The start of the CLI's own OpenTelemetry switches (doctor warns of double export).
+COPILOT_OTEL_PREFIX = "COPILOT_OTEL_"
+
+# --- the XDG base directories --------------------------------------------------------------------
+
+XDG_STATE_HOME = "XDG_STATE_HOME"
+XDG_CONFIG_HOME = "XDG_CONFIG_HOME"
+
+
+def content_capture(environ: Mapping[str, str]) -> bool:
+    """Whether OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT turns content capture on:
+    `true`, any case, spaces around ignored (as the GenAI instrumentations read it)."""
+    return environ.get(OTEL_CAPTURE_MESSAGE_CONTENT, "").strip().lower() == "true"
+
+
+def otlp_signal_variable(setting: str, signal: str) -> str:
+    """OTEL_EXPORTER_OTLP_<SIGNAL>_<SETTING>: the per-signal OTLP variable
+    (`otlp_signal_variable("ENDPOINT", "traces")`)."""
+    return f"{OTEL_EXPORTER_OTLP_PREFIX}{signal.upper()}_{setting}"

@@ -1,0 +1,52 @@
+"""The lines run and replay end with: what reading the logs gave, and where spans went."""
+
+from __future__ import annotations
+
+from .._lines import MAX_UNKNOWN_TYPES, ReadStats
+from .._words import plural
+from ..export import SpanSink
+
+__all__ = ["destinations", "sampled", "summarize_reading"]
+
+
+def summarize_reading(stats: ReadStats) -> str:
+    """'120 events, 2 malformed lines skipped, ...': what reading the logs gave."""
+    parts = [plural(stats.events, "event")]
+    if stats.malformed:
+        parts.append(f"{plural(stats.malformed, 'malformed line')} skipped")
+    if stats.oversized:
+        parts.append(f"{plural(stats.oversized, 'oversized line')} skipped")
+    if stats.too_deep:
+        parts.append(f"{plural(stats.too_deep, 'too deeply nested line')} skipped")
+    if stats.torn:
+        parts.append(f"{plural(stats.torn, 'torn line')} repaired")
+    if stats.invalid_utf8:
+        parts.append(f"{plural(stats.invalid_utf8, 'line')} with invalid UTF-8")
+    if stats.unknown_types:
+        # past the cap the types are not all named: how many there were is not known
+        distinct = len(stats.unknown_types)
+        types = (
+            f"more than {MAX_UNKNOWN_TYPES} unknown types"
+            if stats.unknown_types_capped
+            else plural(distinct, "unknown type")
+        )
+        parts.append(f"{plural(sum(stats.unknown_types.values()), 'event')} of {types}")
+    return ", ".join(parts)
+
+
+def destinations(sink: SpanSink) -> str:
+    """ " (to each of 2 destinations; otlp ...: 6, file ...: 6)" when spans go to several, so
+    that a destination that fell behind shows; else nothing."""
+    if sink.destinations < 2:
+        return ""
+    return (
+        f" (to each of {sink.destinations} destinations; "
+        + ", ".join(f"{label}: {count}" for label, count in sink.stats.by_exporter.items())
+        + ")"
+    )
+
+
+def sampled(sink: SpanSink) -> str:
+    """ ", N spans sampled out" when sampling is on, else nothing."""
+    dropped = sink.sampler.dropped_spans
+    return f", {plural(dropped, 'span')} sampled out" if sink.sampler.ratio < 1 else ""
