@@ -6,6 +6,7 @@ streams (one per log or live session) to one `SessionAssembler` each.
 
     _router.py      Assembler: streams -> sessions
     _session.py     SessionAssembler: one session's parts; feed() dispatches by event type
+    _parts.py       Parts: the session's parts a handler gets (never the session itself)
     handlers/       what each event type means: the HANDLERS table, handlers by concern
     _lifecycle.py   open, reopen, close an interaction; loop end; dangling tools; snapshot
     spans/          SpanFactory (deterministic ids, the GenAI block, finish and emit) and one
@@ -14,6 +15,7 @@ streams (one per log or live session) to one `SessionAssembler` each.
     _content.py     content policy: sizes, salted hashes, opt-in text
     _fields.py      typed readers of event fields
     _meter.py       metric observations of a session
+    _accounting.py  cost and code changes; _totals.py the figures of an accounting snapshot
     _spanmetrics.py metrics that follow from finished spans, computed from the SpanRecords
     _config.py      AssemblerConfig, AssemblerStats
 

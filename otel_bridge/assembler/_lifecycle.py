@@ -17,12 +17,12 @@ from typing import Any
 
 from .. import semconv as sc
 from .._events import Event
-from ._accounting import Totals
 from ._attribution import restore_attribution
 from ._config import AssemblerStats
 from ._fields import read_str, read_version
 from ._meter import SessionMeter
 from ._state import Agent, Error, Interaction, SessionFacts, disagrees
+from ._totals import Totals
 from .spans import SpanBuilders
 
 __all__ = ["Lifecycle", "restore", "snapshot"]
