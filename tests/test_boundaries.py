@@ -87,3 +87,33 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 def test_the_assemblers_modules_import_one_another_without_a_circle() -> None:
     found = cycles(import_graph(PACKAGE / "assembler"))
     assert found == [], f"import circles: {[sorted(c) for c in found]}"
+
+
+def private_imports(package: str, face: str) -> set[tuple[str, str]]:
+    """(importer, module) for each module of `otel_bridge` outside `package` that imports a
+    module of `package` other than `face` (the package's face)."""
+    modules = {module_name(path) for path in PACKAGE.rglob("*.py")}
+    inside = {name for name in modules if name == package or name.startswith(f"{package}.")}
+    return {
+        (module_name(path), target)
+        for path in PACKAGE.rglob("*.py")
+        if module_name(path) not in inside and module_name(path) != face
+        for target in imports_of(path)
+        if target in inside and target != face
+    }
+
+
+def test_other_packages_reach_the_assembler_through_its_face_only() -> None:
+    """`from otel_bridge.assembler import X`, never `from otel_bridge.assembler._x import X`:
+    what the assembler's modules are called stays its own business."""
+    assert private_imports("otel_bridge.assembler", "otel_bridge.assembler") == set()
+
+
+def test_the_metric_catalogue_is_reached_through_metrics_only() -> None:
+    found = private_imports("otel_bridge._metric_catalogue", "otel_bridge._metrics")
+    assert found == set()
+
+
+def test_a_private_import_is_found() -> None:
+    found = private_imports("otel_bridge.assembler._root_name", "otel_bridge.assembler")
+    assert ("otel_bridge.assembler._config", "otel_bridge.assembler._root_name") in found

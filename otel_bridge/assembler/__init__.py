@@ -19,6 +19,8 @@ streams (one per log or live session) to one `SessionAssembler` each.
     _spanmetrics.py metrics that follow from finished spans, computed from the SpanRecords
     _config.py      AssemblerConfig, AssemblerStats
 
+Other packages import from here only, never from a module below (tests/test_boundaries.py).
+
 A new event type: a handler in `handlers/` and a row in `handlers.HANDLERS`
 (docs/architecture.md, "Where a new event type goes").
 """
@@ -26,7 +28,8 @@ A new event type: a handler in `handlers/` and a row in `handlers.HANDLERS`
 from __future__ import annotations
 
 from ._config import AssemblerConfig, AssemblerStats
+from ._root_name import check_root_name
 from ._router import Assembler
 from ._session import SessionAssembler
 
-__all__ = ["Assembler", "AssemblerConfig", "AssemblerStats", "SessionAssembler"]
+__all__ = ["Assembler", "AssemblerConfig", "AssemblerStats", "SessionAssembler", "check_root_name"]
