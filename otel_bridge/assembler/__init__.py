@@ -8,7 +8,8 @@ streams (one per log or live session) to one `SessionAssembler` each.
     _session.py     SessionAssembler: one session's parts; feed() dispatches by event type
     _parts.py       Parts: the session's parts a handler gets (never the session itself)
     handlers/       what each event type means: the HANDLERS table, handlers by concern
-    _lifecycle.py   open, reopen, close an interaction; loop end; dangling tools; snapshot
+    _lifecycle.py   open, reopen, close an interaction; loop end; dangling tools
+    _snapshot.py    what a checkpoint saves of a session: snapshot, restore
     spans/          SpanFactory (deterministic ids, the GenAI block, finish and emit) and one
                     builder per span kind: _agent.py, _turn.py, _chat.py, _tool.py
     _state.py       the open state: Interaction, Agent, Turn, OpenSpan, SessionFacts, SeenSet

@@ -24,9 +24,10 @@ from .._metrics import MetricsRecorder, NullRecorder, UnknownMetric
 from .._records import AttributeValue, SpanEventRecord, SpanRecord
 from ._config import AssemblerConfig, AssemblerStats
 from ._content import ContentPolicy, as_json
-from ._lifecycle import Lifecycle, restore, snapshot
+from ._lifecycle import Lifecycle
 from ._meter import SessionMeter
 from ._parts import Parts
+from ._snapshot import restore, snapshot
 from ._state import Interaction, SeenSet, SessionFacts
 from .handlers import AFTER_RESUME, HANDLERS, KEEP_DANGLING_TOOLS
 from .spans import SpanBuilders, SpanFactory
@@ -256,7 +257,7 @@ class SessionAssembler:
         return interaction.root.span_id, interaction.last_ns, shells, subagents
 
     def snapshot(self) -> dict[str, Any]:
-        """The session-level state a restart needs (see `_lifecycle.snapshot`); if that fails,
+        """The session-level state a restart needs (see `_snapshot.snapshot`); if that fails,
         only the session id (a restart then starts the session's facts afresh)."""
         try:
             return snapshot(self.facts)

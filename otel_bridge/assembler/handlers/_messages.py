@@ -68,47 +68,10 @@ def on_user_message(parts: Parts, event: Event) -> None:
         interaction = lifecycle.reopen_previous(event)
         lifecycle.add_id(interaction, interaction_id)
     if interaction is not None and _joins(interaction, event):
-        # The CLI adds it to the running turn's conversation: nothing is cut or opened.
-        interaction.steering += 1
-        interaction.user_messages += 1
-        parts.meter.add(
-            sc.METRIC_USER_MESSAGES,
-            {sc.COPILOT_CONTINUATION: False, sc.COPILOT_DELIVERY: delivery},
-        )
-        parts.spans.factory.add_event(
-            interaction.root,
-            SpanEventRecord(
-                sc.EVENT_STEERING,
-                event.timestamp_ns,
-                compact(
-                    {
-                        sc.COPILOT_INTERACTION_ID: interaction_id,
-                        sc.COPILOT_TURN_ID: read_str(event.data, "turnId"),
-                    }
-                ),
-            ),
-        )
+        _steer(parts, interaction, event, delivery)
         return
     if event.data.get("isAutopilotContinuation") is True:
-        if interaction is None:
-            interaction = lifecycle.reopen_previous(event)
-        interaction.continuations += 1
-        interaction.user_messages += 1
-        interaction.awaiting_continuation = interaction.awaiting_nudge = False
-        if interaction_id:
-            lifecycle.add_id(interaction, interaction_id)
-        parts.meter.add(
-            sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: True, sc.COPILOT_DELIVERY: delivery}
-        )
-        parts.meter.add(sc.METRIC_AUTOPILOT_CONTINUATIONS)
-        parts.spans.factory.add_event(
-            interaction.root,
-            SpanEventRecord(
-                sc.EVENT_AUTOPILOT_CONTINUATION,
-                event.timestamp_ns,
-                compact({sc.COPILOT_INTERACTION_ID: read_str(event.data, "interactionId")}),
-            ),
-        )
+        _continue(parts, interaction or lifecycle.reopen_previous(event), event, delivery)
         return
     if interaction is not None:
         # an autopilot loop the CLI did not nudge on before this message hit its limit
@@ -127,6 +90,52 @@ def on_user_message(parts: Parts, event: Event) -> None:
     content = event.data.get("content")
     if isinstance(content, str):
         parts.spans.agent.prompt(interaction, content)
+
+
+def _steer(parts: Parts, interaction: Interaction, event: Event, delivery: str) -> None:
+    """A steering message into the running task: the CLI adds it to the running turn's
+    conversation, so nothing is cut or opened."""
+    interaction.steering += 1
+    interaction.user_messages += 1
+    parts.meter.add(
+        sc.METRIC_USER_MESSAGES,
+        {sc.COPILOT_CONTINUATION: False, sc.COPILOT_DELIVERY: delivery},
+    )
+    parts.spans.factory.add_event(
+        interaction.root,
+        SpanEventRecord(
+            sc.EVENT_STEERING,
+            event.timestamp_ns,
+            compact(
+                {
+                    sc.COPILOT_INTERACTION_ID: read_str(event.data, "interactionId"),
+                    sc.COPILOT_TURN_ID: read_str(event.data, "turnId"),
+                }
+            ),
+        ),
+    )
+
+
+def _continue(parts: Parts, interaction: Interaction, event: Event, delivery: str) -> None:
+    """An autopilot continuation: the CLI nudged the model on, within the same task."""
+    interaction.continuations += 1
+    interaction.user_messages += 1
+    interaction.awaiting_continuation = interaction.awaiting_nudge = False
+    interaction_id = read_str(event.data, "interactionId")
+    if interaction_id:
+        parts.lifecycle.add_id(interaction, interaction_id)
+    parts.meter.add(
+        sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: True, sc.COPILOT_DELIVERY: delivery}
+    )
+    parts.meter.add(sc.METRIC_AUTOPILOT_CONTINUATIONS)
+    parts.spans.factory.add_event(
+        interaction.root,
+        SpanEventRecord(
+            sc.EVENT_AUTOPILOT_CONTINUATION,
+            event.timestamp_ns,
+            compact({sc.COPILOT_INTERACTION_ID: interaction_id}),
+        ),
+    )
 
 
 def on_turn_start(parts: Parts, event: Event) -> None:
@@ -169,7 +178,7 @@ def on_turn_end(parts: Parts, event: Event) -> None:
             }
         )
     else:
-        parts.lifecycle.end_tools_of(interaction, agent, event.timestamp_ns)
+        parts.spans.tool.finish_all_of(interaction, agent, event.timestamp_ns)
     parts.spans.turn.finish(agent, event.timestamp_ns)
     if agent is not interaction.main:
         return

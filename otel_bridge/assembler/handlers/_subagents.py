@@ -61,7 +61,7 @@ def _end_subagent(parts: Parts, event: Event, error: Error | None) -> None:
         error = cut_short = (sc.ERROR_ABORTED, None)
     elif error is None:
         error = agent.error  # CLI 1.0.81: subagent.completed after the sub-agent's session.error
-    parts.lifecycle.end_tools_of(interaction, agent, event.timestamp_ns, cut_short)
+    parts.spans.tool.finish_all_of(interaction, agent, event.timestamp_ns, cut_short)
     parts.spans.turn.finish(agent, event.timestamp_ns, error=cut_short, incomplete=True)
     parts.spans.agent.finish_subagent(agent, event.timestamp_ns, error=error)
     parts.lifecycle.forget_ended(interaction, agent)
