@@ -284,6 +284,7 @@ STEP_END_OF_INPUT: Final = "end_of_input"  # closing what is open (end of a log,
 STEP_EXPIRE: Final = "expire"  # ending a task whose background wait is over
 STEP_SNAPSHOT: Final = "snapshot"  # saving the session's state for a checkpoint
 STEP_RESTORE: Final = "restore"  # taking a checkpoint's state back
+STEP_METRIC: Final = "metric"  # recording a metric the catalogue lacks (a bug; dropped)
 # Bad input the assembler bounded or made valid (docs/architecture.md, "Bad input").
 METRIC_VALUES_REPAIRED: Final = MetricName("otel_bridge.values.repaired")
 #: On otel_bridge.values.repaired: what was wrong (the REPAIR_* values).

@@ -100,8 +100,8 @@ def test_no_module_spells_a_metric_name_but_semconv_and_the_catalogue() -> None:
     assert NOT_YET - spelled == set(), "no longer spelled there: take it off NOT_YET"
 
 
-def meter(recorder: object | None = None) -> SessionMeter:
-    return SessionMeter(recorder or Recorder(), SessionFacts("s"), AssemblerStats())  # type: ignore[arg-type]
+def meter(recorder: Recorder | None = None) -> SessionMeter:
+    return SessionMeter(recorder or Recorder(), SessionFacts("s"), AssemblerStats())
 
 
 def test_recording_a_name_the_catalogue_lacks_raises_in_tests() -> None:
@@ -137,7 +137,9 @@ def test_in_production_an_unknown_name_is_dropped_counted_and_logged_once(
         for _ in range(3):
             meter(recorder).add(sc.MetricName("copilot.made_up"))
         meter(recorder).add(sc.METRIC_TURNS)
-    assert [point[1] for point in recorder.points] == [sc.METRIC_TURNS]
+    failed = [p[3] for p in recorder.points if p[1] == sc.METRIC_EVENTS_FAILED]
+    assert failed == [{sc.OTEL_BRIDGE_STEP: sc.STEP_METRIC}] * 3
+    assert [p[1] for p in recorder.points if p[1] != sc.METRIC_EVENTS_FAILED] == [sc.METRIC_TURNS]
     assert unknown_metrics() == {"copilot.made_up": 3}
     said = [r for r in caplog.records if "copilot.made_up" in r.getMessage()]
     assert len(said) == 1

@@ -30,8 +30,9 @@ class SessionMeter:
     """Counts and histograms of one session (names from `semconv`, defined in `CATALOGUE`).
 
     Every observation's name is checked against the catalogue (`_metrics.known_metric`), even
-    with no recorder: one the catalogue lacks raises in tests and is dropped, counted and
-    logged once in production, never recorded under a name nothing defines."""
+    with no recorder: one the catalogue lacks raises in tests; in production it is dropped,
+    logged once and counted as a failed step (`otel_bridge.events.failed`, step `metric`),
+    never recorded under a name nothing defines."""
 
     __slots__ = ("_extra", "_extra_of", "_facts", "_labels", "_recorder", "_stats", "observing")
 
@@ -65,9 +66,8 @@ class SessionMeter:
         self, name: sc.MetricName, attributes: Mapping[str, AttributeValue] | None = None
     ) -> None:
         """Count one."""
-        if (
-            not known_metric(name) or not self.observing
-        ):  # nothing to work out for a recorder that keeps nothing
+        # nothing to work out for a recorder that keeps nothing
+        if not self._known(name) or not self.observing:
             return
         self._recorder.add(
             name, 1, self._attributed(name, attributes or {}), self._facts.session_id
@@ -78,7 +78,7 @@ class SessionMeter:
     ) -> None:
         """Add `value` (a cost, a number of lines) to a counter; a value that is not finite (a
         sum of figures from the log can overflow) is not added."""
-        if known_metric(name) and self.observing and value - value == 0:
+        if self._known(name) and self.observing and value - value == 0:
             self._recorder.add(
                 name, value, self._attributed(name, attributes), self._facts.session_id
             )
@@ -87,10 +87,18 @@ class SessionMeter:
         self, name: sc.MetricName, value: float, attributes: Mapping[str, AttributeValue]
     ) -> None:
         """Record one value in a histogram (not if it is not finite)."""
-        if known_metric(name) and self.observing and value - value == 0:
+        if self._known(name) and self.observing and value - value == 0:
             self._recorder.record(
                 name, value, self._attributed(name, attributes), self._facts.session_id
             )
+
+    def _known(self, name: str) -> bool:
+        """Whether `name` is the catalogue's; one that is not is counted where operators look
+        (`known_metric` raises for it in tests, and logs it once)."""
+        if known_metric(name):
+            return True
+        self.failed(sc.STEP_METRIC)
+        return False
 
     def _attributed(
         self, name: str, attributes: Mapping[str, AttributeValue]
