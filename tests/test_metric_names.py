@@ -27,31 +27,28 @@ HOMES = {"semconv.py", "_metric_catalogue.py"}
 #: What looks like a metric's name where a name is recorded (`recorder.add("x.y", ...)`).
 LOOKS_LIKE_A_NAME = re.compile(r"(copilot|gen_ai|otel_bridge)\.[a-z_.]+")
 RECORDING = {"add", "add_value", "record", "gauge"}
-#: Modules of other parts of the bridge that still spell names, by (module, name): being
-#: changed elsewhere (sources, cli, export) at the same time as this check was written; each
-#: is one line, `"otel_bridge.x"` -> `sc.METRIC_X`. Exact: a module that stops spelling one
-#: must leave this list, so that it only shrinks.
+#: The packages of other parts of the bridge that still spell names, by (package, name):
+#: being changed elsewhere (sources, cli, export) at the same time as this check was written;
+#: each is one line, `"otel_bridge.x"` -> `sc.METRIC_X`. By package, not module, so that
+#: moving code within one does not matter; exact, so that the list only shrinks.
 NOT_YET = {
-    ("cli/_run.py", "copilot.sessions.active"),
-    ("cli/_run.py", "otel_bridge.checkpoint.failures"),
-    ("cli/_run.py", "otel_bridge.events.failed"),
-    ("cli/_run.py", "otel_bridge.files.followed"),
-    ("cli/_run.py", "otel_bridge.sessions.resident"),
-    ("cli/_run.py", "otel_bridge.watch.problems"),
-    ("export/_metrics.py", "otel_bridge.export.failures"),
-    ("export/_metrics.py", "otel_bridge.labels.capped"),
-    ("export/_sink.py", "otel_bridge.export.failures"),
-    ("export/_sink.py", "otel_bridge.spans.dropped"),
-    ("export/_sink.py", "otel_bridge.spans.exported"),
-    ("export/_sink.py", "otel_bridge.spans.rejected"),
-    ("sources/_health.py", "otel_bridge.lines.skipped"),
-    ("sources/_replay.py", "otel_bridge.events.read"),
-    ("sources/_sdk.py", "otel_bridge.events.read"),
-    ("sources/_tail.py", "otel_bridge.event.lag"),
-    ("sources/_tail.py", "otel_bridge.events.failed"),
-    ("sources/_tail.py", "otel_bridge.events.read"),
-    ("sources/_tail.py", "otel_bridge.files.skipped"),
-    ("sources/_tail.py", "otel_bridge.watch.problems"),
+    ("cli", "copilot.sessions.active"),
+    ("cli", "otel_bridge.checkpoint.failures"),
+    ("cli", "otel_bridge.events.failed"),
+    ("cli", "otel_bridge.files.followed"),
+    ("cli", "otel_bridge.sessions.resident"),
+    ("cli", "otel_bridge.watch.problems"),
+    ("export", "otel_bridge.export.failures"),
+    ("export", "otel_bridge.labels.capped"),
+    ("export", "otel_bridge.spans.dropped"),
+    ("export", "otel_bridge.spans.exported"),
+    ("export", "otel_bridge.spans.rejected"),
+    ("sources", "otel_bridge.event.lag"),
+    ("sources", "otel_bridge.events.failed"),
+    ("sources", "otel_bridge.events.read"),
+    ("sources", "otel_bridge.files.skipped"),
+    ("sources", "otel_bridge.lines.skipped"),
+    ("sources", "otel_bridge.watch.problems"),
 }
 
 
@@ -96,8 +93,10 @@ def test_no_module_spells_a_metric_name_but_semconv_and_the_catalogue() -> None:
         if str(path.relative_to(PACKAGE)) not in HOMES
         for name in spelled_names(path, names)
     }
-    assert spelled - NOT_YET == set(), "use semconv.METRIC_* (the catalogue's names)"
-    assert NOT_YET - spelled == set(), "no longer spelled there: take it off NOT_YET"
+    waived = {(module, name) for module, name in spelled if (module.split("/")[0], name) in NOT_YET}
+    assert spelled - waived == set(), "use semconv.METRIC_* (the catalogue's names)"
+    still = {(module.split("/")[0], name) for module, name in waived}
+    assert NOT_YET - still == set(), "no longer spelled there: take it off NOT_YET"
 
 
 def meter(recorder: Recorder | None = None) -> SessionMeter:
