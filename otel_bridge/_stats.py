@@ -31,15 +31,15 @@ OUTCOMES = ("completed", "failed", "error", "aborted", "no_signal")
 DONE = next(o.word for o in WORD_OUTCOMES if o.value == sc.OUTCOME_NO_SIGNAL)
 _COUNTED = frozenset(
     {
-        "copilot.user_messages",
-        "copilot.turns",
-        "copilot.tasks",
-        "copilot.tool.calls",
-        "copilot.turns_per_message",
-        "gen_ai.client.inference.operation.input_tokens",
-        "gen_ai.client.inference.operation.output_tokens",
-        "copilot.session.premium_requests",
-        "copilot.code.lines",
+        sc.METRIC_USER_MESSAGES,
+        sc.METRIC_TURNS,
+        sc.METRIC_TASKS,
+        sc.METRIC_TOOL_CALLS,
+        sc.METRIC_TURNS_PER_MESSAGE,
+        sc.METRIC_INFERENCE_INPUT_TOKENS,
+        sc.METRIC_INFERENCE_OUTPUT_TOKENS,
+        sc.METRIC_SESSION_PREMIUM_REQUESTS,
+        sc.METRIC_CODE_LINES,
     }
 )
 
@@ -194,29 +194,29 @@ class StatsCollector:
         if name not in _COUNTED:
             return
         stats = self._of(session_id)
-        if name == "copilot.session.premium_requests":
+        if name == sc.METRIC_SESSION_PREMIUM_REQUESTS:
             stats.premium_requests = (stats.premium_requests or 0.0) + value
             return
         count = int(value)
-        if name == "copilot.code.lines":
-            if attributes.get("copilot.change") == "removed":
+        if name == sc.METRIC_CODE_LINES:
+            if attributes.get(sc.COPILOT_CHANGE) == "removed":
                 stats.lines_removed += count
             else:
                 stats.lines_added += count
-        elif name == "copilot.user_messages":
-            if attributes.get("copilot.continuation"):
+        elif name == sc.METRIC_USER_MESSAGES:
+            if attributes.get(sc.COPILOT_CONTINUATION):
                 stats.continuations += count
             else:
                 stats.user_messages += count
-        elif name == "copilot.turns":
+        elif name == sc.METRIC_TURNS:
             stats.turns += count
-        elif name == "copilot.tasks":
-            outcome = str(attributes.get("copilot.task.outcome", "no_signal"))
+        elif name == sc.METRIC_TASKS:
+            outcome = str(attributes.get(sc.COPILOT_TASK_OUTCOME, "no_signal"))
             stats.tasks += count
             stats.outcomes[outcome] = stats.outcomes.get(outcome, 0) + count
-        elif name == "copilot.tool.calls":
+        elif name == sc.METRIC_TOOL_CALLS:
             stats.tool_calls += count
-            if attributes.get("copilot.tool.outcome") == "error":
+            if attributes.get(sc.COPILOT_TOOL_OUTCOME) == "error":
                 stats.tool_failures += count
 
     def record(
@@ -225,12 +225,12 @@ class StatsCollector:
         if name not in _COUNTED:
             return
         stats = self._of(session_id)
-        if name == "copilot.turns_per_message":
+        if name == sc.METRIC_TURNS_PER_MESSAGE:
             stats.task_turns += int(value)
-        elif name == "gen_ai.client.inference.operation.input_tokens":
+        elif name == sc.METRIC_INFERENCE_INPUT_TOKENS:
             stats.input_tokens += int(value)
             stats.llm_calls += 1
-        elif name == "gen_ai.client.inference.operation.output_tokens":
+        elif name == sc.METRIC_INFERENCE_OUTPUT_TOKENS:
             stats.output_tokens += int(value)
 
     def total(self) -> SessionStats:

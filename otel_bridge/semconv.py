@@ -18,7 +18,11 @@ metric name that is not defined here.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, NewType
+
+#: A metric's name: only the METRIC_* names of this module are one (mypy holds the assembler's
+#: meter and the catalogue to them).
+MetricName = NewType("MetricName", str)
 
 SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.44.0"
 
@@ -231,38 +235,48 @@ ERROR_SUBAGENT_FAILED: Final = "subagent_failed"
 ERROR_SESSION: Final = "error"  # a session.error without errorType
 ERROR_MODEL_CALL_FAILED: Final = "model_call_failure"  # a model.call_failure without a code
 
-# --- metric names the assembler observes (each defined in `_metrics.CATALOGUE` and
-# docs/metrics.md; a test checks that every one is in the catalogue) ------------------------
-METRIC_TURNS_PER_MESSAGE: Final = "copilot.turns_per_message"
-METRIC_TASKS: Final = "copilot.tasks"
-METRIC_TURNS: Final = "copilot.turns"
-METRIC_USER_MESSAGES: Final = "copilot.user_messages"
-METRIC_TOOL_CALLS: Final = "copilot.tool.calls"
-METRIC_SESSION_ERRORS: Final = "copilot.session.errors"
-METRIC_ABORTS: Final = "copilot.aborts"
-METRIC_COMPACTIONS: Final = "copilot.compactions"
-METRIC_AUTOPILOT_CONTINUATIONS: Final = "copilot.autopilot.continuations"
-METRIC_PERMISSION_WAIT: Final = "copilot.permission.wait.duration"
+# --- metric names (METRIC_*, here and below): every metric the bridge records is named in this
+# module, as a `MetricName`, and defined once in the catalogue (`_metric_catalogue.py`,
+# docs/metrics.md); no other module spells one (tests/test_metric_names.py) ------------------
+METRIC_TURNS_PER_MESSAGE: Final = MetricName("copilot.turns_per_message")
+METRIC_TASKS: Final = MetricName("copilot.tasks")
+METRIC_TURNS: Final = MetricName("copilot.turns")
+METRIC_USER_MESSAGES: Final = MetricName("copilot.user_messages")
+METRIC_TOOL_CALLS: Final = MetricName("copilot.tool.calls")
+METRIC_SESSION_ERRORS: Final = MetricName("copilot.session.errors")
+METRIC_ABORTS: Final = MetricName("copilot.aborts")
+METRIC_COMPACTIONS: Final = MetricName("copilot.compactions")
+METRIC_AUTOPILOT_CONTINUATIONS: Final = MetricName("copilot.autopilot.continuations")
+METRIC_PERMISSION_WAIT: Final = MetricName("copilot.permission.wait.duration")
+METRIC_SESSIONS_ACTIVE: Final = MetricName("copilot.sessions.active")
 # GenAI inference metrics (semantic-conventions-genai docs/gen-ai/client-inference.md and
 # gen-ai-token-metrics.md): a histogram of each call's duration and of its input and output
 # tokens, and counters of the tokens spent, cached and reasoned.
-METRIC_INFERENCE_DURATION: Final = "gen_ai.client.inference.duration"
-METRIC_INFERENCE_INPUT_TOKENS: Final = "gen_ai.client.inference.operation.input_tokens"
-METRIC_INFERENCE_OUTPUT_TOKENS: Final = "gen_ai.client.inference.operation.output_tokens"
-METRIC_USAGE_INPUT_TOKENS: Final = "gen_ai.client.inference.usage.input_tokens"
-METRIC_USAGE_OUTPUT_TOKENS: Final = "gen_ai.client.inference.usage.output_tokens"
-METRIC_USAGE_CACHE_READ_TOKENS: Final = "gen_ai.client.inference.usage.cache_read.input_tokens"
-METRIC_USAGE_CACHE_WRITE_TOKENS: Final = "gen_ai.client.inference.usage.cache_write.input_tokens"
-METRIC_USAGE_REASONING_TOKENS: Final = "gen_ai.client.inference.usage.reasoning.output_tokens"
+METRIC_INFERENCE_DURATION: Final = MetricName("gen_ai.client.inference.duration")
+METRIC_INFERENCE_INPUT_TOKENS: Final = MetricName("gen_ai.client.inference.operation.input_tokens")
+METRIC_INFERENCE_OUTPUT_TOKENS: Final = MetricName(
+    "gen_ai.client.inference.operation.output_tokens"
+)
+METRIC_USAGE_INPUT_TOKENS: Final = MetricName("gen_ai.client.inference.usage.input_tokens")
+METRIC_USAGE_OUTPUT_TOKENS: Final = MetricName("gen_ai.client.inference.usage.output_tokens")
+METRIC_USAGE_CACHE_READ_TOKENS: Final = MetricName(
+    "gen_ai.client.inference.usage.cache_read.input_tokens"
+)
+METRIC_USAGE_CACHE_WRITE_TOKENS: Final = MetricName(
+    "gen_ai.client.inference.usage.cache_write.input_tokens"
+)
+METRIC_USAGE_REASONING_TOKENS: Final = MetricName(
+    "gen_ai.client.inference.usage.reasoning.output_tokens"
+)
 # Previous names (semantic-conventions 1.41.0), emitted with --semconv previous|both only.
-METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
-METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
-METRIC_INVOKE_AGENT_DURATION: Final = "gen_ai.invoke_agent.duration"
-METRIC_INVOKE_AGENT_TOOL_CALLS: Final = "gen_ai.invoke_agent.tool_calls"
-METRIC_INVOKE_AGENT_INFERENCE_CALLS: Final = "gen_ai.invoke_agent.inference_calls"
-METRIC_EXECUTE_TOOL_DURATION: Final = "gen_ai.execute_tool.duration"
-METRIC_EVENTS_UNKNOWN: Final = "otel_bridge.events.unknown"
-METRIC_EVENTS_FAILED: Final = "otel_bridge.events.failed"
+METRIC_TOKEN_USAGE: Final = MetricName("gen_ai.client.token.usage")
+METRIC_OPERATION_DURATION: Final = MetricName("gen_ai.client.operation.duration")
+METRIC_INVOKE_AGENT_DURATION: Final = MetricName("gen_ai.invoke_agent.duration")
+METRIC_INVOKE_AGENT_TOOL_CALLS: Final = MetricName("gen_ai.invoke_agent.tool_calls")
+METRIC_INVOKE_AGENT_INFERENCE_CALLS: Final = MetricName("gen_ai.invoke_agent.inference_calls")
+METRIC_EXECUTE_TOOL_DURATION: Final = MetricName("gen_ai.execute_tool.duration")
+METRIC_EVENTS_UNKNOWN: Final = MetricName("otel_bridge.events.unknown")
+METRIC_EVENTS_FAILED: Final = MetricName("otel_bridge.events.failed")
 #: On otel_bridge.events.failed: what the assembler was doing when it failed (the STEP_* values).
 OTEL_BRIDGE_STEP: Final = "otel_bridge.step"
 STEP_FEED: Final = "feed"  # handling one event (then copilot.event.type says which type)
@@ -270,14 +284,15 @@ STEP_END_OF_INPUT: Final = "end_of_input"  # closing what is open (end of a log,
 STEP_EXPIRE: Final = "expire"  # ending a task whose background wait is over
 STEP_SNAPSHOT: Final = "snapshot"  # saving the session's state for a checkpoint
 STEP_RESTORE: Final = "restore"  # taking a checkpoint's state back
+STEP_METRIC: Final = "metric"  # recording a metric the catalogue lacks (a bug; dropped)
 # Bad input the assembler bounded or made valid (docs/architecture.md, "Bad input").
-METRIC_VALUES_REPAIRED: Final = "otel_bridge.values.repaired"
+METRIC_VALUES_REPAIRED: Final = MetricName("otel_bridge.values.repaired")
 #: On otel_bridge.values.repaired: what was wrong (the REPAIR_* values).
 OTEL_BRIDGE_REASON: Final = "otel_bridge.reason"
 REPAIR_TEXT: Final = "text"  # lone surrogates, made U+FFFD
 REPAIR_NUMBER: Final = "number"  # beyond 64 bits or not finite, left out
 REPAIR_TIME: Final = "time"  # outside 1970..2262 or an end before its start, clamped
-METRIC_LIMITS_REACHED: Final = "otel_bridge.limits.reached"
+METRIC_LIMITS_REACHED: Final = MetricName("otel_bridge.limits.reached")
 #: On otel_bridge.limits.reached: which bound of what an open task holds (the LIMIT_* values).
 OTEL_BRIDGE_LIMIT: Final = "otel_bridge.limit"
 LIMIT_SPAN_EVENTS: Final = "span_events"  # span events on one span
@@ -290,7 +305,25 @@ LIMIT_TURN_MESSAGES: Final = "turn_messages"  # messages one turn keeps for its 
 LIMIT_ANSWER: Final = "answer_text"  # text of a turn's answer kept
 LIMIT_HELD_CHATS: Final = "held_chats"  # LLM call spans waiting for their message
 LIMIT_TASK_IDS: Final = "task_ids"  # interactionIds and shells a task keeps
-METRIC_SESSION_MISMATCHES: Final = "otel_bridge.sessions.mismatched"
+METRIC_SESSION_MISMATCHES: Final = MetricName("otel_bridge.sessions.mismatched")
+# the bridge's own health, recorded outside the assembler (sources, export, run)
+METRIC_EVENTS_READ: Final = MetricName("otel_bridge.events.read")
+METRIC_LINES_SKIPPED: Final = MetricName("otel_bridge.lines.skipped")
+METRIC_EVENT_LAG: Final = MetricName("otel_bridge.event.lag")
+METRIC_SPANS_EXPORTED: Final = MetricName("otel_bridge.spans.exported")
+METRIC_SPANS_DROPPED: Final = MetricName("otel_bridge.spans.dropped")
+METRIC_SPANS_REJECTED: Final = MetricName("otel_bridge.spans.rejected")
+METRIC_EXPORT_FAILURES: Final = MetricName("otel_bridge.export.failures")
+METRIC_FILES_FOLLOWED: Final = MetricName("otel_bridge.files.followed")
+METRIC_FILES_SKIPPED: Final = MetricName("otel_bridge.files.skipped")
+METRIC_SESSIONS_RESIDENT: Final = MetricName("otel_bridge.sessions.resident")
+METRIC_WATCH_PROBLEMS: Final = MetricName("otel_bridge.watch.problems")
+METRIC_LABELS_CAPPED: Final = MetricName("otel_bridge.labels.capped")
+METRIC_CHECKPOINT_FAILURES: Final = MetricName("otel_bridge.checkpoint.failures")
+#: Labels of the bridge's own metrics: which exporter; which metric and label had its fill.
+OTEL_BRIDGE_EXPORTER: Final = "otel_bridge.exporter"
+OTEL_BRIDGE_METRIC: Final = "otel_bridge.metric"
+OTEL_BRIDGE_LABEL: Final = "otel_bridge.label"
 
 # --- tools: interrupted by a crash, refused by a permission, served by MCP ------------------
 #: error.type values the CLI writes on `tool.execution_complete` (`error.code`) that the bridge
@@ -343,8 +376,8 @@ EVENT_SKILL_CONTEXT_DELIVERED: Final = "copilot.skill.context_delivered"
 END_AUTOPILOT_LIMIT: Final = "autopilot_limit"
 #: session.autopilot_stopped reason (live only) when the continuation limit was reached.
 AUTOPILOT_CAP_REACHED: Final = "cap_reached"
-METRIC_SKILLS_INVOKED: Final = "copilot.skills.invoked"
-METRIC_AUTOPILOT_LIMIT_STOPS: Final = "copilot.autopilot.limit_stops"
+METRIC_SKILLS_INVOKED: Final = MetricName("copilot.skills.invoked")
+METRIC_AUTOPILOT_LIMIT_STOPS: Final = MetricName("copilot.autopilot.limit_stops")
 
 # --- attribution: the repository, branch and client of a session; who and where the bridge
 # runs (docs/attribution.md) -------------------------------------------------------------------
@@ -394,12 +427,12 @@ SERVICE_INSTANCE_ID: Final = "service.instance.id"
 SERVICE_INSTANCE_NAMESPACE: Final = "4d63009a-8d0f-11ee-aad7-4c796ed8e320"
 ENDUSER_ID: Final = "enduser.id"
 # --- cost and code changes (docs/metrics.md, "Cost and code changes") -------------------------
-METRIC_PREMIUM_REQUESTS: Final = "copilot.premium_requests"
-METRIC_AI_CREDITS: Final = "copilot.ai_credits"
-METRIC_SESSION_PREMIUM_REQUESTS: Final = "copilot.session.premium_requests"
-METRIC_SESSION_AI_CREDITS: Final = "copilot.session.ai_credits"
-METRIC_CODE_LINES: Final = "copilot.code.lines"
-METRIC_CODE_FILES_MODIFIED: Final = "copilot.code.files_modified"
+METRIC_PREMIUM_REQUESTS: Final = MetricName("copilot.premium_requests")
+METRIC_AI_CREDITS: Final = MetricName("copilot.ai_credits")
+METRIC_SESSION_PREMIUM_REQUESTS: Final = MetricName("copilot.session.premium_requests")
+METRIC_SESSION_AI_CREDITS: Final = MetricName("copilot.session.ai_credits")
+METRIC_CODE_LINES: Final = MetricName("copilot.code.lines")
+METRIC_CODE_FILES_MODIFIED: Final = MetricName("copilot.code.files_modified")
 # --- LLM viewers: OpenInference (docs/viewers.md) ---------------------------------------------
 # Arize Phoenix and other OpenInference viewers read these, not the GenAI names, for a span's
 # kind and its input and output columns (spec/semantic_conventions.md of Arize-ai/openinference:

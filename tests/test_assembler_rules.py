@@ -544,6 +544,7 @@ PURE_MODULES = [
     "semconv.py",
     "_lines.py",
     "_metrics.py",
+    "_metric_catalogue.py",
     *ASSEMBLER,
     *PROCESSORS,
 ]

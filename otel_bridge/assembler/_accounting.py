@@ -34,20 +34,19 @@ A bring-your-own-key provider (`isByok`) reports a cost of 0 and no AI credits
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import semconv as sc
 from .._events import Event
 from .._records import AttributeValue, clamp_int
 from ._fields import compact, read_int, read_num, read_obj, read_str
-from ._state import Interaction, OpenSpan
+from ._state import Interaction, OpenSpan, SessionFacts
+from ._totals import Totals, read_totals
 
 if TYPE_CHECKING:
-    from ._session import SessionAssembler
+    from ._meter import SessionMeter
 
 __all__ = [
-    "Totals",
     "call_attributes",
     "count_call",
     "on_shutdown_accounting",
@@ -57,117 +56,6 @@ __all__ = [
 #: aiCreditsStatus when no amount was reported (CLI schema, `AiCreditsStatus`): a numeric zero
 #: is then "not a zero-cost claim".
 CREDITS_UNAVAILABLE = "unavailable"
-#: At most this many models are remembered per snapshot (a bound on the checkpoint's size).
-MAX_MODELS = 64
-
-
-@dataclass(slots=True)
-class Totals:
-    """The figures of one accounting snapshot (cumulative over the session), or a difference
-    of two."""
-
-    premium: float = 0.0
-    nano_aiu: float = 0.0
-    credits_status: str | None = None
-    lines_added: int = 0
-    lines_removed: int = 0
-    files: int = 0
-    #: per model: [premium request cost, nano-AIU]
-    models: dict[str, list[float]] = field(default_factory=dict)
-
-    def minus(self, previous: Totals | None) -> Totals:
-        """What this snapshot adds to `previous` (none: all of it). A figure never goes down:
-        one that did (a snapshot of something else) counts nothing rather than a negative."""
-        if previous is None:
-            return self
-        models = {}
-        for model, (cost, credits) in self.models.items():
-            before = previous.models.get(model, [0.0, 0.0])
-            models[model] = [max(0.0, cost - before[0]), max(0.0, credits - before[1])]
-        return Totals(
-            premium=max(0.0, self.premium - previous.premium),
-            nano_aiu=max(0.0, self.nano_aiu - previous.nano_aiu),
-            credits_status=self.credits_status,
-            lines_added=max(0, self.lines_added - previous.lines_added),
-            lines_removed=max(0, self.lines_removed - previous.lines_removed),
-            files=max(0, self.files - previous.files),
-            models=models,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "premium": self.premium,
-            "nano_aiu": self.nano_aiu,
-            "lines_added": self.lines_added,
-            "lines_removed": self.lines_removed,
-            "files": self.files,
-            "models": {m: list(v) for m, v in self.models.items()},
-        }
-
-    @classmethod
-    def from_json(cls, saved: Any) -> Totals | None:
-        """A `to_json()` taken back; None if it is not one."""
-        if not isinstance(saved, Mapping):
-            return None
-        models: dict[str, list[float]] = {}
-        raw = saved.get("models")
-        if isinstance(raw, Mapping):
-            for model, pair in list(raw.items())[:MAX_MODELS]:
-                if isinstance(model, str) and isinstance(pair, list) and len(pair) == 2:
-                    models[model] = [_number(pair[0]), _number(pair[1])]
-        return cls(
-            premium=_number(saved.get("premium")),
-            nano_aiu=_number(saved.get("nano_aiu")),
-            lines_added=int(_number(saved.get("lines_added"))),
-            lines_removed=int(_number(saved.get("lines_removed"))),
-            files=int(_number(saved.get("files"))),
-            models=models,
-        )
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
-
-
-def read_totals(data: Mapping[str, Any]) -> Totals | None:
-    """The figures of a session.shutdown: its `accountingSnapshot` (CLI 1.0.102), else the
-    older top-level fields (`totalPremiumRequests`, `totalNanoAiu`, `codeChanges`,
-    `modelMetrics`); None when it has neither (CLI 1.0.81 and 1.0.92 write no accounting)."""
-    snapshot = read_obj(data, "accountingSnapshot")
-    source: Mapping[str, Any]
-    if snapshot is not None:
-        premium = read_num(snapshot, "totalPremiumRequestCost")
-        nano = read_num(snapshot, "totalNanoAiu")
-        status = read_str(snapshot, "aiCreditsStatus")
-        source = snapshot
-    else:
-        premium = read_num(data, "totalPremiumRequests")
-        nano = read_num(data, "totalNanoAiu")
-        status = None
-        source = data
-    changes = read_obj(source, "codeChanges")
-    if premium is None and nano is None and changes is None:
-        return None
-    # The list of distinct paths, rather than `filesModifiedCount`: CLI 1.0.102 was seen to
-    # list two files with a count of 1 after a resume (the edit_subagent fixture).
-    listed = changes.get("filesModified") if changes is not None else None
-    files = len(listed) if isinstance(listed, list) else read_int(changes, "filesModifiedCount")
-    models: dict[str, list[float]] = {}
-    metrics = read_obj(source, "modelMetrics") or {}
-    for model, metric in list(metrics.items())[:MAX_MODELS]:
-        cost = read_num(read_obj(metric, "requests"), "cost")
-        models[str(model)] = [cost or 0.0, read_num(metric, "totalNanoAiu") or 0.0]
-    return Totals(
-        premium=premium or 0.0,
-        nano_aiu=nano or 0.0,
-        credits_status=status,
-        lines_added=read_int(changes, "linesAdded") or 0,
-        lines_removed=read_int(changes, "linesRemoved") or 0,
-        files=files or 0,
-        models=models,
-    )
-
-
 # --- per LLM call ------------------------------------------------------------------------------
 
 
@@ -193,13 +81,13 @@ def call_attributes(usage: Mapping[str, Any]) -> dict[str, AttributeValue]:
     )
 
 
-def count_call(session: SessionAssembler, attributes: Mapping[str, AttributeValue]) -> None:
+def count_call(facts: SessionFacts, attributes: Mapping[str, AttributeValue]) -> None:
     """Tally a call as billed or bring-your-own-key (a session of BYOK calls only has no cost
     to show). Its cost is counted from its chat span (`_spanmetrics`)."""
     if attributes.get(sc.COPILOT_USAGE_BYOK) is True:
-        session.facts.byok_calls += 1
+        facts.byok_calls += 1
     else:
-        session.facts.billed_calls += 1
+        facts.billed_calls += 1
 
 
 # --- per tool call -----------------------------------------------------------------------------
@@ -248,7 +136,9 @@ def tool_changes(
 # --- per session -------------------------------------------------------------------------------
 
 
-def on_shutdown_accounting(session: SessionAssembler, event: Event) -> None:
+def on_shutdown_accounting(
+    facts: SessionFacts, meter: SessionMeter, interaction: Interaction | None, event: Event
+) -> None:
     """session.shutdown: count what its snapshot adds to the previous one, and put it on the
     task the shutdown ends, if one is still open (called before the shutdown closes it). A
     task already exported (the usual case: an interactive task ends with its last turn) cannot
@@ -256,7 +146,6 @@ def on_shutdown_accounting(session: SessionAssembler, event: Event) -> None:
     totals = read_totals(event.data)
     if totals is None:
         return
-    facts = session.facts
     added = totals.minus(facts.accounting)
     facts.accounting = totals
     byok = facts.byok_calls > 0 and facts.billed_calls == 0
@@ -264,8 +153,7 @@ def on_shutdown_accounting(session: SessionAssembler, event: Event) -> None:
     # session of BYOK calls, or of an older CLI that writes no usage records, reports 0
     # whatever it cost.
     priced = not byok and (facts.billed_calls > 0 or added.premium > 0)
-    _count_segment(session, added, priced)
-    interaction = session.interaction
+    _count_segment(meter, added, priced)
     if interaction is not None and not interaction.root_exported:
         interaction.root.attributes.update(_segment_attributes(added, byok, priced))
 
@@ -285,8 +173,7 @@ def _segment_attributes(added: Totals, byok: bool, priced: bool) -> dict[str, At
     )
 
 
-def _count_segment(session: SessionAssembler, added: Totals, priced: bool) -> None:
-    meter = session.meter
+def _count_segment(meter: SessionMeter, added: Totals, priced: bool) -> None:
     if not meter.observing:
         return
     if priced:

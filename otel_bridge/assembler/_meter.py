@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from .. import semconv as sc
 from .._event_types import KNOWN_EVENT_TYPES
 from .._events import printable_type
-from .._metrics import CATALOGUE, REPOSITORY_LABELS, MetricsRecorder, NullRecorder
+from .._metrics import CATALOGUE, REPOSITORY_LABELS, MetricsRecorder, NullRecorder, known_metric
 from .._records import AttributeValue, Repairs, valid_text
 from ._config import AssemblerStats
 from ._state import SessionFacts
@@ -27,7 +27,12 @@ ATTRIBUTED = frozenset(s.name for s in CATALOGUE if sc.VCS_REPOSITORY_NAME in s.
 
 
 class SessionMeter:
-    """Counts and histograms of one session (names from `semconv`, defined in `CATALOGUE`)."""
+    """Counts and histograms of one session (names from `semconv`, defined in `CATALOGUE`).
+
+    Every observation's name is checked against the catalogue (`_metrics.known_metric`), even
+    with no recorder: one the catalogue lacks raises in tests; in production it is dropped,
+    logged once and counted as a failed step (`otel_bridge.events.failed`, step `metric`),
+    never recorded under a name nothing defines."""
 
     __slots__ = ("_extra", "_extra_of", "_facts", "_labels", "_recorder", "_stats", "observing")
 
@@ -57,28 +62,43 @@ class SessionMeter:
         """The session's mode now (`copilot.mode`), a label of some metrics."""
         return self._facts.mode
 
-    def add(self, name: str, attributes: Mapping[str, AttributeValue] | None = None) -> None:
+    def add(
+        self, name: sc.MetricName, attributes: Mapping[str, AttributeValue] | None = None
+    ) -> None:
         """Count one."""
-        if not self.observing:  # nothing to work out for a recorder that keeps nothing
+        # nothing to work out for a recorder that keeps nothing
+        if not self._known(name) or not self.observing:
             return
         self._recorder.add(
             name, 1, self._attributed(name, attributes or {}), self._facts.session_id
         )
 
-    def add_value(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
+    def add_value(
+        self, name: sc.MetricName, value: float, attributes: Mapping[str, AttributeValue]
+    ) -> None:
         """Add `value` (a cost, a number of lines) to a counter; a value that is not finite (a
         sum of figures from the log can overflow) is not added."""
-        if self.observing and value - value == 0:
+        if self._known(name) and self.observing and value - value == 0:
             self._recorder.add(
                 name, value, self._attributed(name, attributes), self._facts.session_id
             )
 
-    def record(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
+    def record(
+        self, name: sc.MetricName, value: float, attributes: Mapping[str, AttributeValue]
+    ) -> None:
         """Record one value in a histogram (not if it is not finite)."""
-        if self.observing and value - value == 0:
+        if self._known(name) and self.observing and value - value == 0:
             self._recorder.record(
                 name, value, self._attributed(name, attributes), self._facts.session_id
             )
+
+    def _known(self, name: str) -> bool:
+        """Whether `name` is the catalogue's; one that is not is counted where operators look
+        (`known_metric` raises for it in tests, and logs it once)."""
+        if known_metric(name):
+            return True
+        self.failed(sc.STEP_METRIC)
+        return False
 
     def _attributed(
         self, name: str, attributes: Mapping[str, AttributeValue]

@@ -26,7 +26,7 @@ from .._records import (
 )
 
 if TYPE_CHECKING:
-    from ._accounting import Totals
+    from ._totals import Totals
 
 __all__ = [
     "MAIN",

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 
 from .._metrics import OPTIONAL_LABELS
-from ..assembler._root_name import check_root_name
+from ..assembler import check_root_name
 
 __all__ = [
     "metric_labels",

@@ -1,20 +1,20 @@
 """The one table from event type to handler. Adding an event type is one handler and one row.
 
-A handler is a plain function `(session, event) -> None`, grouped by concern in the modules
+A handler is a plain function `(parts, event) -> None`, grouped by concern in the modules
 below. It reads `event.data` with the readers of `_fields`, finds the open interaction in
-`session.interaction` (or `session.lifecycle.ensure(event)` when the event means work is going
-on) and the event's agent with `session.lifecycle.agent_for`, makes and ends spans through
-`session.spans` (one builder per kind), opens and closes interactions through
-`session.lifecycle`, and counts with `session.meter`. A type without a row is read and ignored.
+`parts.interaction` (or `parts.lifecycle.ensure(event)` when the event means work is going
+on) and the event's agent with `parts.lifecycle.agent_for`, makes and ends spans through
+`parts.spans` (one builder per kind), opens and closes interactions through
+`parts.lifecycle`, and counts with `parts.meter`. A type without a row is read and ignored.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 from ..._events import Event
+from .._parts import Parts
 from . import _live as live
 from . import _messages as messages
 from . import _outcomes as outcomes
@@ -23,12 +23,9 @@ from . import _skills as skills
 from . import _subagents as subagents
 from . import _tools as tools
 
-if TYPE_CHECKING:
-    from .._session import SessionAssembler
-
 __all__ = ["AFTER_RESUME", "HANDLERS", "KEEP_DANGLING_TOOLS", "Handler"]
 
-Handler = Callable[["SessionAssembler", Event], None]
+Handler = Callable[[Parts, Event], None]
 
 HANDLERS: Mapping[str, Handler] = MappingProxyType(
     {

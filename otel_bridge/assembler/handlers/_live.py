@@ -10,37 +10,35 @@ from ..._records import SpanEventRecord
 from .._fields import compact, read_str
 
 if TYPE_CHECKING:
-    from .._session import SessionAssembler
+    from .._parts import Parts
 
 
-def on_idle(session: SessionAssembler, event: Event) -> None:
+def on_idle(parts: Parts, event: Event) -> None:
     """session.idle: the loop is over, background agents included. The one end signal the
     log never has; with `aborted`, it closes what an abort left open."""
-    interaction = session.interaction
+    interaction = parts.interaction
     if interaction is None or event.agent_id is not None:
         return
     if event.data.get("aborted") is True:
-        session.lifecycle.close(
-            event.timestamp_ns, sc.END_ABORT, error=(sc.ERROR_ABORTED, "aborted")
-        )
+        parts.lifecycle.close(event.timestamp_ns, sc.END_ABORT, error=(sc.ERROR_ABORTED, "aborted"))
     else:
-        session.lifecycle.close(
+        parts.lifecycle.close(
             event.timestamp_ns,
             sc.END_IDLE,
             incomplete=not (interaction.main.done or interaction.awaiting_continuation),
         )
 
 
-def on_turn_retry(session: SessionAssembler, event: Event) -> None:
+def on_turn_retry(parts: Parts, event: Event) -> None:
     """assistant.turn_retry: a span event on the agent's turn."""
-    interaction = session.interaction
+    interaction = parts.interaction
     if interaction is None:
         return
-    agent = session.lifecycle.agent_for(event, interaction)
+    agent = parts.lifecycle.agent_for(event, interaction)
     if agent is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
-    session.spans.factory.add_event(
+    parts.spans.factory.add_event(
         agent.current_span,
         SpanEventRecord(
             sc.EVENT_TURN_RETRY,
@@ -55,34 +53,34 @@ def on_turn_retry(session: SessionAssembler, event: Event) -> None:
     )
 
 
-def on_call_failure(session: SessionAssembler, event: Event) -> None:
+def on_call_failure(parts: Parts, event: Event) -> None:
     """model.call_failure: a failed chat span per failed attempt."""
-    interaction = session.lifecycle.ensure(event)
-    agent = session.lifecycle.agent_for(event, interaction)
+    interaction = parts.lifecycle.ensure(event)
+    agent = parts.lifecycle.agent_for(event, interaction)
     if agent is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
-    session.spans.chat.failed_call(interaction, agent, event)
+    parts.spans.chat.failed_call(interaction, agent, event)
 
 
-def on_interrupted(session: SessionAssembler, event: Event) -> None:
+def on_interrupted(parts: Parts, event: Event) -> None:
     """agent.interrupted: the user stopped the agent; the tools it names will not finish."""
-    interaction = session.interaction
+    interaction = parts.interaction
     calls = event.data.get("toolCallIds")
     if interaction is None or not isinstance(calls, list):
         return
     for call in calls:
         if isinstance(call, str) and call in interaction.tools:
-            session.spans.tool.finish(
+            parts.spans.tool.finish(
                 interaction, call, event.timestamp_ns, error=(sc.ERROR_ABORTED, "interrupted")
             )
 
 
-def on_autopilot_stopped(session: SessionAssembler, event: Event) -> None:
+def on_autopilot_stopped(parts: Parts, event: Event) -> None:
     """session.autopilot_stopped: the CLI will not nudge this task on. Its reason goes on the
     root; `cap_reached` (`--max-autopilot-continues`) makes the end reason `autopilot_limit`,
     and ends the task now if its loop had stopped (else at the end that follows)."""
-    interaction = session.interaction
+    interaction = parts.interaction
     reason = read_str(event.data, "reason")
     if interaction is None or event.agent_id is not None or reason is None:
         return
@@ -92,4 +90,4 @@ def on_autopilot_stopped(session: SessionAssembler, event: Event) -> None:
         return
     interaction.autopilot_limit = True
     if interaction.awaiting_nudge:
-        session.lifecycle.close(interaction.last_ns, sc.END_AUTOPILOT_LIMIT)
+        parts.lifecycle.close(interaction.last_ns, sc.END_AUTOPILOT_LIMIT)

@@ -13,7 +13,7 @@ from .._fields import compact, read_obj, read_str
 from .._state import Interaction, Message, Turn
 
 if TYPE_CHECKING:
-    from .._session import SessionAssembler
+    from .._parts import Parts
 
 MODES = frozenset({sc.MODE_INTERACTIVE, sc.MODE_PLAN, sc.MODE_AUTOPILOT})
 #: Messages a turn keeps for its LLM calls (logs without usage records: one chat span per
@@ -47,68 +47,31 @@ def _joins(interaction: Interaction, event: Event) -> bool:
     )
 
 
-def on_user_message(session: SessionAssembler, event: Event) -> None:
+def on_user_message(parts: Parts, event: Event) -> None:
     """A top-level message opens an interaction (closing the one before); an autopilot
     continuation, or a steering message sent into the running task, joins the current one; a
     sub-agent's own prompt is ignored."""
     if event.agent_id is not None or read_str(event.data, "parentToolCallId"):
         return
-    lifecycle = session.lifecycle
+    lifecycle = parts.lifecycle
     interaction = lifecycle.interaction
     delivery = delivery_of(event)
     interaction_id = read_str(event.data, "interactionId")
     if (
         interaction is None
         and delivery == sc.DELIVERY_STEERING
-        and session.facts.previous_in_segment
-        and interaction_id in session.facts.previous_ids
+        and parts.facts.previous_in_segment
+        and interaction_id in parts.facts.previous_ids
     ):
         # Sent as the task's loop stopped, after the bridge had ended it: it is still that
         # task's (the CLI runs it under the task's interactionId), so it goes into its trace.
         interaction = lifecycle.reopen_previous(event)
         lifecycle.add_id(interaction, interaction_id)
     if interaction is not None and _joins(interaction, event):
-        # The CLI adds it to the running turn's conversation: nothing is cut or opened.
-        interaction.steering += 1
-        interaction.user_messages += 1
-        session.meter.add(
-            sc.METRIC_USER_MESSAGES,
-            {sc.COPILOT_CONTINUATION: False, sc.COPILOT_DELIVERY: delivery},
-        )
-        session.spans.factory.add_event(
-            interaction.root,
-            SpanEventRecord(
-                sc.EVENT_STEERING,
-                event.timestamp_ns,
-                compact(
-                    {
-                        sc.COPILOT_INTERACTION_ID: interaction_id,
-                        sc.COPILOT_TURN_ID: read_str(event.data, "turnId"),
-                    }
-                ),
-            ),
-        )
+        _steer(parts, interaction, event, delivery)
         return
     if event.data.get("isAutopilotContinuation") is True:
-        if interaction is None:
-            interaction = lifecycle.reopen_previous(event)
-        interaction.continuations += 1
-        interaction.user_messages += 1
-        interaction.awaiting_continuation = interaction.awaiting_nudge = False
-        if interaction_id:
-            lifecycle.add_id(interaction, interaction_id)
-        session.meter.add(
-            sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: True, sc.COPILOT_DELIVERY: delivery}
-        )
-        session.meter.add(sc.METRIC_AUTOPILOT_CONTINUATIONS)
-        session.spans.factory.add_event(
-            interaction.root,
-            SpanEventRecord(
-                sc.EVENT_AUTOPILOT_CONTINUATION,
-                event.timestamp_ns,
-                compact({sc.COPILOT_INTERACTION_ID: read_str(event.data, "interactionId")}),
-            ),
-        )
+        _continue(parts, interaction or lifecycle.reopen_previous(event), event, delivery)
         return
     if interaction is not None:
         # an autopilot loop the CLI did not nudge on before this message hit its limit
@@ -117,48 +80,94 @@ def on_user_message(session: SessionAssembler, event: Event) -> None:
             sc.END_AUTOPILOT_LIMIT if interaction.awaiting_nudge else sc.END_NEXT_MESSAGE,
             incomplete=not (interaction.awaiting_continuation or interaction.main.done),
         )
-    mode = read_str(event.data, "agentMode") or session.facts.mode
-    if mode != session.facts.mode and mode in MODES:
-        session.facts.mode = mode
+    mode = read_str(event.data, "agentMode") or parts.facts.mode
+    if mode != parts.facts.mode and mode in MODES:
+        parts.facts.mode = mode
     interaction = lifecycle.open(event, synthetic=False)
-    session.meter.add(
+    parts.meter.add(
         sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: False, sc.COPILOT_DELIVERY: delivery}
     )
     content = event.data.get("content")
     if isinstance(content, str):
-        session.spans.agent.prompt(interaction, content)
+        parts.spans.agent.prompt(interaction, content)
 
 
-def on_turn_start(session: SessionAssembler, event: Event) -> None:
+def _steer(parts: Parts, interaction: Interaction, event: Event, delivery: str) -> None:
+    """A steering message into the running task: the CLI adds it to the running turn's
+    conversation, so nothing is cut or opened."""
+    interaction.steering += 1
+    interaction.user_messages += 1
+    parts.meter.add(
+        sc.METRIC_USER_MESSAGES,
+        {sc.COPILOT_CONTINUATION: False, sc.COPILOT_DELIVERY: delivery},
+    )
+    parts.spans.factory.add_event(
+        interaction.root,
+        SpanEventRecord(
+            sc.EVENT_STEERING,
+            event.timestamp_ns,
+            compact(
+                {
+                    sc.COPILOT_INTERACTION_ID: read_str(event.data, "interactionId"),
+                    sc.COPILOT_TURN_ID: read_str(event.data, "turnId"),
+                }
+            ),
+        ),
+    )
+
+
+def _continue(parts: Parts, interaction: Interaction, event: Event, delivery: str) -> None:
+    """An autopilot continuation: the CLI nudged the model on, within the same task."""
+    interaction.continuations += 1
+    interaction.user_messages += 1
+    interaction.awaiting_continuation = interaction.awaiting_nudge = False
+    interaction_id = read_str(event.data, "interactionId")
+    if interaction_id:
+        parts.lifecycle.add_id(interaction, interaction_id)
+    parts.meter.add(
+        sc.METRIC_USER_MESSAGES, {sc.COPILOT_CONTINUATION: True, sc.COPILOT_DELIVERY: delivery}
+    )
+    parts.meter.add(sc.METRIC_AUTOPILOT_CONTINUATIONS)
+    parts.spans.factory.add_event(
+        interaction.root,
+        SpanEventRecord(
+            sc.EVENT_AUTOPILOT_CONTINUATION,
+            event.timestamp_ns,
+            compact({sc.COPILOT_INTERACTION_ID: interaction_id}),
+        ),
+    )
+
+
+def on_turn_start(parts: Parts, event: Event) -> None:
     """A new turn of the event's agent (its previous turn, if still open, ends incomplete)."""
-    interaction = session.lifecycle.ensure(event)
-    agent = session.lifecycle.agent_for(event, interaction)
+    interaction = parts.lifecycle.ensure(event)
+    agent = parts.lifecycle.agent_for(event, interaction)
     if agent is None:  # junk beyond what an interaction takes of it
-        session.unplaced(event)
+        parts.unplaced(event)
         return
     if agent.turn is not None:  # its turn_end never came
-        session.spans.turn.finish(agent, event.timestamp_ns, incomplete=True)
-    session.spans.turn.open(interaction, agent, event)
-    session.meter.add(sc.METRIC_TURNS, {sc.COPILOT_AGENT_TYPE: agent.type})
+        parts.spans.turn.finish(agent, event.timestamp_ns, incomplete=True)
+    parts.spans.turn.open(interaction, agent, event)
+    parts.meter.add(sc.METRIC_TURNS, {sc.COPILOT_AGENT_TYPE: agent.type})
     if agent is interaction.main:
         interaction.awaiting_continuation = interaction.awaiting_nudge = False
         interaction.main.done = False
         interaction_id = read_str(event.data, "interactionId")
         if interaction_id:
-            session.lifecycle.add_id(interaction, interaction_id)
+            parts.lifecycle.add_id(interaction, interaction_id)
 
 
-def on_turn_end(session: SessionAssembler, event: Event) -> None:
+def on_turn_end(parts: Parts, event: Event) -> None:
     """Ends the agent's turn. A main-agent turn whose model answered without asking for tools
     (or after a task_complete) ends the loop."""
-    interaction = session.interaction
+    interaction = parts.interaction
     if interaction is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
-    agent = session.lifecycle.agent_for(event, interaction)
+    agent = parts.lifecycle.agent_for(event, interaction)
     turn = agent.turn if agent is not None else None
     if agent is None or turn is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
     if agent is interaction.main:  # held for one event, in case it is an abort
         interaction.dangling.update(
@@ -169,28 +178,28 @@ def on_turn_end(session: SessionAssembler, event: Event) -> None:
             }
         )
     else:
-        session.lifecycle.end_tools_of(interaction, agent, event.timestamp_ns)
-    session.spans.turn.finish(agent, event.timestamp_ns)
+        parts.spans.tool.finish_all_of(interaction, agent, event.timestamp_ns)
+    parts.spans.turn.finish(agent, event.timestamp_ns)
     if agent is not interaction.main:
         return
     # A turn whose model calls all failed has no answer at all: a session.error follows, so
     # wait for it.
     answered = bool(turn.messages) or turn.llm_calls > 0
     if interaction.task_signal or (answered and not turn.asked_for_tools):
-        session.lifecycle.loop_ended(
+        parts.lifecycle.loop_ended(
             interaction,
             event.timestamp_ns,
             sc.END_TASK_COMPLETE if interaction.task_signal else sc.END_LOOP,
         )
 
 
-def on_assistant_message(session: SessionAssembler, event: Event) -> None:
+def on_assistant_message(parts: Parts, event: Event) -> None:
     """Which turn requested which tool calls; whether the turn asked for tools; its answer;
     the message itself, for chat spans of logs without usage records."""
-    interaction = session.lifecycle.ensure(event)
-    agent = session.lifecycle.agent_for(event, interaction)
+    interaction = parts.lifecycle.ensure(event)
+    agent = parts.lifecycle.agent_for(event, interaction)
     if agent is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
     turn = agent.turn
     owner = agent.current_span
@@ -200,7 +209,7 @@ def on_assistant_message(session: SessionAssembler, event: Event) -> None:
             for request in requests:
                 call_id = read_str(request, "toolCallId") if isinstance(request, dict) else None
                 if call_id:
-                    session.lifecycle.requested(interaction, call_id, owner.span_id)
+                    parts.lifecycle.requested(interaction, call_id, owner.span_id)
         if turn is not None and requests:
             turn.asked_for_tools = True
     if turn is not None:
@@ -214,46 +223,46 @@ def on_assistant_message(session: SessionAssembler, event: Event) -> None:
                 )
             )
         else:  # only needed for logs without usage records; a turn has a few
-            session.meter.limit(sc.LIMIT_TURN_MESSAGES)
+            parts.meter.limit(sc.LIMIT_TURN_MESSAGES)
         answer = event.data.get("content")
         if isinstance(answer, str) and answer:
-            append_answer(session, turn, answer)
+            append_answer(parts, turn, answer)
         if turn.held:  # content capture on: the call's chat span waits for this text
-            session.spans.chat.answered(
+            parts.spans.chat.answered(
                 agent, read_str(event.data, "apiCallId"), answer if isinstance(answer, str) else ""
             )
 
 
-def append_answer(session: SessionAssembler, turn: Turn, text: str) -> None:
+def append_answer(parts: Parts, turn: Turn, text: str) -> None:
     """Add a message's text to its turn's answer, up to `MAX_ANSWER_CHARS` (counted beyond)."""
     turn.answer_length += len(text)
     room = MAX_ANSWER_CHARS - len(turn.answer)
     if len(text) > room:
         text = text[: max(room, 0)]
-        session.meter.limit(sc.LIMIT_ANSWER)
+        parts.meter.limit(sc.LIMIT_ANSWER)
     if text:
         turn.answer += text
 
 
-def on_usage(session: SessionAssembler, event: Event) -> None:
+def on_usage(parts: Parts, event: Event) -> None:
     """session.usage_record (disk) / assistant.usage (live): one chat span per LLM call. Both
     carry the same accounting.usageId, so a call seen in both gives one span."""
     usage: Mapping[str, Any] | None = read_obj(event.data, "usage")
     if usage is None:
         usage = event.data  # live assistant.usage carries the fields at the top
-    interaction = session.lifecycle.ensure(event)
+    interaction = parts.lifecycle.ensure(event)
     call_key = (
         read_str(read_obj(usage, "accounting"), "usageId")
         or read_str(usage, "apiCallId")
         or event.key
     )
-    agent = session.lifecycle.agent_for(event, interaction, read_str(usage, "parentToolCallId"))
+    agent = parts.lifecycle.agent_for(event, interaction, read_str(usage, "parentToolCallId"))
     if agent is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
     if agent.orphan:  # junk does not get to take a real call's key
         call_key = f"{agent.key}\x00{call_key}"
     if interaction.chat_keys.seen(call_key):
         return  # the same call seen twice (disk record and live event)
-    record = session.spans.chat.from_usage(interaction, agent, event, usage, call_key)
-    count_call(session, record.attributes)
+    record = parts.spans.chat.from_usage(interaction, agent, event, usage, call_key)
+    count_call(parts.facts, record.attributes)

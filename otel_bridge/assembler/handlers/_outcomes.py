@@ -10,15 +10,15 @@ from ..._records import AttributeValue, SpanEventRecord
 from .._fields import compact, read_int, read_str
 
 if TYPE_CHECKING:
-    from .._session import SessionAssembler
+    from .._parts import Parts
 
 
-def on_task_complete(session: SessionAssembler, event: Event) -> None:
+def on_task_complete(parts: Parts, event: Event) -> None:
     """The task's outcome; ends the loop at the end of its turn (or now, if nothing is open).
     `outcome: continue` (the reviewer sent the model back to work) is ignored."""
-    interaction = session.interaction
+    interaction = parts.interaction
     if interaction is None or event.agent_id is not None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
     outcome = read_str(event.data, "outcome")
     if outcome == "continue":
@@ -30,22 +30,22 @@ def on_task_complete(session: SessionAssembler, event: Event) -> None:
     summary = event.data.get("summary")
     if isinstance(summary, str):
         attributes[sc.COPILOT_TASK_SUMMARY_LENGTH] = len(summary)
-    session.spans.factory.add_event(
+    parts.spans.factory.add_event(
         interaction.root, SpanEventRecord(sc.EVENT_TASK_COMPLETE, event.timestamp_ns, attributes)
     )
     if interaction.main.turn is None and not interaction.tools:
-        session.lifecycle.loop_ended(interaction, event.timestamp_ns, sc.END_TASK_COMPLETE)
+        parts.lifecycle.loop_ended(interaction, event.timestamp_ns, sc.END_TASK_COMPLETE)
 
 
-def on_error(session: SessionAssembler, event: Event) -> None:
+def on_error(parts: Parts, event: Event) -> None:
     """session.error: of the main agent, fails and ends the interaction; of a sub-agent, is
     recorded on its span only."""
-    interaction = session.interaction
+    interaction = parts.interaction
     if interaction is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
     error_type = read_str(event.data, "errorType") or sc.ERROR_SESSION
-    message = session.content.opt_in(read_str(event.data, "message"))
+    message = parts.content.opt_in(read_str(event.data, "message"))
     attributes = compact(
         {
             sc.ERROR_TYPE: error_type,
@@ -54,7 +54,7 @@ def on_error(session: SessionAssembler, event: Event) -> None:
         }
     )
     subagent = event.agent_id is not None
-    session.meter.add(
+    parts.meter.add(
         sc.METRIC_SESSION_ERRORS,
         {
             sc.ERROR_TYPE: error_type,
@@ -66,41 +66,41 @@ def on_error(session: SessionAssembler, event: Event) -> None:
         target = agent.span if agent is not None else interaction.root
         if agent is not None and agent.error is None:
             agent.error = (error_type, message)  # it ends failed, however it ends
-        session.spans.factory.add_event(
+        parts.spans.factory.add_event(
             target, SpanEventRecord(sc.EVENT_SESSION_ERROR, event.timestamp_ns, attributes)
         )
         return
-    session.spans.factory.add_event(
+    parts.spans.factory.add_event(
         interaction.root, SpanEventRecord(sc.EVENT_SESSION_ERROR, event.timestamp_ns, attributes)
     )
-    session.lifecycle.close(event.timestamp_ns, sc.END_SESSION_ERROR, error=(error_type, message))
+    parts.lifecycle.close(event.timestamp_ns, sc.END_SESSION_ERROR, error=(error_type, message))
 
 
-def on_abort(session: SessionAssembler, event: Event) -> None:
+def on_abort(parts: Parts, event: Event) -> None:
     """abort: everything open ends as aborted (tools a turn_end just left running included)."""
-    interaction = session.interaction
+    interaction = parts.interaction
     if interaction is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
     reason = read_str(event.data, "reason")
-    session.spans.agent.aborted(interaction, reason)
-    session.meter.add(sc.METRIC_ABORTS, {sc.COPILOT_ABORT_REASON: reason or sc.UNKNOWN})
-    session.lifecycle.close(
+    parts.spans.agent.aborted(interaction, reason)
+    parts.meter.add(sc.METRIC_ABORTS, {sc.COPILOT_ABORT_REASON: reason or sc.UNKNOWN})
+    parts.lifecycle.close(
         event.timestamp_ns,
         sc.END_ABORT,
         error=(sc.ERROR_ABORTED, f"aborted: {reason}" if reason else "aborted"),
     )
 
 
-def on_warning(session: SessionAssembler, event: Event) -> None:
+def on_warning(parts: Parts, event: Event) -> None:
     """session.warning: a span event on the interaction's root (after a crash and resume, on
     the interaction the killed CLI left: `interrupted_tools`). The text only with content
     capture."""
-    interaction = session.interaction
+    interaction = parts.interaction
     if interaction is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
-    session.spans.factory.add_event(
+    parts.spans.factory.add_event(
         interaction.root,
         SpanEventRecord(
             sc.EVENT_SESSION_WARNING,
@@ -108,7 +108,7 @@ def on_warning(session: SessionAssembler, event: Event) -> None:
             compact(
                 {
                     sc.COPILOT_WARNING_TYPE: read_str(event.data, "warningType"),
-                    sc.COPILOT_WARNING_MESSAGE: session.content.opt_in(
+                    sc.COPILOT_WARNING_MESSAGE: parts.content.opt_in(
                         read_str(event.data, "message")
                     ),
                 }

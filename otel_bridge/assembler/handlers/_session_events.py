@@ -16,7 +16,7 @@ from .._fields import read_int, read_num, read_str, read_version, snake_case
 from .._state import SESSION_ID, disagrees
 
 if TYPE_CHECKING:
-    from .._session import SessionAssembler
+    from .._parts import Parts
 
 logger = logging.getLogger(__name__)
 
@@ -28,21 +28,21 @@ FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,63}", re.ASCII)
 MAX_CONTEXT_FIELDS = 32
 
 
-def on_segment_start(session: SessionAssembler, event: Event) -> None:
+def on_segment_start(parts: Parts, event: Event) -> None:
     """session.start: a new segment; the session's id, CLI version, model."""
-    session.lifecycle.start_segment()
-    _segment_facts(session, event)
+    parts.lifecycle.start_segment()
+    _segment_facts(parts, event)
 
 
-def _segment_facts(session: SessionAssembler, event: Event) -> None:
+def _segment_facts(parts: Parts, event: Event) -> None:
     """What a session.start or session.resume says of the session: id, CLI version, model;
     the mode is back to interactive."""
-    facts = session.facts
+    facts = parts.facts
     session_id = read_str(event.data, "sessionId")
     if session_id and not facts.named:
         facts.named = True
         if disagrees(facts.directory, session_id):
-            mismatched(session, session_id)
+            mismatched(parts, session_id)
         else:
             facts.session_id = session_id
     version = read_version(event.data, "copilotVersion")
@@ -53,95 +53,93 @@ def _segment_facts(session: SessionAssembler, event: Event) -> None:
         facts.model = model
     facts.mode = sc.MODE_INTERACTIVE
     facts.agent_name = None  # a new process: the default agent unless `--agent` selects again
-    _attribute(session, context_attributes(event.data.get("context")) or {}, new_process=True)
+    _attribute(parts, context_attributes(event.data.get("context")) or {}, new_process=True)
 
 
-def mismatched(session: SessionAssembler, claimed: str) -> None:
+def mismatched(parts: Parts, claimed: str) -> None:
     """A log claims another session's id (a forged or copied log): its spans keep the id of
     its directory, so that their trace and span ids, derived from the session id, can never be
     another session's. Said once per session, counted."""
-    session.stats.mismatched += 1
-    session.meter.add(sc.METRIC_SESSION_MISMATCHES)
+    parts.stats.mismatched += 1
+    parts.meter.add(sc.METRIC_SESSION_MISMATCHES)
     logger.warning(
         "%s: its session.start names session %s, not the one its directory is named after; "
         "its spans keep the directory's (%s), apart from that session's",
-        session.stream,
+        parts.stream,
         claimed if SESSION_ID.fullmatch(claimed) else "<not a session id>",
-        session.facts.session_id,
+        parts.facts.session_id,
     )
 
 
-def on_context_changed(session: SessionAssembler, event: Event) -> None:
+def on_context_changed(parts: Parts, event: Event) -> None:
     """session.context_changed: the working directory (and so perhaps the repository and
     branch) changed; the CLI's preliminary notice (`pendingGitContext`) is skipped for the
     settled one that follows it."""
     attributes = context_attributes(event.data)
     if attributes is not None:
-        _attribute(session, attributes, new_process=False)
+        _attribute(parts, attributes, new_process=False)
 
 
-def _attribute(
-    session: SessionAssembler, attributes: dict[str, AttributeValue], *, new_process: bool
-) -> None:
+def _attribute(parts: Parts, attributes: dict[str, AttributeValue], *, new_process: bool) -> None:
     """From now on the session's spans carry `attributes` and the client's name: read again
     (through the source's reader, `AssemblerConfig.client_name_of`) when a new process starts a
     segment, kept otherwise (docs/attribution.md)."""
-    client = session.facts.attribution.get(sc.COPILOT_CLIENT_NAME)
-    reader = session.config.client_name_of
+    client = parts.facts.attribution.get(sc.COPILOT_CLIENT_NAME)
+    reader = parts.config.client_name_of
     if new_process and reader is not None:
-        client = reader(session.stream) or client
+        client = reader(parts.stream) or client
     if isinstance(client, str) and client:
         attributes[sc.COPILOT_CLIENT_NAME] = client
-    session.facts.attribution = attributes
+    parts.facts.attribution = attributes
 
 
-def on_resume(session: SessionAssembler, event: Event) -> None:
+def on_resume(parts: Parts, event: Event) -> None:
     """session.resume: a new segment of the same session (after a shutdown, or a crash)."""
-    session.lifecycle.start_segment(resume=True)
-    _segment_facts(session, event)
+    parts.lifecycle.start_segment(resume=True)
+    _segment_facts(parts, event)
 
 
-def on_shutdown(session: SessionAssembler, event: Event) -> None:
+def on_shutdown(parts: Parts, event: Event) -> None:
     """session.shutdown (disk only): the segment is over; so is an interaction still open
     (unless background sub-agents still run: see `Lifecycle.shutdown`). Its accounting
     snapshot first, so that it can go on the task it ends (`_accounting`)."""
-    on_shutdown_accounting(session, event)
-    session.lifecycle.shutdown(event.timestamp_ns)
+    on_shutdown_accounting(parts.facts, parts.meter, parts.interaction, event)
+    parts.lifecycle.shutdown(event.timestamp_ns)
 
 
-def on_mode_changed(session: SessionAssembler, event: Event) -> None:
+def on_mode_changed(parts: Parts, event: Event) -> None:
     mode = read_str(event.data, "newMode")
     if mode:
-        session.facts.mode = mode
+        parts.facts.mode = mode
 
 
-def on_model_change(session: SessionAssembler, event: Event) -> None:
+def on_model_change(parts: Parts, event: Event) -> None:
     model = read_str(event.data, "newModel")
     if event.agent_id is None and model:
-        session.facts.model = model
+        parts.facts.model = model
 
 
-def on_compaction_complete(session: SessionAssembler, event: Event) -> None:
+def on_compaction_complete(parts: Parts, event: Event) -> None:
     """Counted (success or failure), then a span event like the others."""
     failed = event.data.get("success") is False
-    session.meter.add(
+    parts.meter.add(
         sc.METRIC_COMPACTIONS,
         {sc.COPILOT_COMPACTION_OUTCOME: sc.COMPACTION_FAILURE if failed else sc.COMPACTION_SUCCESS},
     )
-    on_context_event(session, event)
+    on_context_event(parts, event)
 
 
-def on_context_event(session: SessionAssembler, event: Event) -> None:
+def on_context_event(parts: Parts, event: Event) -> None:
     """Compaction and truncation: points in time on the interaction, named after the event
     (`copilot.compaction_start`...), with its numbers, flags and short labels."""
-    interaction = session.interaction
+    interaction = parts.interaction
     if interaction is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
     attributes: dict[str, AttributeValue] = {}
     for name, value in event.data.items():
         if len(attributes) >= MAX_CONTEXT_FIELDS:
-            session.meter.limit(sc.LIMIT_EVENT_FIELDS)
+            parts.meter.limit(sc.LIMIT_EVENT_FIELDS)
             break
         if not (isinstance(name, str) and FIELD_NAME.fullmatch(name)):
             continue  # a name no CLI writes: it would become an attribute key as it is
@@ -157,7 +155,7 @@ def on_context_event(session: SessionAssembler, event: Event) -> None:
                 attributes[sc.COPILOT_NAMESPACE + snake_case(name)] = number
         elif name in LABEL_FIELDS and isinstance(value, str):
             attributes[sc.COPILOT_NAMESPACE + snake_case(name)] = value
-    session.spans.factory.add_event(
+    parts.spans.factory.add_event(
         interaction.root,
         SpanEventRecord(
             sc.COPILOT_NAMESPACE + event.type.removeprefix("session."),

@@ -15,17 +15,17 @@ from ..._records import AttributeValue, SpanEventRecord
 from .._fields import compact, read_int, read_str
 
 if TYPE_CHECKING:
-    from .._session import SessionAssembler
+    from .._parts import Parts
 
 #: The `source` of skill.context_delivered(_ref) is `skill-<invocation name>`.
 SKILL_SOURCE_PREFIX = "skill-"
 
 
-def on_skill_invoked(session: SessionAssembler, event: Event) -> None:
+def on_skill_invoked(parts: Parts, event: Event) -> None:
     """skill.invoked / skill.invoked_ref (the same invocation, its text deduplicated): counted
     by skill name, and a `copilot.skill.invoked` event on the invoking agent's turn."""
     name = read_str(event.data, "name") or sc.UNKNOWN
-    session.meter.add(sc.METRIC_SKILLS_INVOKED, {sc.COPILOT_SKILL_NAME: name})
+    parts.meter.add(sc.METRIC_SKILLS_INVOKED, {sc.COPILOT_SKILL_NAME: name})
     content = event.data.get("content")  # skill.invoked_ref has only its length
     length = len(content) if isinstance(content, str) else read_int(event.data, "contentLength")
     attributes = compact(
@@ -36,28 +36,26 @@ def on_skill_invoked(session: SessionAssembler, event: Event) -> None:
             sc.COPILOT_SKILL_CONTENT_LENGTH: length,
         }
     )
-    _put(session, event, sc.EVENT_SKILL_INVOKED, attributes)
+    _put(parts, event, sc.EVENT_SKILL_INVOKED, attributes)
 
 
-def on_skill_context_delivered(session: SessionAssembler, event: Event) -> None:
+def on_skill_context_delivered(parts: Parts, event: Event) -> None:
     """skill.context_delivered / skill.context_delivered_ref: the skill's text went to the
     model; a `copilot.skill.context_delivered` event naming the skill."""
     source = read_str(event.data, "source")
     name = source.removeprefix(SKILL_SOURCE_PREFIX) if source else None
-    _put(session, event, sc.EVENT_SKILL_CONTEXT_DELIVERED, compact({sc.COPILOT_SKILL_NAME: name}))
+    _put(parts, event, sc.EVENT_SKILL_CONTEXT_DELIVERED, compact({sc.COPILOT_SKILL_NAME: name}))
 
 
-def _put(
-    session: SessionAssembler, event: Event, name: str, attributes: dict[str, AttributeValue]
-) -> None:
-    interaction = session.interaction
+def _put(parts: Parts, event: Event, name: str, attributes: dict[str, AttributeValue]) -> None:
+    interaction = parts.interaction
     if interaction is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
-    agent = session.lifecycle.agent_for(event, interaction)
+    agent = parts.lifecycle.agent_for(event, interaction)
     if agent is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
-    session.spans.factory.add_event(
+    parts.spans.factory.add_event(
         agent.current_span, SpanEventRecord(name, event.timestamp_ns, attributes)
     )

@@ -13,7 +13,7 @@ from .._accounting import tool_changes
 from .._fields import compact, read_int, read_obj, read_str
 
 if TYPE_CHECKING:
-    from .._session import SessionAssembler
+    from .._parts import Parts
     from .._state import Interaction
 
 #: Permission requests waiting for an answer that a session remembers.
@@ -32,11 +32,11 @@ BACKGROUND_RESULT = re.compile(r"<command\b[^>]*?\bshellId: ([^\s>]+)")
 SHELL_DONE = frozenset({"shell_completed", "shell_detached_completed"})
 
 
-def on_tool_start(session: SessionAssembler, event: Event) -> None:
-    interaction = session.lifecycle.ensure(event)
-    agent = session.lifecycle.agent_for(event, interaction)
+def on_tool_start(parts: Parts, event: Event) -> None:
+    interaction = parts.lifecycle.ensure(event)
+    agent = parts.lifecycle.agent_for(event, interaction)
     if agent is None:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
     tool_call_id = read_str(event.data, "toolCallId") or event.key
     if agent.orphan:  # junk does not get to take a real call's id
@@ -44,35 +44,35 @@ def on_tool_start(session: SessionAssembler, event: Event) -> None:
     if tool_call_id in interaction.tools:
         return  # delivered twice
     if len(interaction.tools) >= MAX_RUNNING_TOOLS:
-        session.spans.tool.finish(
+        parts.spans.tool.finish(
             interaction, next(iter(interaction.tools)), event.timestamp_ns, incomplete=True
         )
-        session.meter.limit(sc.LIMIT_RUNNING_TOOLS)
-    session.spans.tool.open(interaction, agent, event, tool_call_id)
+        parts.meter.limit(sc.LIMIT_RUNNING_TOOLS)
+    parts.spans.tool.open(interaction, agent, event, tool_call_id)
     arguments = read_obj(event.data, "arguments")
     if arguments is not None and arguments.get("detach") is True:
         interaction.tools[tool_call_id].detached = True
 
 
-def on_tool_complete(session: SessionAssembler, event: Event) -> None:
+def on_tool_complete(parts: Parts, event: Event) -> None:
     """Ends the tool. A shell call that went on in the background (its result names the
     shell) keeps its task open until the shell reports: see `on_notification`."""
-    interaction = session.interaction
+    interaction = parts.interaction
     tool_call_id = read_str(event.data, "toolCallId")
     if interaction is not None and tool_call_id:
         tool_call_id = orphan_key(interaction, event, tool_call_id)
     if interaction is None or not tool_call_id or tool_call_id not in interaction.tools:
-        session.unplaced(event)  # e.g. the synthetic completions after a --resume
+        parts.unplaced(event)  # e.g. the synthetic completions after a --resume
         return
     tool = interaction.tools[tool_call_id]
     shell = tool.span.attributes.get(sc.GEN_AI_TOOL_NAME) in SHELL_TOOLS and not tool.detached
     # lines and files an edit tool changed (summed on the task's root, unless junk's)
     tool_changes(interaction, tool.span, event.data, to_root=not tool.agent.orphan)
-    session.spans.tool.complete(interaction, tool_call_id, event)
+    parts.spans.tool.complete(interaction, tool_call_id, event)
     if shell and event.data.get("success") is not False:
         match = BACKGROUND_RESULT.search(read_str(read_obj(event.data, "result"), "content") or "")
         if match and not tool.agent.orphan:
-            session.lifecycle.add_shell(interaction, match.group(1))
+            parts.lifecycle.add_shell(interaction, match.group(1))
 
 
 def orphan_key(interaction: Interaction, event: Event, tool_call_id: str) -> str:
@@ -83,21 +83,21 @@ def orphan_key(interaction: Interaction, event: Event, tool_call_id: str) -> str
     return tool_call_id
 
 
-def on_notification(session: SessionAssembler, event: Event) -> None:
+def on_notification(parts: Parts, event: Event) -> None:
     """system.notification: a background shell of the open task finished (a span event on its
     root); the CLI now resumes the task's loop (a read_bash call outside any turn, then a turn
     "0" under the task's interactionId), which ends the task in its turn. Other kinds (a
     background agent, an instruction file found) need nothing here."""
     kind = read_obj(event.data, "kind")
     shell_id = read_str(kind, "shellId")
-    interaction = session.interaction
+    interaction = parts.interaction
     if read_str(kind, "type") not in SHELL_DONE or shell_id is None:
         return
     if interaction is None or shell_id not in interaction.shells:
-        session.unplaced(event)
+        parts.unplaced(event)
         return
     interaction.shells.discard(shell_id)
-    session.spans.factory.add_event(
+    parts.spans.factory.add_event(
         interaction.root,
         SpanEventRecord(
             sc.EVENT_SHELL_COMPLETED,
@@ -112,31 +112,31 @@ def on_notification(session: SessionAssembler, event: Event) -> None:
     )
 
 
-def on_permission_requested(session: SessionAssembler, event: Event) -> None:
+def on_permission_requested(parts: Parts, event: Event) -> None:
     request_id = read_str(event.data, "requestId")
-    if request_id is not None and len(session.permissions) < MAX_OPEN_PERMISSIONS:
+    if request_id is not None and len(parts.permissions) < MAX_OPEN_PERMISSIONS:
         tool_call_id = read_str(read_obj(event.data, "permissionRequest"), "toolCallId") or (
             read_str(read_obj(event.data, "promptRequest"), "toolCallId")
         )
-        session.permissions[request_id] = (event.timestamp_ns, tool_call_id)
+        parts.permissions[request_id] = (event.timestamp_ns, tool_call_id)
 
 
-def on_permission_completed(session: SessionAssembler, event: Event) -> None:
+def on_permission_completed(parts: Parts, event: Event) -> None:
     """Time spent waiting for a permission answer (the user, a hook or a policy); the
     decision goes on the tool span it was for (`toolCallId`)."""
     request_id = read_str(event.data, "requestId")
-    asked = session.permissions.pop(request_id, None) if request_id is not None else None
+    asked = parts.permissions.pop(request_id, None) if request_id is not None else None
     kind = read_str(read_obj(event.data, "result"), "kind")
-    interaction = session.interaction
+    interaction = parts.interaction
     tool_call_id = read_str(event.data, "toolCallId") or (asked[1] if asked else None)
     if interaction is not None and tool_call_id:
-        session.spans.tool.permission(
+        parts.spans.tool.permission(
             interaction, tool_call_id, kind, read_str(event.data, "decisionSource")
         )
     if asked is None:
         return
     asked_ns = asked[0]
-    session.meter.record(
+    parts.meter.record(
         sc.METRIC_PERMISSION_WAIT,
         max(event.timestamp_ns - asked_ns, 0) / 1e9,
         {sc.COPILOT_PERMISSION_RESULT: kind or sc.UNKNOWN},

@@ -61,29 +61,8 @@ class ChatSpans:
         duration_ms = duration(usage, "duration")
         end_ns = event.timestamp_ns
         start_ns = started(end_ns, duration_ms, parent.start_ns)
-        ttft = read_num(usage, "timeToFirstTokenMs")
-        finish = read_str(usage, "finishReason")
         attributes = self._factory.genai(sc.OP_CHAT)
-        attributes.update(
-            compact(
-                {
-                    sc.GEN_AI_REQUEST_MODEL: model,
-                    sc.GEN_AI_RESPONSE_MODEL: read_str(usage, "model"),
-                    sc.GEN_AI_RESPONSE_ID: read_str(usage, "apiCallId"),
-                    sc.GEN_AI_RESPONSE_FINISH_REASONS: [finish] if finish else None,
-                    sc.GEN_AI_USAGE_INPUT_TOKENS: read_int(usage, "inputTokens"),
-                    sc.GEN_AI_USAGE_OUTPUT_TOKENS: read_int(usage, "outputTokens"),
-                    sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: read_int(usage, "cacheReadTokens"),
-                    sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: read_int(usage, "reasoningTokens"),
-                    sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: ttft / 1000.0
-                    if ttft is not None
-                    else None,
-                    sc.COPILOT_INITIATOR: read_str(usage, "initiator"),
-                    sc.COPILOT_USAGE_DURATION_MS: duration_ms,
-                    sc.COPILOT_TURN_ID: turn.turn_id if turn is not None else None,
-                }
-            )
-        )
+        attributes.update(usage_attributes(usage, model, duration_ms, turn))
         cache_write = read_int(usage, "cacheWriteTokens")
         if cache_write is not None:
             attributes.update(dict.fromkeys(self._cache_write_keys, cache_write))
@@ -244,3 +223,27 @@ def started(end_ns: int, duration_ms: float | None, parent_start_ns: int) -> int
     if not duration_ms:
         return max(end_ns, parent_start_ns)
     return max(end_ns - int(min(duration_ms * 1_000_000, end_ns)), parent_start_ns)
+
+
+def usage_attributes(
+    usage: Mapping[str, Any], model: str | None, duration_ms: float | None, turn: Turn | None
+) -> dict[str, AttributeValue]:
+    """What a usage record says of its LLM call, as chat span attributes (its cost apart)."""
+    ttft = read_num(usage, "timeToFirstTokenMs")
+    finish = read_str(usage, "finishReason")
+    return compact(
+        {
+            sc.GEN_AI_REQUEST_MODEL: model,
+            sc.GEN_AI_RESPONSE_MODEL: read_str(usage, "model"),
+            sc.GEN_AI_RESPONSE_ID: read_str(usage, "apiCallId"),
+            sc.GEN_AI_RESPONSE_FINISH_REASONS: [finish] if finish else None,
+            sc.GEN_AI_USAGE_INPUT_TOKENS: read_int(usage, "inputTokens"),
+            sc.GEN_AI_USAGE_OUTPUT_TOKENS: read_int(usage, "outputTokens"),
+            sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: read_int(usage, "cacheReadTokens"),
+            sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: read_int(usage, "reasoningTokens"),
+            sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: ttft / 1000.0 if ttft is not None else None,
+            sc.COPILOT_INITIATOR: read_str(usage, "initiator"),
+            sc.COPILOT_USAGE_DURATION_MS: duration_ms,
+            sc.COPILOT_TURN_ID: turn.turn_id if turn is not None else None,
+        }
+    )

@@ -118,6 +118,17 @@ class ToolSpans:
         elif len(interaction.decisions) < MAX_EARLY_DECISIONS:
             interaction.decisions[tool_call_id] = decision
 
+    def finish_all_of(
+        self, interaction: Interaction, agent: Agent, end_ns: int, error: Error | None = None
+    ) -> None:
+        """Close the tools of `agent` that never reported completion: incomplete, or failed
+        with `error`."""
+        for tool_call_id, tool in list(interaction.tools.items()):
+            if tool.agent is agent:
+                self.finish(
+                    interaction, tool_call_id, end_ns, error=error, incomplete=error is None
+                )
+
     def finish(
         self,
         interaction: Interaction,
