@@ -273,7 +273,9 @@ def test_a_prometheus_flag_serves_the_port_whatever_otel_metrics_exporter_says(
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as got:
                     body = got.read().decode()
-                break
+                if "otel_bridge_" in body or time.monotonic() > deadline:
+                    break  # (the port listens a moment before the meters are made)
+                time.sleep(0.1)
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"no /metrics on {port}: {log.read_text()}")

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from .. import semconv as sc
 from .._exceptions import CheckpointError
 from .._metrics import MetricsRecorder
 from .._words import plural
@@ -65,7 +66,7 @@ class Checkpointing:
     def _failed(self, exc: CheckpointError, *, final: bool) -> bool:
         self.failures += 1
         if self._recorder is not None:
-            self._recorder.add("otel_bridge.checkpoint.failures", 1, {}, "")
+            self._recorder.add(sc.METRIC_CHECKPOINT_FAILURES, 1, {}, "")
         if final:
             logger.error(
                 "%s; the next start reads again what this run delivered since the last "

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import semconv as sc
 from .._checkpoint import CheckpointStore
 from .._pipeline import Pipeline, PipelineConfig
 from .._state_lock import StateLock
@@ -35,10 +36,10 @@ logger = logging.getLogger("otel_bridge")
 #: The daemon's problem counters, which exist from the start at 0: a series that first
 #: appears at 1 hides that first increase from Prometheus's increase() and alerts.
 PROBLEM_COUNTERS: tuple[tuple[str, dict[str, str]], ...] = (
-    ("otel_bridge.checkpoint.failures", {}),
-    ("otel_bridge.watch.problems", {"otel_bridge.reason": "unavailable"}),
-    ("otel_bridge.watch.problems", {"otel_bridge.reason": "overflow"}),
-    ("otel_bridge.events.failed", {"otel_bridge.step": "read"}),
+    (sc.METRIC_CHECKPOINT_FAILURES, {}),
+    (sc.METRIC_WATCH_PROBLEMS, {sc.OTEL_BRIDGE_REASON: "unavailable"}),
+    (sc.METRIC_WATCH_PROBLEMS, {sc.OTEL_BRIDGE_REASON: "overflow"}),
+    (sc.METRIC_EVENTS_FAILED, {sc.OTEL_BRIDGE_STEP: "read"}),
 )
 
 
@@ -62,9 +63,9 @@ def register_gauges(recorder: OtelMetricsRecorder, assembler: Assembler, tailer:
     """The problem counters at 0, and the gauges of what run holds now."""
     for name, labels in PROBLEM_COUNTERS:
         recorder.add(name, 0, labels, "")
-    recorder.gauge("copilot.sessions.active", lambda: assembler.open_interactions)
-    recorder.gauge("otel_bridge.files.followed", lambda: tailer.followed_count)
-    recorder.gauge("otel_bridge.sessions.resident", lambda: assembler.resident)
+    recorder.gauge(sc.METRIC_SESSIONS_ACTIVE, lambda: assembler.open_interactions)
+    recorder.gauge(sc.METRIC_FILES_FOLLOWED, lambda: tailer.followed_count)
+    recorder.gauge(sc.METRIC_SESSIONS_RESIDENT, lambda: assembler.resident)
 
 
 class Daemon:

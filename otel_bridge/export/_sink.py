@@ -24,6 +24,7 @@ from functools import partial
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from .. import semconv as sc
 from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanRecord
 from .._words import plural
@@ -348,7 +349,7 @@ class SpanSink:
                 logger.warning("%s: queue full, %s dropped", label, plural(len(sequence), "span"))
                 if dropped:
                     self.stats.dropped += dropped
-                    self.metrics.add("otel_bridge.spans.dropped", dropped, {}, "")
+                    self.metrics.add(sc.METRIC_SPANS_DROPPED, dropped, {}, "")
             elif ok:
                 if self.on_delivered is not None:
                     self.on_delivered()
@@ -365,11 +366,11 @@ class SpanSink:
                         self._pending[seq] = left - 1
                 if done:
                     self.stats.exported += done
-                    self.metrics.add("otel_bridge.spans.exported", done, {}, "")
+                    self.metrics.add(sc.METRIC_SPANS_EXPORTED, done, {}, "")
             else:
                 self.stats.failed += len(sequence)
                 self.metrics.add(
-                    "otel_bridge.export.failures", 1, {"otel_bridge.exporter": exporter}, ""
+                    sc.METRIC_EXPORT_FAILURES, 1, {sc.OTEL_BRIDGE_EXPORTER: exporter}, ""
                 )
 
     def _rejected(self, exporter: str, sequence: Sequence[int]) -> None:
@@ -381,14 +382,14 @@ class SpanSink:
             dropped = sum(self._pending.pop(seq, None) is not None for seq in sequence)
             self.stats.rejected += len(sequence)
             self.metrics.add(
-                "otel_bridge.spans.rejected",
+                sc.METRIC_SPANS_REJECTED,
                 len(sequence),
-                {"otel_bridge.exporter": exporter},
+                {sc.OTEL_BRIDGE_EXPORTER: exporter},
                 "",
             )
             if dropped:
                 self.stats.dropped += dropped
-                self.metrics.add("otel_bridge.spans.dropped", dropped, {}, "")
+                self.metrics.add(sc.METRIC_SPANS_DROPPED, dropped, {}, "")
 
 
 def _unique(labels: list[str]) -> list[str]:

@@ -153,7 +153,8 @@ def test_one_tool_call(e2e: E2E) -> None:
         stats["tool_failures"],
         stats["llm_calls"],
     ) == (1, 1, 2, 1, 0, 2)
-    assert stats["input_tokens"] == prompt_tokens
+    # stats says unknown (null) rather than 0 when the log has no usage records
+    assert stats["input_tokens"] == (prompt_tokens if USAGE_RECORDS else None)
     assert stats["turns_per_message"] == 2
     assert stats["outcomes"]["no_signal"] == 1
 

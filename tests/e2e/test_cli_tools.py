@@ -115,6 +115,13 @@ def test_mcp_tools_and_a_crashed_server(e2e: E2E) -> None:
         if e["type"] == "tool.execution_start"
     }
     for span, tool in ((lookup, "lookup"), (crash, "crash")):
+        if not MCP_TRANSPORT and "mcpServerName" not in starts[f"demo-{tool}"]:
+            # 1.0.81 sometimes (2 of 5 runs under load) starts an MCP call before the tool's
+            # server is attached to it and writes no MCP field: the span says only what the log
+            # does, and is a plain tool call
+            assert "mcp.method.name" not in span.attrs
+            assert "copilot.tool.mcp_server" not in span.attrs
+            continue
         assert span.attrs["mcp.method.name"] == "tools/call"
         if MCP_TRANSPORT:
             assert starts[f"demo-{tool}"]["mcpTransport"] == "stdio"
