@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
             default_exporters=("prometheus",),
             prometheus_host=args.prometheus_host,
             prometheus_port=None if args.no_prometheus else args.prometheus_port,
+            probes=True,  # /healthz and /readyz whatever OTEL_METRICS_EXPORTER says
             metrics_file=args.metrics_file,
             file_mode="a",
             export_interval_millis=int(args.metrics_interval * 1000),
