@@ -10,6 +10,9 @@
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 FROM ${BASE_IMAGE} AS build
+# A CA bundle for pip behind a proxy that re-signs TLS, mounted for the build only (podman
+# build -v; docs/deploy.md); unset, pip uses its own.
+ARG PIP_CERT
 WORKDIR /src
 # Only what the package needs (.dockerignore keeps the rest out of the context).
 COPY pyproject.toml README.md LICENSE constraints.txt ./
