@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -33,10 +35,24 @@ import pytest
 
 from tests.goparts import cache_dir
 
-__all__ = ["BASE", "ULIMITS", "base_image", "podman", "podman_env", "require_podman"]
+__all__ = [
+    "BASE",
+    "BRIDGE",
+    "ULIMITS",
+    "base_image",
+    "bridge_image",
+    "podman",
+    "podman_env",
+    "require_podman",
+    "wrap",
+]
+
+ROOT = Path(__file__).resolve().parent.parent
 
 #: The Dockerfile's default base; the local base is tagged with its fully qualified name.
 BASE = "docker.io/library/python:3.11-slim-bookworm"
+#: The bridge's image, under the name deploy/compose/compose.yaml gives it.
+BRIDGE = "localhost/otel-bridge:local"
 #: Ulimits a sandbox allows (podman's defaults, taken from the host's hard limits, may not be).
 ULIMITS = ("--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096")
 _TRIM = ("var/cache/apt", "var/lib/apt/lists", "usr/share/doc", "usr/share/man",
@@ -169,3 +185,49 @@ def build(tag: str, context: Path, *extra: str, file: Path | None = None) -> flo
         "-t", tag, str(context), timeout=1800,
     )  # fmt: skip
     return time.monotonic() - started
+
+
+_built: dict[str, float] = {}  # images built by this run of the suite: seconds each took
+
+
+def bridge_image() -> tuple[str, float]:
+    """The Dockerfile built once per run of the suite (a previous run's copy is replaced), and
+    the seconds the build took."""
+    if BRIDGE not in _built:
+        base_image()
+        _built[BRIDGE] = build(BRIDGE, ROOT)
+        podman("image", "prune", "-f", check=False)  # the previous build, now untagged
+    return BRIDGE, _built[BRIDGE]
+
+
+def wrap(
+    tag: str,
+    binary: Path,
+    entrypoint: Sequence[str],
+    command: Sequence[str] = (),
+    lines: Sequence[str] = (),
+) -> str:
+    """An image of `binary` on the local base, as `tag`: how a program from the Go module
+    proxy or from Debian stands in for its official image. Rebuilt only when the binary
+    changed (a label holds its size and time)."""
+    base_image()
+    stamp = f"{binary.stat().st_size}-{binary.stat().st_mtime_ns}"
+    done = podman(
+        "image", "inspect", "--format", '{{index .Labels "otel-bridge-test.source"}}', tag,
+        check=False,
+    )  # fmt: skip
+    if done.returncode == 0 and done.stdout.strip() == stamp:
+        return tag
+    with tempfile.TemporaryDirectory(dir=home()) as context:
+        shutil.copy2(binary, Path(context) / binary.name)
+        (Path(context) / "Containerfile").write_text(
+            f"FROM {BASE}\n"
+            f"LABEL otel-bridge-test.source={stamp}\n"
+            f"COPY {binary.name} /usr/local/bin/{binary.name}\n"
+            + "".join(f"{line}\n" for line in lines)
+            + f"ENTRYPOINT {json.dumps(list(entrypoint))}\n"
+            + (f"CMD {json.dumps(list(command))}\n" if command else "")
+        )
+        build(tag, Path(context))
+    podman("image", "prune", "-f", check=False)
+    return tag

@@ -30,7 +30,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -346,12 +346,11 @@ def _say(config: pytest.Config, line: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def built_image(pytestconfig: pytest.Config) -> Iterator[str]:
+def built_image(pytestconfig: pytest.Config) -> str:
     """The Dockerfile built as users build it (`podman build .`, no build argument), on the
     local stand-in for its default base."""
-    base = podman.base_image()
-    image = f"localhost/otel-bridge-test:{uuid.uuid4().hex[:8]}"
-    seconds = podman.build(image, ROOT)
+    image, seconds = podman.bridge_image()
+    base = podman.BASE
     sizes = {
         name: int(podman.podman("image", "inspect", "--format", "{{.Size}}", name).stdout)
         for name in (base, image)
@@ -363,10 +362,7 @@ def built_image(pytestconfig: pytest.Config) -> Iterator[str]:
     )
     # The venv alone is added: no compiler, no pip cache, no build tree.
     assert sizes[image] - sizes[base] < 100e6, sizes
-    try:
-        yield image
-    finally:
-        podman.podman("rmi", "-f", image, check=False)
+    return image
 
 
 def _get(url: str) -> tuple[int, str]:
