@@ -59,6 +59,10 @@ def test_the_scripts_use_no_expression_and_the_bridge_brackets_the_agent() -> No
         assert "${{" not in step.get("run", ""), step.get("name")
     assert _steps()[STOP]["if"] == "always()"
     assert "copilot -p" in _steps()[AGENT]["run"]
+    # the CLI gets no OTLP variable: it would export its own copy of every trace
+    agent_env = {**_job()["env"], **_steps()[AGENT].get("env", {})}
+    sdk = [n for n in agent_env if n.startswith("OTEL_") and not n.startswith("OTEL_BRIDGE_")]
+    assert not sdk, agent_env
 
 
 def _replayed_spans(events: Path, out: Path) -> int:
@@ -100,15 +104,19 @@ def test_the_ci_job_exports_the_agents_session_under_the_jobs_span(
         for k, v in os.environ.items()
         if not k.startswith(("OTEL_", "COPILOT_", "GITHUB_", "RUNNER_")) and k != "TRACEPARENT"
     }
-    job_env = {  # the job's env: as the runner fills in its expressions
+    job_env = {  # the job's env and the start step's: as the runner fills in expressions
         "COPILOT_HOME": str(agent_root / "home"),
         "OTEL_BRIDGE_STATE_DIR": str(runner_temp / "otel-bridge-state"),
         "OTEL_BRIDGE_PORT": str(free_port()),
+    }
+    start_env = {
         "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint,
         "OTEL_EXPORTER_OTLP_HEADERS": "",  # an unset secret is an empty string
         "OTEL_RESOURCE_ATTRIBUTES": "cicd.pipeline.name=copilot-agent,cicd.pipeline.run.id=1",
     }
+    steps = _steps()
     assert set(_job()["env"]) == set(job_env)
+    assert set(steps[START]["env"]) == set(start_env)
     env = {
         **clean,
         **job_env,
@@ -117,10 +125,9 @@ def test_the_ci_job_exports_the_agents_session_under_the_jobs_span(
         "PATH": f"{shim}{os.pathsep}{clean.get('PATH', '')}",
         "PYTHONPATH": str(ROOT),
     }
-    steps = _steps()
     start = subprocess.run(
-        [*BASH, steps[START]["run"]], env=env, capture_output=True, text=True, timeout=120,
-        check=False,
+        [*BASH, steps[START]["run"]], env={**env, **start_env}, capture_output=True, text=True,
+        timeout=120, check=False,
     )  # fmt: skip
     assert start.returncode == 0, start.stdout + start.stderr
     try:
