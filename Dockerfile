@@ -5,8 +5,10 @@
 #   docker run --read-only --tmpfs /tmp -v otel-bridge-state:/var/lib/otel-bridge \
 #       -v ~/.copilot:/copilot:ro otel-bridge
 #
+#   podman build --format docker -t otel-bridge .   # OCI images drop the HEALTHCHECK
+#
 # BASE_IMAGE: any Debian-like image with python3 (3.11+) and its venv module, e.g. one made with
-# debootstrap and `docker import` where no registry is reachable (tests/test_deploy_docker.py).
+# debootstrap and `docker import` where no registry is reachable (tests/podman.py).
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 FROM ${BASE_IMAGE} AS build

@@ -133,7 +133,10 @@ print(json.dumps(seen))
 @pytest.mark.parametrize("exporters", ["otlp", "none"])
 def test_run_at_its_default_address_answers_the_probes(exporters: str, tmp_path: Path) -> None:
     if shutil.which("unshare") is None or shutil.which("ip") is None:
-        pytest.skip("needs unshare (util-linux) and ip (iproute2) for a network namespace")
+        message = "needs unshare (util-linux) and ip (iproute2) for a network namespace"
+        if os.environ.get("CI") == "true" or os.environ.get("OTEL_BRIDGE_TEST_SH") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
     session = tmp_path / "ss" / "0b6c2a4e-8d4c-4d39-9f0c-3c5a4a3f1d11"
     session.mkdir(parents=True)
     shutil.copy(FIXTURE, session / "events.jsonl")
