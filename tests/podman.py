@@ -80,6 +80,8 @@ def podman_env() -> dict[str, str]:
         'runtime = "runc"\n'
         'cgroup_manager = "cgroupfs"\n'
         'events_logger = "file"\n'
+        "[network]\n"  # the networks compose makes, here rather than in /etc/containers
+        f'network_config_dir = "{root / "networks"}"\n'
     )
     registries = root / "registries.conf"
     registries.write_text("unqualified-search-registries = []\n")  # local images only

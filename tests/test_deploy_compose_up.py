@@ -143,11 +143,11 @@ def stack(tmp_path: Path, pytestconfig: pytest.Config) -> Iterator[tuple[Path, C
         out = []
         for service in STARTED:
             done = subprocess.run(
-                ["podman", "logs", "--tail", "30", f"otel-bridge_{service}_1"],
-                env=env, capture_output=True, text=True, check=False,
+                [*compose, "logs", "--tail", "30", service],
+                env=env, capture_output=True, text=True, timeout=60, check=False,
             )  # fmt: skip
-            out.append(f"--- {service}\n{done.stdout}{done.stderr}")
-        return "\n".join(out)[-8000:]
+            out.append(f"--- {service}\n{done.stdout[-2000:]}{done.stderr[-500:]}")
+        return "\n".join(out)
 
     up = subprocess.run(
         [*compose, "up", "-d", "--no-build", *STARTED],
@@ -161,6 +161,7 @@ def stack(tmp_path: Path, pytestconfig: pytest.Config) -> Iterator[tuple[Path, C
             [*compose, "down", "-v", "-t", "30"],
             env=env, capture_output=True, timeout=600, check=False,
         )  # fmt: skip
+        podman.podman("network", "prune", "-f", check=False)  # compose's, which down leaves
         _say(pytestconfig, f"stack up to down: {time.monotonic() - started:.0f}s")
 
 
