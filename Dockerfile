@@ -5,11 +5,16 @@
 #   docker run --read-only --tmpfs /tmp -v otel-bridge-state:/var/lib/otel-bridge \
 #       -v ~/.copilot:/copilot:ro otel-bridge
 #
+#   podman build --format docker -t otel-bridge .   # OCI images drop the HEALTHCHECK
+#
 # BASE_IMAGE: any Debian-like image with python3 (3.11+) and its venv module, e.g. one made with
-# debootstrap and `docker import` where no registry is reachable (tests/test_deploy_docker.py).
+# debootstrap and `docker import` where no registry is reachable (tests/podman.py).
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 FROM ${BASE_IMAGE} AS build
+# A CA bundle for pip behind a proxy that re-signs TLS, mounted for the build only (podman
+# build -v; docs/deploy.md); unset, pip uses its own.
+ARG PIP_CERT
 WORKDIR /src
 # Only what the package needs (.dockerignore keeps the rest out of the context).
 COPY pyproject.toml README.md LICENSE constraints.txt ./

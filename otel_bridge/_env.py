@@ -46,6 +46,9 @@ __all__ = [
 #: What every OpenTelemetry variable starts with (install-service copies them all).
 OTEL_PREFIX = "OTEL_"
 OTEL_SDK_DISABLED = "OTEL_SDK_DISABLED"
+#: A W3C traceparent a CI job gives its steps (the specification's "Environment Variables as
+#: Context Propagation Carriers"): run's and replay's traces hang under it.
+TRACEPARENT = "TRACEPARENT"
 OTEL_SERVICE_NAME = "OTEL_SERVICE_NAME"
 OTEL_RESOURCE_ATTRIBUTES = "OTEL_RESOURCE_ATTRIBUTES"
 OTEL_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"

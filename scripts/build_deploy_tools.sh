@@ -4,8 +4,9 @@
 #     unit that `otel-bridge install-service` writes (tests/test_deploy_service.py);
 #   - kustomize, to build deploy/kubernetes (tests/test_deploy_kubernetes.py).
 # promtool, which tests/test_deploy_compose.py also uses, comes with scripts/test.sh's
-# prometheus. Needs root for apt-get, as scripts/test.sh. The real image build is opt-in
-# (OTEL_BRIDGE_TEST_DOCKER=1, docs/deploy.md) and needs nothing from here.
+# prometheus. Needs root for apt-get, as scripts/test.sh. The image and the compose stack,
+# built and run with podman (tests/podman.py), need what scripts/test.sh installs with apt
+# (podman, runc, podman-compose, debootstrap) and nothing from here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -4,6 +4,8 @@
 # (e.g. `bash scripts/test.sh tests/e2e -x`).
 #   - Debian's prometheus: a real Prometheus and promtool, which the tests start on 127.0.0.1
 #     (apt does not start it); needs root, or run the apt-get line with sudo first.
+#   - Debian's podman, runc, podman-compose and debootstrap: the container image and the
+#     compose stack built and run for real.
 #   - the real Copilot CLI 1.0.102 from npm, into ./node_modules (no package.json is written),
 #     and the older CLIs of $OTEL_BRIDGE_OLDER_CLIS (default "1.0.81 1.0.92"; "" for none),
 #     each into its own prefix .copilot-cli/<version>/ (git ignores it). After the whole suite,
@@ -19,6 +21,17 @@ cd "$(dirname "$0")/.."
 if ! command -v promtool >/dev/null 2>&1; then
     apt-get update -q && apt-get install -y -q prometheus
 fi
+# podman (with runc: crun needs cgroups a container or small VM may not delegate),
+# podman-compose and debootstrap: tests/test_deploy_docker.py and test_deploy_compose_up.py
+# build the images and run them for real, on a Debian base made once and cached beside the Go
+# parts (tests/podman.py).
+for tool in podman runc podman-compose debootstrap; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        apt-get update -q && apt-get install -y -q podman runc podman-compose debootstrap
+        break
+    fi
+done
+export OTEL_BRIDGE_TEST_SH=1 # what this script installs is there: a test that needs it never skips
 bash scripts/build_test_parts.sh  # Jaeger and the Collector (Go), cached outside the repository
 npm install --no-save --no-audit --no-fund --prefix . @github/copilot@1.0.102
 older_clis="${OTEL_BRIDGE_OLDER_CLIS-1.0.81 1.0.92}"

@@ -20,9 +20,10 @@ _metrics.STRICT = True
 
 @pytest.fixture(autouse=True)
 def clean_environ(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Strip OTEL_* and COPILOT_* so that the developer's shell never changes a result."""
+    """Strip OTEL_*, COPILOT_* and TRACEPARENT (a traced CI job's: every trace would hang
+    under it) so that the developer's shell never changes a result."""
     for name in list(os.environ):
-        if name.startswith(("OTEL_", "COPILOT_")):
+        if name.startswith(("OTEL_", "COPILOT_")) or name == "TRACEPARENT":
             monkeypatch.delenv(name)
     yield
 

@@ -6,7 +6,8 @@ it mounts exists in the repository; the bridge reads ~/.copilot read-only and it
 is one the CLI accepts; the Collector's pipeline goes from OTLP to Jaeger; Prometheus scrapes
 the bridge as job "otel-bridge" and loads deploy/prometheus/alerts.yml itself (promtool checks
 the configuration as the container sees it); Grafana gets Prometheus and Jaeger data sources
-and its dashboard provider reads the repository's dashboards/.
+and its dashboard provider reads the repository's dashboards/. tests/test_deploy_compose_up.py
+starts the stack for real.
 """
 
 from __future__ import annotations

@@ -1,18 +1,18 @@
-"""The container image (Dockerfile, .dockerignore): checked offline on every run, built and run
-for real only when asked (OTEL_BRIDGE_TEST_DOCKER=1, a Docker daemon, debootstrap, root).
+"""The container image (Dockerfile, .dockerignore): read offline, then built and run for real
+with podman.
 
-No image registry is reachable where the suite runs, and most machines have no Docker daemon,
-so the Dockerfile is parsed here (a small parser of the instructions it uses, after the
+The Dockerfile is parsed here (a small parser of the instructions it uses, after the
 Dockerfile reference: https://docs.docker.com/reference/dockerfile/) and checked for what the
 deployment relies on: a slim Python base, a non-root user, the state volume, the HEALTHCHECK on
 /healthz, metrics served beyond the loopback, and a command line the CLI accepts (each
 `otel-bridge` command and flag is parsed by the CLI's own parser). `cli_problem` is reused by
 the Kubernetes, compose and service-unit tests.
 
-The opt-in test makes a base image without a registry (debootstrap of Debian bookworm with
-python3, then `docker import`), builds the Dockerfile on it (pip still needs PyPI), runs the
-image with a read-only root file system and a state volume, and checks /healthz, /readyz, the
-uid, the Docker health status and a clean SIGTERM stop that leaves checkpoints on the volume.
+Then the image is built as users build it (`podman build --format docker .`, no build
+argument) on a local stand-in for its base (tests/podman.py: no registry is reachable), and
+run as the manifests run it: read-only root, uid 10001, the session state mounted read-only,
+the state in a volume, OTLP spans and metrics to a receiver on the host. scripts/test.sh
+installs podman, runc and debootstrap; elsewhere, without them, the test skips saying so.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +38,8 @@ import pytest
 
 from otel_bridge.cli._checks import contradiction
 from otel_bridge.cli._parser import build_parser
+from tests import podman
+from tests.otlp_receiver import OtlpReceiver
 from tests.processes import log_tail, terminate
 from tests.prometheus import free_port
 
@@ -46,7 +48,6 @@ DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 STATE_DIR = "/var/lib/otel-bridge"
 METRICS_PORT = 9464
-OPT_IN = "OTEL_BRIDGE_TEST_DOCKER"
 
 
 # ---------------------------------------------------------------------- helpers (reused)
@@ -325,106 +326,165 @@ def test_the_image_command_line_serves_its_probes_and_checkpoints_at_sigterm(
     assert done.returncode != 0
 
 
-# ---------------------------------------------------------------------- the real build (opt-in)
-def _docker(*args: str, timeout: float = 600, check: bool = True) -> str:
-    done = subprocess.run(
-        ["docker", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if check and done.returncode != 0:
-        pytest.fail(f"docker {shlex.join(args)}: exit {done.returncode}\n{done.stderr[-3000:]}")
-    return done.stdout
+# ---------------------------------------------------------------------- the real image (podman)
+SESSION_IDS = (
+    "0b6c2a4e-8d4c-4d39-9f0c-3c5a4a3f1d11",
+    "1c7d3b5f-9e5d-4e4a-8a1d-4d6b5b4a2e22",
+    "2d8e4c60-af6e-4f5b-9b2e-5e7c6c5b3f33",
+)
+FIXTURE = ROOT / "tests" / "fixtures" / "run1_cli_prompt_basic" / "events.jsonl"
+FIXTURE_SPANS = 6
+#: The host's loopback as a container on slirp4netns with allow_host_loopback sees it.
+HOST_LOOPBACK = "10.0.2.2"
 
 
-def _opt_in_missing() -> str | None:
-    if os.environ.get(OPT_IN) != "1":
-        return f"{OPT_IN}=1 builds and runs the image for real (a Docker daemon, debootstrap, root)"
-    for tool in ("docker", "debootstrap"):
-        if shutil.which(tool) is None:
-            return f"{OPT_IN}=1 but {tool} is not installed"
-    if subprocess.run(["docker", "info"], capture_output=True, check=False).returncode != 0:
-        return f"{OPT_IN}=1 but no Docker daemon answers"
-    return None
+def _say(config: pytest.Config, line: str) -> None:
+    """A figure for the log of the run (wall times, sizes), shown whatever pytest captures."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        sys.stderr.write(f"\n[podman] {line}\n")
 
 
 @pytest.fixture(scope="module")
-def built_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A base made with debootstrap + docker import, and the Dockerfile built on it."""
-    missing = _opt_in_missing()
-    if missing:
-        pytest.skip(missing)
-    tag = uuid.uuid4().hex[:8]
-    base, image = f"otel-bridge-test-base:{tag}", f"otel-bridge-test:{tag}"
-    rootfs = tmp_path_factory.mktemp("rootfs")
-    mirror = [os.environ["DEBIAN_MIRROR"]] if os.environ.get("DEBIAN_MIRROR") else []
-    subprocess.run(
-        [
-            "debootstrap", "--variant=minbase", "--include=python3,python3-venv",
-            "bookworm", str(rootfs), *mirror,
-        ],
-        check=True, capture_output=True, timeout=1800,
-    )  # fmt: skip
-    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-    subprocess.run(["docker", "import", "-", base], stdin=tar.stdout, check=True, timeout=600)
-    assert tar.wait() == 0
-    try:
-        _docker("build", "--build-arg", f"BASE_IMAGE={base}", "-t", image, str(ROOT), timeout=1800)
-        yield image
-    finally:
-        _docker("rmi", "-f", image, base, check=False)
+def built_image(pytestconfig: pytest.Config) -> str:
+    """The Dockerfile built as users build it (`podman build .`, no build argument), on the
+    local stand-in for its default base."""
+    image, seconds = podman.bridge_image()
+    base = podman.BASE
+    sizes = {
+        name: int(podman.podman("image", "inspect", "--format", "{{.Size}}", name).stdout)
+        for name in (base, image)
+    }
+    _say(
+        pytestconfig,
+        f"image built in {seconds:.0f}s: {sizes[image] / 1e6:.0f} MB "
+        f"({(sizes[image] - sizes[base]) / 1e6:.0f} MB over the {sizes[base] / 1e6:.0f} MB base)",
+    )
+    # The venv alone is added: no compiler, no pip cache, no build tree.
+    assert sizes[image] - sizes[base] < 100e6, sizes
+    return image
 
 
-def _get(url: str) -> int:
+def _get(url: str) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return int(response.status)
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return int(response.status), response.read().decode()
     except urllib.error.HTTPError as exc:
-        return exc.code
-
-
-def test_the_image_runs_read_only_and_stops_cleanly(built_image: str, tmp_path: Path) -> None:
-    copilot = tmp_path / "copilot"
-    session = copilot / "session-state" / "0b6c2a4e-8d4c-4d39-9f0c-3c5a4a3f1d11"
-    session.mkdir(parents=True)
-    fixture = ROOT / "tests" / "fixtures" / "run1_cli_prompt_basic" / "events.jsonl"
-    shutil.copy(fixture, session / "events.jsonl")
-    copilot.chmod(0o755)
-    volume = f"otel-bridge-test-{uuid.uuid4().hex[:8]}"
-    name = f"otel-bridge-test-{uuid.uuid4().hex[:8]}"
-    _docker(
-        "run", "-d", "--name", name, "--read-only", "--tmpfs", "/tmp",
-        "-v", f"{volume}:{STATE_DIR}", "-v", f"{copilot}:/copilot:ro",
-        "-p", f"127.0.0.1::{METRICS_PORT}", "-e", "OTEL_TRACES_EXPORTER=none",
-        "--health-interval", "2s", built_image,
-    )  # fmt: skip
-    try:
-        port = _docker("port", name, str(METRICS_PORT)).strip().rsplit(":", 1)[-1]
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and _get_or_zero(f"{base}/readyz") != 200:
-            time.sleep(0.5)
-        assert _get(f"{base}/healthz") == 200
-        assert _get(f"{base}/readyz") == 200
-        assert _docker("exec", name, "id", "-u").strip() == "10001"
-        while time.monotonic() < deadline:
-            health = _docker("inspect", "-f", "{{.State.Health.Status}}", name).strip()
-            if health != "starting":
-                break
-            time.sleep(1)
-        assert health == "healthy"
-        _docker("stop", "-t", "40", name)
-        assert _docker("inspect", "-f", "{{.State.ExitCode}}", name).strip() == "0"
-        files = _docker(
-            "run", "--rm", "--entrypoint", "python3", "-v", f"{volume}:/s", built_image,
-            "-c", "import os; print(os.listdir('/s'))",
-        )  # fmt: skip
-        assert "checkpoints.jsonl" in files
-    finally:
-        _docker("rm", "-f", name, check=False)
-        _docker("volume", "rm", "-f", volume, check=False)
+        return exc.code, exc.read().decode()
 
 
 def _get_or_zero(url: str) -> int:
     try:
-        return _get(url)
+        return _get(url)[0]
     except OSError:
         return 0
+
+
+def _add_session(copilot: Path, session_id: str) -> None:
+    session = copilot / "session-state" / session_id
+    session.mkdir(parents=True)
+    shutil.copy(FIXTURE, session / "events.jsonl")
+    for path in (session, session / "events.jsonl"):  # uid 10001 reads them
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _wait(what: str, done: Callable[[], bool], name: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            logs = podman.podman("logs", name, check=False)
+            pytest.fail(f"{what}: not within {timeout:.0f}s\n{(logs.stdout + logs.stderr)[-4000:]}")
+        time.sleep(0.5)
+
+
+def test_the_image_runs_as_the_manifests_run_it(
+    built_image: str, otlp_receiver: OtlpReceiver, tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
+    """Read-only root, uid 10001, the session state read-only and the state volume writable,
+    OTLP spans and metrics to a receiver on the host: spans arrive, the probes and the
+    image's own HEALTHCHECK pass, SIGTERM delivers what is queued and exits 0, and a restart
+    resumes from the checkpoints with nothing lost or repeated."""
+    started = time.monotonic()
+    copilot = tmp_path / "copilot"
+    (copilot / "session-state").mkdir(parents=True)
+    for path in (copilot, copilot / "session-state"):
+        path.chmod(0o755)
+    _add_session(copilot, SESSION_IDS[0])
+    port = free_port()
+    suffix = uuid.uuid4().hex[:8]
+    name, volume = f"otel-bridge-test-{suffix}", f"otel-bridge-state-{suffix}"
+    endpoint = otlp_receiver.http_endpoint.replace("127.0.0.1", HOST_LOOPBACK)
+    podman.podman(
+        "run", "-d", "--name", name, *podman.ULIMITS,
+        "--read-only", "--tmpfs", "/tmp", "--user", "10001",
+        "-v", f"{volume}:{STATE_DIR}", "-v", f"{copilot}:/copilot:ro",
+        # a network namespace of its own, so that the image's port 9464 and HEALTHCHECK are
+        # used as they are, published on a free loopback port of the host
+        "--network", "slirp4netns:allow_host_loopback=true",
+        "-p", f"127.0.0.1:{port}:{METRICS_PORT}",
+        "-e", f"OTEL_EXPORTER_OTLP_ENDPOINT={endpoint}", "-e", "OTEL_METRICS_EXPORTER=otlp",
+        "-e", "OTEL_EXPORTER_OTLP_TIMEOUT=2",
+        built_image,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait("/readyz 200", lambda: _get_or_zero(f"{base}/readyz") == 200, name)
+        assert _get(f"{base}/healthz") == (200, "ok\n")
+        otlp_receiver.wait_for_spans(FIXTURE_SPANS, timeout=60)
+        health = podman.podman("healthcheck", "run", name, check=False)
+        assert health.returncode == 0, health.stdout + health.stderr  # the image's own command
+        assert podman.podman("exec", name, "id", "-u").stdout.strip() == "10001"
+        written = podman.podman(
+            "exec", name, "python3", "-c",
+            "import os\nfor p in ('/', '/copilot/session-state'):\n"
+            "    try: open(os.path.join(p, 'x'), 'w')\n"
+            "    except OSError as e: print(e.errno)\n",
+        ).stdout.split()  # fmt: skip
+        assert written == ["30", "30"], written  # EROFS: both read-only
+
+        # A second session while the receiver refuses: its spans wait in the queue, and
+        # SIGTERM (podman stop, as a pod's end) delivers them once it answers again.
+        otlp_receiver.mode = "unavailable"
+        _add_session(copilot, SESSION_IDS[1])
+        _wait(
+            "a failed export of the second session",
+            lambda: "otel_bridge_export_failures_total{" in _get(f"{base}/metrics")[1],
+            name,
+        )
+        assert len(otlp_receiver.spans()) == FIXTURE_SPANS  # nothing of it arrived yet
+        stopped = time.monotonic()
+        stop = subprocess.Popen(
+            ["podman", "stop", "-t", "30", name], env=podman.podman_env(),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(1)  # SIGTERM is on its way; the collector comes back meanwhile
+        otlp_receiver.mode = "ok"
+        assert stop.wait(timeout=60) == 0
+        _say(pytestconfig, f"stop: {time.monotonic() - stopped:.1f}s (grace period 30 s)")
+        state = podman.podman("inspect", "--format", "{{.State.ExitCode}}", name).stdout.strip()
+        assert state == "0", podman.podman("logs", name).stderr[-3000:]
+        spans = otlp_receiver.spans()
+        assert len(spans) == 2 * FIXTURE_SPANS
+        assert otlp_receiver.requests("metrics"), "no OTLP metrics (the last export at SIGTERM)"
+
+        # Restarted with a third session written meanwhile: that one arrives, nothing twice.
+        _add_session(copilot, SESSION_IDS[2])
+        podman.podman("start", name)
+        _wait("/readyz 200 after the restart", lambda: _get_or_zero(f"{base}/readyz") == 200, name)
+        otlp_receiver.wait_for_spans(3 * FIXTURE_SPANS, timeout=60)
+        podman.podman("stop", "-t", "30", name)
+        assert (
+            podman.podman("inspect", "--format", "{{.State.ExitCode}}", name).stdout.strip() == "0"
+        )
+        span_ids = [span["span_id"] for span in otlp_receiver.spans()]
+        assert len(span_ids) == 3 * FIXTURE_SPANS == len(set(span_ids))
+        listing = podman.podman(
+            "run", "--rm", *podman.ULIMITS, "--entrypoint", "python3",
+            "-v", f"{volume}:/s:ro", built_image,
+            "-c", "import os; print(sorted(os.listdir('/s')))",
+        ).stdout  # fmt: skip
+        assert "checkpoints.jsonl" in listing
+    finally:
+        podman.podman("rm", "-f", name, check=False)
+        podman.podman("volume", "rm", "-f", volume, check=False)
+        _say(pytestconfig, f"{name}: {time.monotonic() - started:.0f}s")

@@ -129,6 +129,7 @@ def run_pipeline_config(args: argparse.Namespace, environ: Mapping[str, str]) ->
             default_exporters=("prometheus",),
             prometheus_host=args.prometheus_host,
             prometheus_port=None if args.no_prometheus else args.prometheus_port,
+            probes=True,  # /healthz and /readyz whatever OTEL_METRICS_EXPORTER says
             metrics_file=args.metrics_file,
             file_mode="a",
             export_interval_millis=int(args.metrics_interval * 1000),
@@ -266,7 +267,23 @@ def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> A
         metric_labels=tuple(getattr(args, "metric_labels", None) or ()),
         semconv=getattr(args, "semconv", SEMCONV_RELEASED),
         root_name=getattr(args, "root_name", None),
+        parent=_job_parent(environ),
     )
+
+
+def _job_parent(environ: Mapping[str, str]) -> tuple[int, int] | None:
+    """The span every trace hangs under: TRACEPARENT's, as a CI job that traces itself sets
+    it for the processes of its steps (the OpenTelemetry specification's "Environment
+    Variables as Context Propagation Carriers"); None, each task is a trace of its own."""
+    value = environ.get(env.TRACEPARENT, "").strip()
+    if not value:
+        return None
+    from ..sources import parent_from_traceparent
+
+    try:
+        return parent_from_traceparent(value)
+    except ConfigError as exc:
+        raise ConfigError(f"TRACEPARENT: {exc} (unset it for a trace per task)") from exc
 
 
 def _scrubber_config(args: argparse.Namespace) -> ScrubberConfig:

@@ -5,6 +5,7 @@ every path and nothing else. Loopback by default: metrics and health say what ag
 
 - `/healthz`: 200 "ok" while the process serves and its main loop turns; 503 with the reason
   when the liveness check says the loop is stuck (liveness).
+- `/metrics`: 404 with the reason when the port serves probes only (`no_metrics`).
 - `/readyz`: 200 when ready, 503 with the reason otherwise (readiness: `run` is not ready while
   it catches up logs at start, or while an exporter keeps failing).
 
@@ -127,6 +128,8 @@ class TelemetryServer:
     def __init__(self, host: str, port: int) -> None:
         self.readiness: Readiness = _ok
         self.liveness: Liveness = _ok
+        #: Why /metrics is not served on this port (answered 404 with it), or None.
+        self.no_metrics: str | None = None
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -257,6 +260,8 @@ class TelemetryServer:
             ready, reason = _check(self.readiness, "readiness")
             body = json.dumps({"ready": ready, "reason": reason}).encode() + b"\n"
             self._answer(pending, 200 if ready else 503, body, content_type="application/json")
+        elif target == b"/metrics" and self.no_metrics is not None:
+            self._answer(pending, 404, self.no_metrics.encode() + b"\n")
         elif target == b"/metrics":
             self._forget(pending.sock)
             try:

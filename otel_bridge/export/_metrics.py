@@ -293,6 +293,10 @@ class MetricsOptions:
             a flag of its port was given: the flag wins).
         prometheus_host: address the Prometheus endpoint binds.
         prometheus_port: its port; None disables it.
+        probes: serve /healthz and /readyz on that port even when no Prometheus reader is
+            asked for (run, whose probes must answer whatever OTEL_METRICS_EXPORTER says:
+            a liveness probe that finds nothing restarts the bridge for ever); /metrics then
+            answers 404 saying where the metrics go.
         metrics_file: also write OTLP JSON Lines here.
         file_mode: "w" to start the file afresh, "a" to append.
         export_interval_millis: how often OTLP/console/file readers export (run).
@@ -306,6 +310,7 @@ class MetricsOptions:
     always: tuple[str, ...] = ()
     prometheus_host: str = DEFAULT_PROMETHEUS_HOST
     prometheus_port: int | None = DEFAULT_PROMETHEUS_PORT
+    probes: bool = False
     metrics_file: Path | None = None
     file_mode: str = "w"
     export_interval_millis: int = 60_000
@@ -371,7 +376,8 @@ def build_metrics(
 
     With OTEL_SDK_DISABLED=true no metric goes anywhere (the caller says so); the Prometheus
     port, when asked for, still serves /healthz and /readyz, so that probes do not restart a
-    bridge that was deliberately quietened.
+    bridge that was deliberately quietened. With `options.probes`, the port serves them too
+    when OTEL_METRICS_EXPORTER leaves prometheus out (otlp, none).
 
     The caller must call `shutdown()` on the pipeline (it makes the last export): no atexit
     hook does it, since one would retry a collector that is down at the process's very end,
@@ -430,6 +436,9 @@ def build_metrics(
         exporter, stream = _file_exporter(options.metrics_file, options.file_mode)
         readers.append(PeriodicExportingMetricReader(exporter, interval))
         closers.append(stream.close)  # after the provider's last export
+    if server is None and options.probes and options.prometheus_port is not None:
+        server = _probes_only(options.prometheus_host, options.prometheus_port, names)
+        closers.append(server.close)
     if not readers:
         return MetricsPipeline(None, None, closers, server)
     # No atexit hook: the command shuts the pipeline down itself, within its export timeout
@@ -473,10 +482,7 @@ def _prometheus(
     # apart, and the version label would start new series (breaking rate() and increase())
     # at each upgrade of the bridge. target_info keeps the resource.
     reader = PrometheusMetricReader(scope_info_enabled=False) if with_metrics else None
-    try:
-        server = TelemetryServer(host, port)
-    except (OSError, OverflowError) as exc:
-        raise ConfigError(cannot_serve(host, port, exc)) from exc
+    server = _serve(host, port)
     if reader is None:
         logger.info(
             "serving http://%s/healthz and /readyz (no metrics: OTEL_SDK_DISABLED)", server.address
@@ -484,6 +490,30 @@ def _prometheus(
     else:
         logger.info("serving http://%s/metrics (and /healthz, /readyz)", server.address)
     return reader, server
+
+
+def _probes_only(host: str, port: int, names: Sequence[str]) -> TelemetryServer:
+    """The port with /healthz and /readyz and no Prometheus metrics: their exporters are
+    `names` (otlp, console, none)."""
+    server = _serve(host, port)
+    chosen = ",".join(names) or "none"
+    server.no_metrics = (
+        f"no /metrics here: OTEL_METRICS_EXPORTER={chosen} leaves prometheus out "
+        "(/healthz and /readyz answer)"
+    )
+    logger.info(
+        "serving http://%s/healthz and /readyz (no /metrics: OTEL_METRICS_EXPORTER=%s)",
+        server.address,
+        chosen,
+    )
+    return server
+
+
+def _serve(host: str, port: int) -> TelemetryServer:
+    try:
+        return TelemetryServer(host, port)
+    except (OSError, OverflowError) as exc:
+        raise ConfigError(cannot_serve(host, port, exc)) from exc
 
 
 def otlp_metric_exporter(

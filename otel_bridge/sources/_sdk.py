@@ -30,7 +30,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from .. import semconv
-from .._env import content_capture
+from .._env import TRACEPARENT, content_capture
 from .._events import event_from_json
 from .._exceptions import ConfigError, EventDecodeError
 from .._metrics import MetricsRecorder
@@ -72,7 +72,7 @@ def _resolve_parent(
         context = trace.get_current_span().get_span_context()
         if context.is_valid:
             return context.trace_id, context.span_id
-        header = environ.get("TRACEPARENT")  # or the CI job's, as the env-carrier spec says
+        header = environ.get(TRACEPARENT)  # or the CI job's, as the env-carrier spec says
         return parent_from_traceparent(header) if header else None
     return parent_from_traceparent(parent)
 
