@@ -3,7 +3,7 @@ names shortened to fit.
 
 The metric label and span attribute `copilot.task.outcome` keep their values (`completed`,
 `failed`, `error`, `aborted`, `no_signal`: dashboards, alerts and queries use them). What a
-person reads (the console's lines, `stats`, the README's table, dashboard legends) says the
+person reads (the console's lines, `stats`, docs/commands.md's table, dashboard legends) says the
 same thing in plain words, from this one table, so that every output calls an outcome the
 same. In interactive mode the CLI never asks the model for `task_complete`: almost every
 healthy task there ends `no_signal`, which is "done", not a failure.
@@ -36,7 +36,7 @@ class Outcome:
     Attributes:
         value: the `copilot.task.outcome` value (metric label), or a console-only state.
         word: what people read (plain ASCII, one word).
-        meaning: what it means, in a sentence (the README's table, help texts).
+        meaning: what it means, in a sentence (docs/commands.md's table, help texts).
     """
 
     value: str

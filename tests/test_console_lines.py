@@ -173,10 +173,10 @@ def test_counts_have_their_noun_in_the_singular_and_the_plural() -> None:
         assert wrong not in text, wrong
 
 
-def test_the_readme_says_what_every_outcome_word_means() -> None:
+def test_the_docs_say_what_every_outcome_word_means() -> None:
     from otel_bridge._words import CONTINUED, OUTCOMES, UNFINISHED
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parent.parent / "docs" / "commands.md").read_text()
     rows = {
         row.split("|")[1].strip(): row.split("|")[2].strip()
         for row in readme.splitlines()

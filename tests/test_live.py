@@ -253,7 +253,7 @@ def metric_names(reader: InMemoryMetricReader) -> set[str]:
 
 
 def test_metrics_are_recorded_only_when_given_a_recorder_of_the_apps_provider() -> None:
-    """README "Live sessions": LiveBridge(metrics=OtelMetricsRecorder(provider))."""
+    """docs/live.md: LiveBridge(metrics=OtelMetricsRecorder(provider))."""
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
     bridge = LiveBridge([InMemorySpanExporter()], environ={}, metrics=OtelMetricsRecorder(provider))
@@ -273,7 +273,7 @@ def test_metrics_are_recorded_only_when_given_a_recorder_of_the_apps_provider() 
 
 
 def test_metrics_exported_from_the_environment_as_the_readme_shows(tmp_path) -> None:
-    """README "Live sessions": build_metrics(...), LiveBridge(metrics=pipeline.recorder), then
+    """docs/live.md: build_metrics(...), LiveBridge(metrics=pipeline.recorder), then
     bridge.close() and pipeline.shutdown() (here to a file, as --metrics-file)."""
     out = tmp_path / "metrics.jsonl"
     pipeline = build_metrics({}, build_resource({}), MetricsOptions(metrics_file=out))

@@ -388,8 +388,9 @@ def test_no_planted_secret_leaves_the_bridge(
 def test_without_content_capture_no_planted_text_leaves(
     runs: dict[str, Outputs], name: str, sink: str
 ) -> None:
-    """With content off, no text from the logs goes out (README: "prompts, answers, tool
-    arguments and results, error messages"): only sizes, counts, names, ids and timings."""
+    """With content off, no text from the logs goes out (docs/configuration.md: "prompts,
+    answers, tool arguments and results, error messages"): only sizes, counts, names, ids and
+    timings."""
     found = runs[name].texts[sink]
     if found:
         pytest.fail(f"{name}, {sink}: " + _describe_texts(runs[name].corpus, found), pytrace=False)
