@@ -55,6 +55,7 @@ from otel_bridge._pipeline import Pipeline, PipelineConfig  # noqa: E402
 from otel_bridge.cli._common import pipeline_config  # noqa: E402
 from otel_bridge.cli._parser import build_parser  # noqa: E402
 from otel_bridge.export import MetricsOptions, build_resource  # noqa: E402
+from otel_bridge.feed import StreamFeeder  # noqa: E402
 from otel_bridge.sources import LogFile, Tailer, TailOptions, find_logs, replay_logs  # noqa: E402
 from otel_bridge.sources._parallel import Workers, replay_logs_parallel  # noqa: E402
 
@@ -215,12 +216,10 @@ def _tailer(root: Path, run: _Run, state: Path, clock: _Clock) -> Tailer:
     sink = run.pipeline.sink
     return Tailer(
         [root],
-        run.pipeline.assembler,
-        sink.export,
+        StreamFeeder(run.pipeline.assembler, sink.export, sequence=lambda: sink.sequence),
         TailOptions(backfill=True, rescan_seconds=0, watch=False, idle_timeout_seconds=_IDLE),
         clock=clock,
         checkpoints=CheckpointStore(state),
-        sequence=lambda: sink.sequence,
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, SpanRecord
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
 from tests.spantree import by_name, check_invariants, children, outline, turns
@@ -241,8 +242,7 @@ def follow(path: Path, wait: float) -> tuple[Tailer, list[SpanRecord], list[floa
     clock = [0.0]
     tailer = Tailer(
         [path.parent.parent],
-        Assembler(AssemblerConfig(background_wait_seconds=wait)),
-        out.extend,
+        StreamFeeder(Assembler(AssemblerConfig(background_wait_seconds=wait)), out.extend),
         TailOptions(rescan_seconds=0, idle_timeout_seconds=5, backfill=True),
         clock=lambda: clock[0],
     )
@@ -316,9 +316,9 @@ def test_run_does_not_end_a_waiting_task_while_its_log_is_still_unread(
     """Catching up a months-old log in small chunks: at the poll that has read the final
     answer but not yet the notification, the clock is far past the wait, but the task must
     not end there."""
-    from otel_bridge.sources import _tail
+    from otel_bridge.sources.tail import _reading
 
-    monkeypatch.setattr(_tail, "_READ_LIMIT", 512)
+    monkeypatch.setattr(_reading, "_READ_LIMIT", 512)
     log = shell_log()
     path = tmp_path / "sess-1" / "events.jsonl"
     path.parent.mkdir()
@@ -557,8 +557,7 @@ def test_run_restarted_while_a_task_waits_gives_replays_spans(tmp_path: Path) ->
     for part in (1, 2):
         tailer = Tailer(
             [path.parent.parent],
-            Assembler(),
-            out.extend,
+            StreamFeeder(Assembler(), out.extend),
             TailOptions(rescan_seconds=0, idle_timeout_seconds=5, backfill=True),
             clock=lambda: last,
             checkpoints=CheckpointStore(store),
@@ -582,7 +581,7 @@ def test_run_says_once_that_a_stopped_task_waits_for_its_background_shell(
 ) -> None:
     """Its line comes only when the shell reports: until then the console would say nothing
     for up to the background wait, as if the bridge were stuck."""
-    caplog.set_level("INFO", logger="otel_bridge.sources._tail")
+    caplog.set_level("INFO", logger="otel_bridge.sources.tail")
     log = shell_log(gap_ms=60_000)
     spans = run_in_two_parts(tmp_path, log, quiet_s=50, wait=900)
     said = [r.getMessage() for r in caplog.records if "waiting up to" in r.getMessage()]
@@ -595,7 +594,7 @@ def test_run_says_once_that_a_stopped_task_waits_for_its_background_shell(
 
 def test_a_task_whose_wait_is_over_already_is_not_said_to_wait(tmp_path: Path, caplog) -> None:
     """An old log caught up at start: its waiting task ends at once, nothing to wait for."""
-    caplog.set_level("INFO", logger="otel_bridge.sources._tail")
+    caplog.set_level("INFO", logger="otel_bridge.sources.tail")
     log = shell_log(gap_ms=60_000)
     data = log.jsonl()
     cut = data.rindex(b"\n", 0, data.index(b'"system.notification"')) + 1

@@ -25,6 +25,7 @@ from .._version import __version__
 from .._words import plural
 from ..export import MetricsOptions, SpanSink
 from ..export._common import sdk_disabled
+from ..feed import StreamFeeder
 from ..sources import Tailer, TailOptions
 from ._checks import prometheus_wanted
 from ._common import (
@@ -104,11 +105,9 @@ def run(args: argparse.Namespace) -> int:
     )
     tailer = Tailer(
         roots,
-        assembler,
-        sink.export,
+        StreamFeeder(assembler, sink.export, sequence=lambda: sink.sequence),
         options,
         checkpoints=store,
-        sequence=lambda: sink.sequence,
         # Logs wait on disk while the exporters hold half their queue: a read never makes
         # the queue drop spans (a MiB read adds a few thousand at most).
         backlog=lambda: sink.queued,

@@ -4,7 +4,7 @@ decoded events out."""
 from ._discovery import EVENTS_FILE, LogFile, default_session_state, find_logs, scan_session_state
 from ._replay import ReplaySummary, replay_logs
 from ._sdk import LiveBridge, parent_from_traceparent
-from ._tail import Tailer, TailOptions
+from .tail import Tailer, TailOptions
 
 __all__ = [
     "EVENTS_FILE",
