@@ -56,8 +56,8 @@ from otel_bridge.cli._common import pipeline_config  # noqa: E402
 from otel_bridge.cli._parser import build_parser  # noqa: E402
 from otel_bridge.export import MetricsOptions, build_resource  # noqa: E402
 from otel_bridge.feed import StreamFeeder  # noqa: E402
+from otel_bridge.feed._parallel import Workers, replay_logs_parallel  # noqa: E402
 from otel_bridge.sources import LogFile, Tailer, TailOptions, find_logs, replay_logs  # noqa: E402
-from otel_bridge.sources._parallel import Workers, replay_logs_parallel  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures"
 DIGESTS = REPO / "tests" / "golden" / "digests.json"
@@ -190,7 +190,7 @@ def _dump(spans: list[dict[str, Any]], recorder: _Recorder) -> bytes:
 def dump_replay(log: LogFile, flags: Sequence[str]) -> bytes:
     recorder = _Recorder()
     run = _Run(flags, recorder)
-    replay_logs([log], run.pipeline.assembler, run.pipeline.sink.export)
+    replay_logs([log], StreamFeeder(run.pipeline.assembler, run.pipeline.sink.export))
     return _dump(run.finish(), recorder)
 
 

@@ -382,7 +382,7 @@ def test_replay_of_a_tree_reads_a_hard_linked_log_once(tmp_path) -> None:
     root = tmp_path / "session-state"
     hard_linked(root)
     out: list = []
-    replay_logs(find_logs([root]), Assembler(), out.extend)
+    replay_logs(find_logs([root]), StreamFeeder(Assembler(), out.extend))
     assert conversations(out) == ["s1", "s1"]
 
 

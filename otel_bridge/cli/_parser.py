@@ -20,7 +20,7 @@ from typing import Any
 from .._version import __version__
 from ..export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
 from ..export._sink import DEFAULT_QUEUE_SPANS
-from ..sources._parallel import WORKERS_FROM_BYTES, usable_cores
+from ..feed._parallel import WORKERS_FROM_BYTES, usable_cores
 from ..sources._shard import Shard, parse_shard
 from ._help import NO_BREAK, HelpFormatter
 from ._options import Given, background_wait, export, limits, metrics, paths, privacy, user_id

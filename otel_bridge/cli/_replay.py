@@ -13,14 +13,14 @@ from .._progress import ProgressBar
 from .._words import plural
 from ..export import MetricsOptions, SpanSink
 from ..export._common import sdk_disabled
-from ..sources import LogFile, find_logs
-from ..sources._parallel import (
+from ..feed._parallel import (
     Prepare,
     PreparedSink,
     Workers,
     default_jobs,
     replay_logs_parallel,
 )
+from ..sources import LogFile, find_logs
 from ..sources._shard import Shard
 from ._common import (
     Interrupted,

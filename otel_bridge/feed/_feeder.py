@@ -32,8 +32,9 @@ logger = logging.getLogger("otel_bridge.feed")
 
 _MAX_PENDING = 1024  # safe places remembered per stream while exports are behind
 #: Emit: takes finished records; may return the (sequence number, span id) of each span it
-#: queued (`SpanSink.export` does), so that checkpoints can name what was delivered.
-Emit = Callable[[list[SpanRecord]], "list[tuple[int, int]] | None"]
+#: queued (`SpanSink.export` does), so that checkpoints can name what was delivered; any
+#: other value (None) says that emitting is exporting.
+Emit = Callable[[list[SpanRecord]], object]
 Positions = Iterable[tuple[Event, int]]
 
 
@@ -97,6 +98,17 @@ class StreamFeeder:
             records += self.assembler.end_stream(stream)
         self._emit(records)
         return len(records)
+
+    def feed_live(self, stream: str, event: Event) -> None:
+        """One live event (LiveBridge; counted by the caller as it arrives): what it finishes
+        is emitted, if anything."""
+        records = self.assembler.feed(stream, [event], stream)
+        if records:
+            self._emit(records)
+
+    def close_all(self) -> None:
+        """Every stream is over (LiveBridge closed): what is open closes and is emitted."""
+        self._emit(self.assembler.close_all())
 
     def end(self, stream: str) -> None:
         """The stream is over (gone, replaced, refused): what is open closes now."""
@@ -171,9 +183,10 @@ class StreamFeeder:
         at a safe place, remember it for the checkpoint."""
         records = self._not_delivered(stream, ledger, records, final=safe is not None)
         if records:
-            queued = self._emit(records)
+            returned = self._emit(records)
             self._emitted += len(records)
             if self._safe_places:
+                queued = returned if isinstance(returned, list) else None
                 if queued is None:  # emitting is exporting
                     first = self._emitted - len(records) + 1
                     queued = [(first + n, r.span_id) for n, r in enumerate(records)]

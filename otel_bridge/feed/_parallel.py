@@ -54,8 +54,9 @@ from .._records import AttributeValue, SpanRecord
 from ..assembler import Assembler, AssemblerConfig, AssemblerStats
 from ..export._otlp_json import encode_record
 from ..processors import Scrubber, ScrubberConfig
-from ._discovery import DEFAULT_MAX_LOG_BYTES, LogFile
-from ._replay import ReplaySummary, replay_logs
+from ..sources import LogFile, ReplaySummary, replay_logs
+from ..sources._discovery import DEFAULT_MAX_LOG_BYTES
+from ._feeder import StreamFeeder
 
 __all__ = [
     "WORKERS_FROM_BYTES",
@@ -292,8 +293,7 @@ def _replay_one(log: LogFile, task: _Task, scrubber: Scrubber | None = None) -> 
 
     result.summary = replay_logs(
         [log],
-        assembler,
-        keep,
+        StreamFeeder(assembler, keep),
         max_line_bytes=task.max_line_bytes,
         max_log_bytes=task.max_log_bytes,
     )
@@ -373,8 +373,7 @@ def replay_logs_parallel(
     if jobs <= 1:
         return replay_logs(
             logs,
-            assembler,
-            emit,
+            StreamFeeder(assembler, emit),
             on_progress=on_progress,
             max_line_bytes=max_line_bytes,
             max_log_bytes=max_log_bytes,
