@@ -112,7 +112,7 @@ def pickling_cost(corpus: Path) -> None:
     text for the traces file (--traces-file alone: the workers scrub and encode)."""
     from otel_bridge import Assembler, AssemblerConfig
     from otel_bridge.feed import StreamFeeder
-    from otel_bridge.feed import _parallel as parallel
+    from otel_bridge.feed import _worker as parallel
     from otel_bridge.processors import Scrubber, ScrubberConfig
     from otel_bridge.sources import find_logs, replay_logs
 

@@ -19,8 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..._checkpoint import CheckpointStore, FileCheckpoint
-from ..._exceptions import CheckpointError
+from ..._checkpoint import CheckpointStore
 from ..._lines import ReadStats
 from .._gate import Gate
 from .._health import SkipCounter
@@ -30,7 +29,7 @@ from ._finder import Finder
 from ._following import Following
 from ._options import TailOptions, start_summary
 from ._reading import Reading
-from ._store import NoCheckpoints, Store
+from ._store import NoCheckpoints, Saver, Store
 from ._tracker import Tracker, Untracked
 
 __all__ = ["Tailer"]
@@ -116,8 +115,7 @@ class Tailer:
         self._last_sweep = float("-inf")
         self._last_poll: float | None = None
         self.started = False
-        self._unsaved: dict[str, FileCheckpoint] = {}  # taken, not yet written (a failure)
-        self._next_save = 0.0
+        self._saver = Saver(self._store, self._tracker, self.options.checkpoint_seconds)
         # Back-pressure: while the exporters hold `max_backlog` spans or more, no log is read
         # (they wait on disk, where nothing is lost), instead of the queue dropping its oldest.
         self._backlog = backlog
@@ -235,7 +233,7 @@ class Tailer:
         if timers:  # timeouts of minutes, looked at every rescan, not every poll
             self._following.close_quiet(now)
             self._following.evict(now)
-            self._tracker.put_to_sleep(self._unsaved)
+            self._tracker.put_to_sleep(self._saver.unsaved)
         self._skips.update()
         self.events_read += events
         return events
@@ -320,46 +318,14 @@ class Tailer:
     def save_checkpoints(self, watermark: int | None = None, *, force: bool = True) -> int:
         """Record where each log may resume: the latest safe place whose spans were all
         exported (sequence number up to `watermark`; None: all emitted spans were), and the
-        spans after it already delivered. Only logs whose checkpoint moved are written.
-
-        Args:
-            watermark: the sink's; None: everything emitted was delivered.
-            force: save now; False: only if `TailOptions.checkpoint_seconds` have passed
-                since the last save (`run` calls it after every poll and delivery).
-
-        Returns:
-            how many logs' checkpoints were written.
+        spans after it already delivered (`Saver.save`). Returns how many logs' checkpoints
+        were written.
 
         Raises:
             CheckpointError: the store cannot be written; what was taken is kept and written
                 by the next call.
         """
-        mono = time.monotonic()
-        if not force and mono < self._next_save:
-            return 0
-        self._next_save = mono + self.options.checkpoint_seconds
-        entries = self._unsaved
-        tracker = self._tracker
-        for stream in list(tracker.dirty):
-            reader = tracker.awake.get(stream)
-            if reader is None:
-                tracker.dirty.discard(stream)
-                continue
-            ledger = reader.ledger
-            if ledger.moved(watermark):
-                checkpoint = reader.checkpoint(watermark)
-                if checkpoint is not None:
-                    entries[stream] = checkpoint
-            if ledger.settled:
-                tracker.dirty.discard(stream)
-        if not entries:
-            return 0
-        self._unsaved = {}
-        try:
-            return self._store.save(entries)
-        except CheckpointError:
-            self._unsaved = entries
-            raise
+        return self._saver.save(watermark, force=force)
 
     def _count_watch_problem(self, reason: str) -> None:
         self._downstream.metrics.add(
