@@ -698,3 +698,36 @@ def test_a_log_that_grew_while_the_machine_slept_is_read_before_its_task_is_judg
     tailer.close()
     (root,) = [s for s in out if s.name == "invoke_agent copilot"]
     assert "copilot.incomplete" not in root.attributes
+
+
+def test_a_catch_up_reads_its_logs_a_batch_a_poll_and_goes_on_at_once(
+    tmp_path, monkeypatch
+) -> None:
+    """Catching up on many logs, a poll reads a batch of them, so that `run` saves their
+    checkpoints (and lets go of what those waited for) before reading the next batch; the
+    next poll goes on without waiting, and every log is read, each once."""
+    monkeypatch.setattr(manager_module, "_CATCH_UP_BATCH", 2)
+    root = tmp_path / "session-state"
+    logs = sessions(root, 5)
+    out: list = []
+    tailer = Tailer(
+        [root],
+        StreamFeeder(Assembler(), out.extend),
+        TailOptions(rescan_seconds=0, watch=False, backfill=True),
+        clock=Clock(max(os.path.getmtime(p) for p in logs)),
+        checkpoints=CheckpointStore(tmp_path / "state"),
+    )
+    tailer.start()
+    waits = []
+    left = [tailer.catching_up]
+    for _ in range(4):
+        tailer.wake.clear()
+        tailer.poll_once()
+        tailer.save_checkpoints()
+        left.append(tailer.catching_up)
+        waits.append(not tailer._reading.more)
+    assert left == [5, 3, 1, 0, 0]
+    assert waits == [False, False, True, True]  # no wait while logs are left to catch up
+    roots = [s for s in out if s.parent_span_id is None]
+    assert sorted(r.trace_id for r in roots) == sorted({r.trace_id for r in roots})
+    assert len(roots) == 5

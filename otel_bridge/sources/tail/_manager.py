@@ -39,6 +39,11 @@ logger = logging.getLogger("otel_bridge.sources.tail")
 #: With notifications, every log is stat'ed anyway at every this many rescans (a minute at the
 #: default 5 s): a safety net for what the kernel did not report, cheap at 10,000 logs.
 _RESCANS_PER_SWEEP = 12
+#: Logs read per poll while they catch up (not yet read to their end once). Reading 10,000
+#: logs in one poll held what each one's checkpoint waits for (the safe places, with their
+#: session's state, until their spans are delivered) for all of them at once: some 7 KB a
+#: log. A poll per batch lets `run` save checkpoints between batches, and what was saved go.
+_CATCH_UP_BATCH = 256
 #: A longer gap between two polls is the bridge not running (SIGSTOP, a suspended machine):
 #: only this much of it counts as a log being quiet (`--idle-timeout`).
 _MAX_POLL_GAP = 60.0
@@ -265,11 +270,14 @@ class Tailer:
 
     def _read(self, to_read: set[str], now: float) -> int:
         """Read the logs `to_read` (sorted: the same order in every run), unless the
-        exporters are behind: then they wait on disk."""
+        exporters are behind: then they wait on disk. Of the logs not yet read to their end
+        once, at most `_CATCH_UP_BATCH` are read a poll: the others are read by the next
+        polls, at once, after the checkpoints of these were saved."""
         events = 0
         reading = self._reading
         reading.more = False
         paused = False
+        catching_up = 0
         for stream in sorted(to_read):
             reader = self._tracker.awake.get(stream)
             if reader is None:
@@ -278,6 +286,12 @@ class Tailer:
                 paused = True
                 self._tracker.behind.add(stream)  # read once the exporters have caught up
                 continue
+            if not reader.caught_up:
+                if catching_up >= _CATCH_UP_BATCH:
+                    self._tracker.behind.add(stream)
+                    reading.more = True  # the next poll goes on at once
+                    continue
+                catching_up += 1
             events += reading.read_guarded(reader, now)
         if paused:
             self.paused_reads += 1
