@@ -40,7 +40,7 @@ from .processors import Scrubber
 
 __all__ = ["LiveBridge", "parent_from_traceparent"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("otel_bridge.sources._sdk")  # the name apps have always seen
 
 _CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 

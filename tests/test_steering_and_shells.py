@@ -581,7 +581,7 @@ def test_run_says_once_that_a_stopped_task_waits_for_its_background_shell(
 ) -> None:
     """Its line comes only when the shell reports: until then the console would say nothing
     for up to the background wait, as if the bridge were stuck."""
-    caplog.set_level("INFO", logger="otel_bridge.sources.tail")
+    caplog.set_level("INFO", logger="otel_bridge.sources._tail")
     log = shell_log(gap_ms=60_000)
     spans = run_in_two_parts(tmp_path, log, quiet_s=50, wait=900)
     said = [r.getMessage() for r in caplog.records if "waiting up to" in r.getMessage()]
@@ -594,7 +594,7 @@ def test_run_says_once_that_a_stopped_task_waits_for_its_background_shell(
 
 def test_a_task_whose_wait_is_over_already_is_not_said_to_wait(tmp_path: Path, caplog) -> None:
     """An old log caught up at start: its waiting task ends at once, nothing to wait for."""
-    caplog.set_level("INFO", logger="otel_bridge.sources.tail")
+    caplog.set_level("INFO", logger="otel_bridge.sources._tail")
     log = shell_log(gap_ms=60_000)
     data = log.jsonl()
     cut = data.rindex(b"\n", 0, data.index(b'"system.notification"')) + 1

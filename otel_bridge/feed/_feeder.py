@@ -28,7 +28,9 @@ from ._ledger import Ledger
 
 __all__ = ["Emit", "StreamFeeder"]
 
-logger = logging.getLogger("otel_bridge.feed")
+# Its lines are all of run's reading (a task re-read after a restart, a background wait over),
+# under the name those lines have always carried.
+logger = logging.getLogger("otel_bridge.sources._tail")
 
 _MAX_PENDING = 1024  # safe places remembered per stream while exports are behind
 #: Emit: takes finished records; may return the (sequence number, span id) of each span it

@@ -29,7 +29,8 @@ from ._tracker import Tracker, stat_of
 
 __all__ = ["Following"]
 
-logger = logging.getLogger("otel_bridge.sources.tail")
+# The name the lines of run's reading have always carried (people filter on it).
+logger = logging.getLogger("otel_bridge.sources._tail")
 
 
 class Following:

@@ -34,7 +34,8 @@ from ._tracker import Tracker, Untracked
 
 __all__ = ["Tailer"]
 
-logger = logging.getLogger("otel_bridge.sources.tail")
+# The name the lines of run's reading have always carried (people filter on it).
+logger = logging.getLogger("otel_bridge.sources._tail")
 
 #: With notifications, every log is stat'ed anyway at every this many rescans (a minute at the
 #: default 5 s): a safety net for what the kernel did not report, cheap at 10,000 logs.

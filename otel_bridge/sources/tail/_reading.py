@@ -29,7 +29,8 @@ from ._tracker import Tracker
 
 __all__ = ["Reading"]
 
-logger = logging.getLogger("otel_bridge.sources.tail")
+# The name the lines of run's reading have always carried (people filter on it).
+logger = logging.getLogger("otel_bridge.sources._tail")
 
 #: Bytes read from one file per poll, so that one huge log cannot stall the rest. A log with
 #: more to read is read again at once (`run` does not wait between polls then), unless the
