@@ -1,5 +1,7 @@
-"""Sources: session logs (replayed once or followed as they grow) and live SDK sessions in,
-decoded events out."""
+"""Sources: session logs (replayed once or followed as they grow) in, decoded events out, to
+whatever they feed (the `feed.StreamFeeder`): they know nothing of spans. The live SDK
+source, `LiveBridge`, builds a whole pipeline (otel_bridge/_live.py); it is importable from
+here as it always was."""
 
 from typing import Any as _Any
 

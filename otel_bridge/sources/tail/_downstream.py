@@ -5,7 +5,7 @@ task is open. The tailer knows nothing of spans; `feed.StreamFeeder` is what `ru
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..._events import Event
@@ -41,7 +41,7 @@ class Downstream(Protocol):
     @property
     def resident(self) -> int: ...
 
-    def note_safe_places(self, on_moved: Any) -> None: ...
+    def note_safe_places(self, on_moved: Callable[[str], None]) -> None: ...
 
     def count_read(self, events: int) -> None: ...
 
