@@ -1,4 +1,4 @@
-"""Between the sources and the pipeline: one stream feeder (decode -> feed -> emit -> count,
+"""Between the sources and the pipeline: one stream feeder (events -> assembler -> emit -> counts,
 safe places, delivered spans, eviction) for replay, run's tailer, LiveBridge and the --jobs
 workers alike."""
 

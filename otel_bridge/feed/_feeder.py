@@ -1,14 +1,14 @@
-"""The one way events become exported spans: decode -> feed -> emit -> count, for every source.
+"""The one way events become exported spans: feed -> emit -> count, for every source.
 
-`replay`, `run`'s tailer, `LiveBridge` and the `--jobs` workers all hand their events to a
-`StreamFeeder`: it feeds them to the assembler, hands the finished span records to `emit`, and
-counts what was read. For `run`, which checkpoints, it also notes every safe place (the end of
-an event after which no interaction is open, with the session's state there) and which spans
-were delivered after it, in the stream's `Ledger`, and takes quiet sessions out of memory
-(their state kept in the ledger). Sources know nothing of spans: they pass events and streams,
-and hold their ledgers without looking inside. (The OpenTelemetry Collector's file consumer
-splits the same way: its reader calls an `emit` callback and knows nothing downstream,
-pkg/stanza/fileconsumer.)
+`replay`, `run`'s tailer, `LiveBridge` and the `--jobs` workers decode their bytes (or SDK
+objects) into events and hand them to a `StreamFeeder`: it feeds them to the assembler, hands
+the finished span records to `emit`, and counts what was read. For `run`, which checkpoints,
+it also notes every safe place (the end of an event after which no interaction is open, with
+the session's state there) and which spans were delivered after it, in the stream's `Ledger`,
+and takes quiet sessions out of memory (their state kept in the ledger). Sources know nothing
+of spans: they pass events and streams, and hold their ledgers without looking inside. (The
+OpenTelemetry Collector's file consumer splits the same way: its reader calls an `emit`
+callback and knows nothing downstream, pkg/stanza/fileconsumer.)
 """
 
 from __future__ import annotations
@@ -49,8 +49,6 @@ class StreamFeeder:
         sequence: the sequence number of the last span handed to `emit` (the sink's), so that
             a checkpoint waits for the spans before it to be exported; none: emitting is
             exporting, and spans are numbered here as they are emitted.
-        on_moved: told the stream whose checkpoint may have moved (a span emitted, a safe
-            place passed), when safe places are noted (`note_safe_places`).
     """
 
     def __init__(
