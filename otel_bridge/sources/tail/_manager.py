@@ -19,7 +19,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..._checkpoint import CheckpointStore
 from ..._lines import ReadStats
 from .._gate import Gate
 from .._health import SkipCounter
@@ -61,7 +60,8 @@ class Tailer:
         downstream: takes the events (`feed.StreamFeeder`).
         options: how to follow.
         clock: wall-clock seconds (tests pass their own).
-        checkpoints: where to keep the resume points; none: every start is a first start.
+        checkpoints: where to keep the resume points (`CheckpointStore`); none: every start
+            is a first start.
         backlog: how many spans the exporters hold (the sink's `queued`); none: no limit.
         max_backlog: while `backlog()` is at least this, logs are not read: they wait on disk
             for the exporters to catch up (a catch-up of big logs, a collector down) instead
@@ -74,7 +74,7 @@ class Tailer:
         downstream: Downstream,
         options: TailOptions | None = None,
         clock: Callable[[], float] = time.time,
-        checkpoints: CheckpointStore | None = None,
+        checkpoints: Store | None = None,
         backlog: Callable[[], int] | None = None,
         max_backlog: int = 0,
     ) -> None:
