@@ -111,13 +111,14 @@ def pickling_cost(corpus: Path) -> None:
     (as when a sampler drops spans, or for exporters of SDK spans), or each span's id and its
     text for the traces file (--traces-file alone: the workers scrub and encode)."""
     from otel_bridge import Assembler, AssemblerConfig
+    from otel_bridge.feed import StreamFeeder
+    from otel_bridge.feed import _worker as parallel
     from otel_bridge.processors import Scrubber, ScrubberConfig
-    from otel_bridge.sources import _parallel as parallel
     from otel_bridge.sources import find_logs, replay_logs
 
     logs = find_logs([corpus])
     start = time.perf_counter()
-    replay_logs(logs, Assembler(), lambda records: None)
+    replay_logs(logs, StreamFeeder(Assembler(), lambda records: None))
     work = time.perf_counter() - start
     logging.disable(logging.WARNING)  # what a worker logs is kept, not printed: quiet here too
     payloads = {

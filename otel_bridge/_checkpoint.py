@@ -111,7 +111,7 @@ class FileCheckpoint:
         sent: ids of spans finished after `offset` and already delivered: a restart that reads
             them again does not export them again.
         sent_blocks: the spans delivered before those of `sent`, as digests of blocks of
-            1,024 ids in the order they are read again (sources/_delivered.py).
+            1,024 ids in the order they are read again (feed/_delivered.py).
     """
 
     path: str

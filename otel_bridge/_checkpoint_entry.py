@@ -34,7 +34,7 @@ ENTRY_FIELDS = (
 _REQUIRED = frozenset(ENTRY_FIELDS) - {"session", "sent", "sent_blocks"}
 #: Bounds of what an entry may hold. A written one never exceeds them (`sent` and
 #: `sent_blocks` are cut when encoded: a repeat rather than a loss); beyond them the line is
-#: damaged. A block stands for 1,024 delivered spans (sources/_delivered.py): 100,000 of them
+#: damaged. A block stands for 1,024 delivered spans (feed/_delivered.py): 100,000 of them
 #: are a task of a hundred million spans.
 MAX_SENT = 50_000
 MAX_SENT_BLOCKS = 100_000

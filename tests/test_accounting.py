@@ -19,6 +19,7 @@ from otel_bridge._records import AttributeValue, SpanRecord
 from otel_bridge._stats import StatsAssembler, StatsCollector
 from otel_bridge._stats_table import render_table
 from otel_bridge.assembler import Assembler
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.processors import Scrubber, ScrubberConfig
 from otel_bridge.sources import find_logs, replay_logs
 from tests.builder import Log
@@ -201,7 +202,9 @@ def test_real_log_a_restart_between_the_segments_still_counts_only_the_differenc
 
 def test_real_log_stats_show_byok_and_the_last_snapshots_lines() -> None:
     collector = StatsCollector()
-    replay_logs(find_logs([EDIT_RESUME.parent]), StatsAssembler(collector), lambda r: None)
+    replay_logs(
+        find_logs([EDIT_RESUME.parent]), StreamFeeder(StatsAssembler(collector), lambda r: None)
+    )
     (stats,) = collector.sessions.values()
     assert (stats.lines_added, stats.lines_removed) == (5, 1)
     assert stats.premium_requests is None and stats.byok_calls == 4
@@ -375,7 +378,8 @@ def test_a_zero_cost_without_any_billed_call_is_not_shown_as_a_price() -> None:
         assert "copilot.session.premium_requests" not in recorder.names()
     collector = StatsCollector()
     replay_logs(
-        find_logs([FIXTURES / "one_tool_cli1081"]), StatsAssembler(collector), lambda r: None
+        find_logs([FIXTURES / "one_tool_cli1081"]),
+        StreamFeeder(StatsAssembler(collector), lambda r: None),
     )
     (stats,) = collector.sessions.values()
     assert stats.premium_requests is None

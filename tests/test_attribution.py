@@ -23,10 +23,10 @@ from otel_bridge._records import SpanRecord
 from otel_bridge.assembler import Assembler, AssemblerConfig, SessionAssembler
 from otel_bridge.cli import main
 from otel_bridge.export import ResourceOptions, build_resource
+from otel_bridge.feed._parallel import RecordingRecorder
 from otel_bridge.processors import Scrubber, ScrubberConfig
 from otel_bridge.sources import LiveBridge
 from otel_bridge.sources._discovery import read_client_name
-from otel_bridge.sources._parallel import RecordingRecorder
 from tests.builder import Log
 
 FIXTURES = Path(__file__).parent / "fixtures"

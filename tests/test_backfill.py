@@ -17,6 +17,7 @@ import pytest
 
 from otel_bridge import Assembler
 from otel_bridge._checkpoint import CheckpointStore
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
 
@@ -43,8 +44,7 @@ def sessions(spans: list) -> set[str]:
 def tailer(state: Path, store: Path, out: list, now: float, **options: object) -> Tailer:
     return Tailer(
         [state],
-        Assembler(),
-        out.extend,
+        StreamFeeder(Assembler(), out.extend),
         TailOptions(rescan_seconds=0, **options),  # type: ignore[arg-type]
         clock=lambda: now,
         checkpoints=CheckpointStore(store),

@@ -21,6 +21,7 @@ from otel_bridge import Assembler, ConfigError
 from otel_bridge.cli import main
 from otel_bridge.cli._parser import build_parser
 from otel_bridge.export import MetricsOptions, build_metrics, build_resource
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests.test_cli import read_traces_file
 
@@ -129,8 +130,7 @@ def test_run_says_once_that_a_file_is_not_a_log_and_keeps_following_it(tmp_path,
     out: list = []
     tailer = Tailer(
         [tmp_path],
-        Assembler(),
-        out.extend,
+        StreamFeeder(Assembler(), out.extend),
         TailOptions(backfill=True, rescan_seconds=0, watch=False),
     )
     with caplog.at_level(logging.WARNING):

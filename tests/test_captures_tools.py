@@ -13,6 +13,7 @@ from pathlib import Path
 from otel_bridge import Assembler, JsonLinesDecoder, StatusCode
 from otel_bridge._checkpoint import CheckpointStore
 from otel_bridge._events import parse_timestamp_ns
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests.spantree import assemble_file, by_name, check_invariants
 from tests.test_assembler_captures import raw_events
@@ -122,8 +123,7 @@ def follow(tmp: Path, pieces: list[bytes], store: Path | None = None) -> list:
                 tailer.close()
             tailer = Tailer(
                 [tmp / "state"],
-                Assembler(),
-                out.extend,
+                StreamFeeder(Assembler(), out.extend),
                 TailOptions(rescan_seconds=0, watch=False),
                 clock=lambda: os.path.getmtime(log),
                 checkpoints=CheckpointStore(store) if store is not None else None,

@@ -15,6 +15,7 @@ from otel_bridge import Assembler
 from otel_bridge import _checkpoint as checkpoint_module
 from otel_bridge._checkpoint import CheckpointStore, FileCheckpoint, fingerprint
 from otel_bridge._exceptions import CheckpointError
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
 
@@ -410,8 +411,7 @@ def test_resuming_mid_log_gives_exactly_the_spans_of_reading_it_whole(tmp_path) 
     first: list = []
     tailer = Tailer(
         [state],
-        Assembler(),
-        first.extend,
+        StreamFeeder(Assembler(), first.extend),
         TailOptions(rescan_seconds=0),
         clock=lambda: os.path.getmtime(path),
         checkpoints=CheckpointStore(store_dir),
@@ -428,8 +428,7 @@ def test_resuming_mid_log_gives_exactly_the_spans_of_reading_it_whole(tmp_path) 
     second: list = []
     tailer = Tailer(
         [state],
-        Assembler(),
-        second.extend,
+        StreamFeeder(Assembler(), second.extend),
         TailOptions(rescan_seconds=0),
         clock=lambda: os.path.getmtime(path),
         checkpoints=CheckpointStore(store_dir),
@@ -441,8 +440,7 @@ def test_resuming_mid_log_gives_exactly_the_spans_of_reading_it_whole(tmp_path) 
     whole: list = []
     reader = Tailer(
         [state],
-        Assembler(),
-        whole.extend,
+        StreamFeeder(Assembler(), whole.extend),
         TailOptions(rescan_seconds=0),
         clock=lambda: os.path.getmtime(path),
     )

@@ -16,6 +16,7 @@ import pytest
 from otel_bridge import Assembler
 from otel_bridge._checkpoint import CheckpointStore, FileCheckpoint, fingerprint
 from otel_bridge._records import SpanRecord
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.processors import Scrubber, ScrubberConfig
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
@@ -37,8 +38,7 @@ def tail(
     out: list[SpanRecord] = []
     tailer = Tailer(
         [state],
-        Assembler(),
-        out.extend,
+        StreamFeeder(Assembler(), out.extend),
         TailOptions(rescan_seconds=0, watch=False, backfill=backfill),
         clock=clock,
         checkpoints=None

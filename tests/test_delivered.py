@@ -1,6 +1,6 @@
 """What a checkpoint names of an open task's delivered spans: full blocks as digests, the rest
 by id, so that its size does not grow with the task, and a restart drops exactly what was
-delivered, however long the task (sources/_delivered.py)."""
+delivered, however long the task (feed/_delivered.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ import pytest
 
 from otel_bridge import Assembler
 from otel_bridge._checkpoint import CheckpointStore
-from otel_bridge.sources import Tailer, TailOptions, _delivered
-from otel_bridge.sources._delivered import DeliveredSpans, ReReadBlocks, block_digest
+from otel_bridge.feed import StreamFeeder, _delivered
+from otel_bridge.feed._delivered import DeliveredSpans, ReReadBlocks, block_digest
+from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
 from tests.processes import terminate
 
@@ -85,8 +86,9 @@ class _Run:
         self.emitted: list[int] = []
         self.tailer = Tailer(
             [state / "session-state"],
-            Assembler(),
-            lambda records: self.emitted.extend(r.span_id for r in records),
+            StreamFeeder(
+                Assembler(), lambda records: self.emitted.extend(r.span_id for r in records)
+            ),
             TailOptions(rescan_seconds=0, idle_timeout_seconds=1e9, watch=False),
             checkpoints=CheckpointStore(state / "bridge-state"),
         )
@@ -180,8 +182,7 @@ def test_reading_waits_while_the_exporters_are_behind(tmp_path: Path) -> None:
     emitted: list[int] = []
     tailer = Tailer(
         [tmp_path / "session-state"],
-        Assembler(),
-        lambda records: emitted.extend(r.span_id for r in records),
+        StreamFeeder(Assembler(), lambda records: emitted.extend(r.span_id for r in records)),
         TailOptions(rescan_seconds=0, watch=False),
         backlog=lambda: backlog[0],
         max_backlog=10,

@@ -2,15 +2,32 @@
 
 import otel_bridge
 import otel_bridge.export
+import otel_bridge.feed
 import otel_bridge.processors
 import otel_bridge.sources
 
 
 def test_all_is_complete_and_resolvable() -> None:
-    for module in (otel_bridge, otel_bridge.export, otel_bridge.processors, otel_bridge.sources):
+    for module in (
+        otel_bridge,
+        otel_bridge.export,
+        otel_bridge.feed,
+        otel_bridge.processors,
+        otel_bridge.sources,
+    ):
         public = {name for name in dir(module) if not name.startswith("_")}
         public -= {"annotations"}
-        submodules = {"assembler", "cli", "export", "processors", "sources", "semconv"}
+        submodules = {
+            "app",
+            "assembler",
+            "cli",
+            "export",
+            "feed",
+            "processors",
+            "sources",
+            "semconv",
+            "tail",
+        }
         assert public - submodules <= set(module.__all__), module.__name__
         for name in module.__all__:
             assert hasattr(module, name), name

@@ -33,6 +33,7 @@ from otel_bridge._pipeline import Pipeline, PipelineConfig
 from otel_bridge.export._common import quiet_exporter_logs
 from otel_bridge.export._console import ConsoleSpanExporter
 from otel_bridge.export._otlp_json import OtlpJsonFileExporter
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import find_logs, replay_logs
 from tests.otlp_receiver import OtlpReceiver
 
@@ -213,7 +214,7 @@ def test_a_mutated_session_never_keeps_a_healthy_span_from_any_exporter(
         pipeline.sink.export(records)
 
     logs = find_logs([*healthy_logs[:1], bad_log, *healthy_logs[1:]])
-    replay_logs(logs, pipeline.assembler, emit)
+    replay_logs(logs, StreamFeeder(pipeline.assembler, emit))
     assert pipeline.shutdown_spans(timeout=20) == 0  # every span went everywhere
     assert pipeline.sink.stats.dropped == 0  # no exporter refused one
     exportable(emitted)

@@ -24,6 +24,7 @@ import pytest
 from otel_bridge import Assembler
 from otel_bridge import _safe_open as safe_open
 from otel_bridge._checkpoint import CheckpointStore
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions, find_logs, replay_logs
 from otel_bridge.sources._discovery import read_client_name
 from tests.builder import Log
@@ -123,8 +124,7 @@ def tailer(root: Path, clock: Clock, **options: Any) -> tuple[Tailer, list, Coun
     store = options.pop("store", None)
     made = Tailer(
         [root],
-        Assembler(metrics=metrics),
-        out.extend,
+        StreamFeeder(Assembler(metrics=metrics), out.extend),
         TailOptions(rescan_seconds=0, watch=False, **options),
         clock=clock,
         checkpoints=store,
@@ -382,7 +382,7 @@ def test_replay_of_a_tree_reads_a_hard_linked_log_once(tmp_path) -> None:
     root = tmp_path / "session-state"
     hard_linked(root)
     out: list = []
-    replay_logs(find_logs([root]), Assembler(), out.extend)
+    replay_logs(find_logs([root]), StreamFeeder(Assembler(), out.extend))
     assert conversations(out) == ["s1", "s1"]
 
 

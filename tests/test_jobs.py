@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from otel_bridge.cli import main
-from otel_bridge.sources import _parallel as parallel
-from otel_bridge.sources._parallel import (
+from otel_bridge.feed import _parallel as parallel
+from otel_bridge.feed._parallel import (
     WORKERS_FROM_BYTES,
     RecordingRecorder,
     default_jobs,
@@ -280,8 +280,8 @@ def test_the_workers_end_when_the_parent_is_killed(tmp_path: Path) -> None:
 
 
 def test_tasks_are_runs_of_consecutive_logs_cut_by_size(tmp_path: Path) -> None:
+    from otel_bridge.feed._parallel import _groups
     from otel_bridge.sources import LogFile
-    from otel_bridge.sources._parallel import _groups
 
     logs = []
     for number, size in enumerate([600_000, 600_000, 10, 2_000_000, 5, 5]):
@@ -296,7 +296,7 @@ def test_tasks_are_runs_of_consecutive_logs_cut_by_size(tmp_path: Path) -> None:
 
 _HALF_A_RESULT = """
 import struct
-from otel_bridge.sources._parallel import Workers
+from otel_bridge.feed._parallel import Workers
 
 workers = Workers(2)
 pool = workers.pool

@@ -20,6 +20,7 @@ from pathlib import Path
 from otel_bridge import Assembler
 from otel_bridge.app import LoopLiveness
 from otel_bridge.export._http import TelemetryServer
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
 from tests.processes import terminate
@@ -72,7 +73,9 @@ def test_a_loop_blocked_inside_a_poll_fails_healthz_until_it_turns_again(tmp_pat
             blocked.set()
             release.wait(DEADLINE)
 
-    tailer = Tailer([root], Assembler(), emit, TailOptions(backfill=True, watch=False))
+    tailer = Tailer(
+        [root], StreamFeeder(Assembler(), emit), TailOptions(backfill=True, watch=False)
+    )
     liveness = LoopLiveness(tailer, stuck_after=0.5, poll_interval=0.05)
     server = TelemetryServer("127.0.0.1", 0)
     server.liveness = liveness
@@ -106,17 +109,19 @@ def test_a_long_catch_up_poll_that_keeps_reading_is_alive(tmp_path) -> None:
     root = tmp_path / "session-state"
     for n in range(8):
         session_log(root, f"s{n}", a_task())
-    tailer = Tailer([root], Assembler(), lambda records: None, TailOptions(backfill=True))
+    tailer = Tailer(
+        [root], StreamFeeder(Assembler(), lambda records: None), TailOptions(backfill=True)
+    )
     liveness = LoopLiveness(tailer, stuck_after=0.3, poll_interval=0.0)
     seen: list[tuple[bool, str]] = []
-    original = tailer._read  # each read takes a while; the poll as a whole much longer
+    original = tailer._reading.read  # each read takes a while; the poll as a whole much longer
 
     def slow_read(follower, now):
         time.sleep(0.2)
         seen.append(liveness())
         return original(follower, now)
 
-    tailer._read = slow_read  # type: ignore[method-assign]
+    tailer._reading.read = slow_read  # type: ignore[method-assign]
     tailer.start()
     tailer.poll_once()  # some 1.6 s in one poll, never 0.3 s without a read
     assert len(seen) == 8 and all(alive for alive, _ in seen), seen

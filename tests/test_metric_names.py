@@ -27,18 +27,6 @@ HOMES = {"semconv.py", "_metric_catalogue.py"}
 #: What looks like a metric's name where a name is recorded (`recorder.add("x.y", ...)`).
 LOOKS_LIKE_A_NAME = re.compile(r"(copilot|gen_ai|otel_bridge)\.[a-z_.]+")
 RECORDING = {"add", "add_value", "record", "gauge"}
-#: The packages of other parts of the bridge that still spell names, by (package, name):
-#: being changed elsewhere (sources) at the same time as this check was written;
-#: each is one line, `"otel_bridge.x"` -> `sc.METRIC_X`. By package, not module, so that
-#: moving code within one does not matter; exact, so that the list only shrinks.
-NOT_YET = {
-    ("sources", "otel_bridge.event.lag"),
-    ("sources", "otel_bridge.events.failed"),
-    ("sources", "otel_bridge.events.read"),
-    ("sources", "otel_bridge.files.skipped"),
-    ("sources", "otel_bridge.lines.skipped"),
-    ("sources", "otel_bridge.watch.problems"),
-}
 
 
 def spelled_names(path: Path, names: set[str]) -> set[str]:
@@ -82,10 +70,7 @@ def test_no_module_spells_a_metric_name_but_semconv_and_the_catalogue() -> None:
         if str(path.relative_to(PACKAGE)) not in HOMES
         for name in spelled_names(path, names)
     }
-    waived = {(module, name) for module, name in spelled if (module.split("/")[0], name) in NOT_YET}
-    assert spelled - waived == set(), "use semconv.METRIC_* (the catalogue's names)"
-    still = {(module.split("/")[0], name) for module, name in waived}
-    assert NOT_YET - still == set(), "no longer spelled there: take it off NOT_YET"
+    assert spelled == set(), "use semconv.METRIC_* (the catalogue's names)"
 
 
 def meter(recorder: Recorder | None = None) -> SessionMeter:

@@ -21,7 +21,7 @@ from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, StatusCode
 from otel_bridge import semconv as sc
 from otel_bridge._records import SpanRecord
 from otel_bridge.assembler._root_name import root_name
-from otel_bridge.sources._parallel import RecordingRecorder
+from otel_bridge.feed._parallel import RecordingRecorder
 from tests.builder import Log
 from tests.spantree import assemble, assemble_file, outline
 

@@ -15,6 +15,7 @@ import pytest
 from otel_bridge._stats import StatsAssembler, StatsCollector
 from otel_bridge._stats_table import render_table
 from otel_bridge.cli import main
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import find_logs, replay_logs
 from tests.builder import Log
 
@@ -41,7 +42,9 @@ def first_event(path: Path) -> dict:
 
 def collected(paths: str = "basename") -> StatsCollector:
     collector = StatsCollector(paths=paths)
-    replay_logs(find_logs([FIXTURES]), StatsAssembler(collector), lambda records: None)
+    replay_logs(
+        find_logs([FIXTURES]), StreamFeeder(StatsAssembler(collector), lambda records: None)
+    )
     return collector
 
 
@@ -141,7 +144,7 @@ def test_a_log_without_its_start_still_gets_a_date(tmp_path) -> None:
     log.parent.mkdir()
     log.write_text("".join(lines[1:]))  # session.start lost
     collector = StatsCollector()
-    replay_logs(find_logs([log]), StatsAssembler(collector), lambda records: None)
+    replay_logs(find_logs([log]), StreamFeeder(StatsAssembler(collector), lambda records: None))
     (entry,) = collector.sessions.values()
     second = json.loads(lines[1])["timestamp"].replace("Z", "+00:00")
     assert datetime.fromisoformat(entry.started or "") == datetime.fromisoformat(second)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, SpanRecord
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
 from tests.spantree import by_name, check_invariants, children, outline, turns
@@ -241,8 +242,7 @@ def follow(path: Path, wait: float) -> tuple[Tailer, list[SpanRecord], list[floa
     clock = [0.0]
     tailer = Tailer(
         [path.parent.parent],
-        Assembler(AssemblerConfig(background_wait_seconds=wait)),
-        out.extend,
+        StreamFeeder(Assembler(AssemblerConfig(background_wait_seconds=wait)), out.extend),
         TailOptions(rescan_seconds=0, idle_timeout_seconds=5, backfill=True),
         clock=lambda: clock[0],
     )
@@ -316,9 +316,9 @@ def test_run_does_not_end_a_waiting_task_while_its_log_is_still_unread(
     """Catching up a months-old log in small chunks: at the poll that has read the final
     answer but not yet the notification, the clock is far past the wait, but the task must
     not end there."""
-    from otel_bridge.sources import _tail
+    from otel_bridge.sources.tail import _reading
 
-    monkeypatch.setattr(_tail, "_READ_LIMIT", 512)
+    monkeypatch.setattr(_reading, "_READ_LIMIT", 512)
     log = shell_log()
     path = tmp_path / "sess-1" / "events.jsonl"
     path.parent.mkdir()
@@ -557,8 +557,7 @@ def test_run_restarted_while_a_task_waits_gives_replays_spans(tmp_path: Path) ->
     for part in (1, 2):
         tailer = Tailer(
             [path.parent.parent],
-            Assembler(),
-            out.extend,
+            StreamFeeder(Assembler(), out.extend),
             TailOptions(rescan_seconds=0, idle_timeout_seconds=5, backfill=True),
             clock=lambda: last,
             checkpoints=CheckpointStore(store),

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from otel_bridge import Assembler
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
 from tests.spantree import label
@@ -24,7 +25,10 @@ class Clock:
 def make_tailer(root: Path, clock: Clock, **options) -> tuple[Tailer, list]:
     out: list = []
     tailer = Tailer(
-        [root], Assembler(), out.extend, TailOptions(rescan_seconds=0, **options), clock=clock
+        [root],
+        StreamFeeder(Assembler(), out.extend),
+        TailOptions(rescan_seconds=0, **options),
+        clock=clock,
     )
     return tailer, out
 

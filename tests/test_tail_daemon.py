@@ -17,11 +17,13 @@ import pytest
 
 from otel_bridge import Assembler
 from otel_bridge._checkpoint import CheckpointStore
+from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from otel_bridge.sources import _inotify as inotify_module
-from otel_bridge.sources import _tail as tail_module
 from otel_bridge.sources import _watch as watch_module
 from otel_bridge.sources._shard import Shard
+from otel_bridge.sources.tail import _finder as finder_module
+from otel_bridge.sources.tail import _manager as manager_module
 from tests.builder import Log
 
 
@@ -83,8 +85,7 @@ def read_once(
     out: list = []
     tailer = Tailer(
         [root],
-        assembler or Assembler(),
-        out.extend,
+        StreamFeeder(assembler or Assembler(), out.extend),
         TailOptions(rescan_seconds=0, watch=False, **options),
         clock=clock,
         checkpoints=CheckpointStore(store) if store is not None else None,
@@ -106,8 +107,7 @@ def test_an_idle_poll_reads_nothing_lists_nothing_and_writes_no_checkpoint(
     store = CheckpointStore(tmp_path / "state")
     tailer = Tailer(
         [root],
-        Assembler(),
-        out.extend,
+        StreamFeeder(Assembler(), out.extend),
         TailOptions(rescan_seconds=3600),
         clock=Clock(mtime + 1),
         checkpoints=store,
@@ -126,7 +126,7 @@ def test_an_idle_poll_reads_nothing_lists_nothing_and_writes_no_checkpoint(
         return real_open(self, *args, **kwargs)
 
     listed: list[Path] = []
-    real_subdirectories = tail_module._subdirectories
+    real_subdirectories = finder_module._subdirectories
 
     def counting_subdirectories(path: Path) -> list[tuple[str, str]]:
         listed.append(path)
@@ -136,7 +136,7 @@ def test_an_idle_poll_reads_nothing_lists_nothing_and_writes_no_checkpoint(
     (root / "sess-0001" / "workspace.yaml").write_text("name: x\n")
     tailer.wake.wait(2)
     monkeypatch.setattr(Path, "open", counting_open)
-    monkeypatch.setattr(tail_module, "_subdirectories", counting_subdirectories)
+    monkeypatch.setattr(finder_module, "_subdirectories", counting_subdirectories)
     for _ in range(20):
         assert tailer.poll_once() == 0
         tailer.save_checkpoints()
@@ -151,7 +151,10 @@ def test_a_session_that_appears_is_followed_from_its_notification(tmp_path) -> N
     sessions(root, 3)
     out: list = []
     tailer = Tailer(
-        [root], Assembler(), out.extend, TailOptions(rescan_seconds=3600), clock=Clock(0)
+        [root],
+        StreamFeeder(Assembler(), out.extend),
+        TailOptions(rescan_seconds=3600),
+        clock=Clock(0),
     )
     tailer.start()
     tailer.poll_once()
@@ -178,8 +181,7 @@ def test_quiet_sessions_leave_memory_and_come_back_giving_the_same_spans(tmp_pat
     out: list = []
     tailer = Tailer(
         [root],
-        assembler,
-        out.extend,
+        StreamFeeder(assembler, out.extend),
         TailOptions(rescan_seconds=0, evict_seconds=30, watch=False),
         clock=clock,
     )
@@ -208,7 +210,10 @@ def test_quiet_sessions_leave_memory_and_come_back_giving_the_same_spans(tmp_pat
 
     whole: list = []
     reader = Tailer(
-        [root], Assembler(), whole.extend, TailOptions(rescan_seconds=0, watch=False), clock=clock
+        [root],
+        StreamFeeder(Assembler(), whole.extend),
+        TailOptions(rescan_seconds=0, watch=False),
+        clock=clock,
     )
     reader.start()
     reader.poll_once()
@@ -261,8 +266,7 @@ def asleep(tmp_path: Path, count: int, *, watch: bool = False, emit=None):
     out: list = []
     tailer = Tailer(
         [root],
-        Assembler(),
-        emit or out.extend,
+        StreamFeeder(Assembler(), emit or out.extend),
         TailOptions(rescan_seconds=0, evict_seconds=30, watch=watch),
         clock=clock,
         checkpoints=store,
@@ -332,8 +336,7 @@ def test_a_sleeping_log_costs_well_under_a_kilobyte(tmp_path) -> None:
     before = tracemalloc.get_traced_memory()[0]
     tailer = Tailer(
         [root],
-        Assembler(),
-        lambda records: None,
+        StreamFeeder(Assembler(), lambda records: None),
         TailOptions(rescan_seconds=0, evict_seconds=30, watch=True),
         clock=clock,
         checkpoints=CheckpointStore(tmp_path / "state"),
@@ -357,7 +360,7 @@ def counted_tailer(
     out: list = []
     clock = Clock(max(os.path.getmtime(p) for p in logs))
     return (
-        Tailer([root], Assembler(metrics=metrics), out.extend, options, clock=clock),
+        Tailer([root], StreamFeeder(Assembler(metrics=metrics), out.extend), options, clock=clock),
         out,
         metrics,
     )
@@ -486,7 +489,10 @@ def test_hints_and_polls_from_two_threads_do_not_race(tmp_path) -> None:
     root.mkdir()
     out: list = []
     tailer = Tailer(
-        [root], Assembler(), out.extend, TailOptions(rescan_seconds=3600), clock=Clock(0)
+        [root],
+        StreamFeeder(Assembler(), out.extend),
+        TailOptions(rescan_seconds=3600),
+        clock=Clock(0),
     )
     tailer.start()
     done = threading.Event()
@@ -529,8 +535,7 @@ def test_a_log_whose_reading_raises_stops_nothing_else(tmp_path, caplog) -> None
     clock = Clock(max(os.path.getmtime(p) for p in logs))
     tailer = Tailer(
         [root],
-        Assembler(metrics=metrics),
-        emit,
+        StreamFeeder(Assembler(metrics=metrics), emit),
         TailOptions(rescan_seconds=0, watch=False),
         clock=clock,
     )
@@ -558,8 +563,7 @@ def test_three_run_shards_follow_every_session_once(tmp_path) -> None:
     tailers = [
         Tailer(
             [root],
-            Assembler(),
-            out.extend,
+            StreamFeeder(Assembler(), out.extend),
             TailOptions(rescan_seconds=0, watch=False, shard=shard),
             clock=clock,
             checkpoints=CheckpointStore(tmp_path / f"state-{n}"),
@@ -593,7 +597,7 @@ def test_old_empty_session_directories_take_no_watch_and_are_looked_at_in_turn(
     """Session folders with no log cost neither a watch each (inotify's are the user's, and
     few) nor a stat each at every rescan: old ones are looked at a few at a time, in turn,
     and a log that appears in one is still found."""
-    monkeypatch.setattr(tail_module, "_WAITING_PER_RESCAN", 10)
+    monkeypatch.setattr(finder_module, "_WAITING_PER_RESCAN", 10)
     root = tmp_path / "session-state"
     old = time.time() - 7 * 86400
     for n in range(40):
@@ -601,7 +605,7 @@ def test_old_empty_session_directories_take_no_watch_and_are_looked_at_in_turn(
         directory.mkdir(parents=True)
         os.utime(directory, (old, old))
     out: list = []
-    tailer = Tailer([root], Assembler(), out.extend, TailOptions(rescan_seconds=0))
+    tailer = Tailer([root], StreamFeeder(Assembler(), out.extend), TailOptions(rescan_seconds=0))
     tailer.start()
     assert tailer._watcher._inotify is not None
     assert tailer._watcher._inotify.watches == 1  # the session-state directory only
@@ -619,11 +623,11 @@ def test_old_empty_session_directories_take_no_watch_and_are_looked_at_in_turn(
 def test_new_empty_session_directories_are_watched_up_to_a_cap(tmp_path, monkeypatch) -> None:
     """A session folder made while `run` runs is watched (the CLI writes its log right after
     making it), the newest ones up to a cap: the oldest give their watch back."""
-    monkeypatch.setattr(tail_module, "_WATCHED_WAITING", 5)
+    monkeypatch.setattr(finder_module, "_WATCHED_WAITING", 5)
     root = tmp_path / "session-state"
     root.mkdir()
     out: list = []
-    tailer = Tailer([root], Assembler(), out.extend, TailOptions(rescan_seconds=3600))
+    tailer = Tailer([root], StreamFeeder(Assembler(), out.extend), TailOptions(rescan_seconds=3600))
     tailer.start()
     for n in range(12):  # one after the other: the last made is the newest seen
         (root / f"new-{n:02d}").mkdir()
@@ -631,9 +635,9 @@ def test_new_empty_session_directories_are_watched_up_to_a_cap(tmp_path, monkeyp
             tailer.wake.wait(0.1)
             tailer.wake.clear()  # (poll_once leaves it set: the next wait would not wait)
             tailer.poll_once()
-            if len(tailer._waiting_dirs) == n + 1:
+            if len(tailer._finder.waiting_dirs) == n + 1:
                 break
-    assert len(tailer._waiting_dirs) == 12
+    assert len(tailer._finder.waiting_dirs) == 12
     assert tailer._watcher._inotify is not None
     assert tailer._watcher._inotify.watches == 1 + 5
     log = Log(session="new-11")
@@ -658,7 +662,7 @@ def test_a_log_that_grew_while_the_machine_slept_is_read_before_its_task_is_judg
     before that notification is taken: the log has grown, so it is read, not closed."""
     mono = [1000.0]
     monkeypatch.setattr(
-        tail_module, "time", types.SimpleNamespace(monotonic=lambda: mono[0], time=time.time)
+        manager_module, "time", types.SimpleNamespace(monotonic=lambda: mono[0], time=time.time)
     )
     monkeypatch.setattr(watch_module.Watcher, "degraded", property(lambda self: False))
     log = Log()
@@ -672,8 +676,7 @@ def test_a_log_that_grew_while_the_machine_slept_is_read_before_its_task_is_judg
     out: list = []
     tailer = Tailer(
         [tmp_path],
-        Assembler(),
-        out.extend,
+        StreamFeeder(Assembler(), out.extend),
         TailOptions(rescan_seconds=5, watch=False, idle_timeout_seconds=900),
         clock=clock,
     )
@@ -695,3 +698,36 @@ def test_a_log_that_grew_while_the_machine_slept_is_read_before_its_task_is_judg
     tailer.close()
     (root,) = [s for s in out if s.name == "invoke_agent copilot"]
     assert "copilot.incomplete" not in root.attributes
+
+
+def test_a_catch_up_reads_its_logs_a_batch_a_poll_and_goes_on_at_once(
+    tmp_path, monkeypatch
+) -> None:
+    """Catching up on many logs, a poll reads a batch of them, so that `run` saves their
+    checkpoints (and lets go of what those waited for) before reading the next batch; the
+    next poll goes on without waiting, and every log is read, each once."""
+    monkeypatch.setattr(manager_module, "_CATCH_UP_BATCH", 2)
+    root = tmp_path / "session-state"
+    logs = sessions(root, 5)
+    out: list = []
+    tailer = Tailer(
+        [root],
+        StreamFeeder(Assembler(), out.extend),
+        TailOptions(rescan_seconds=0, watch=False, backfill=True),
+        clock=Clock(max(os.path.getmtime(p) for p in logs)),
+        checkpoints=CheckpointStore(tmp_path / "state"),
+    )
+    tailer.start()
+    waits = []
+    left = [tailer.catching_up]
+    for _ in range(4):
+        tailer.wake.clear()
+        tailer.poll_once()
+        tailer.save_checkpoints()
+        left.append(tailer.catching_up)
+        waits.append(not tailer._reading.more)
+    assert left == [5, 3, 1, 0, 0]
+    assert waits == [False, False, True, True]  # no wait while logs are left to catch up
+    roots = [s for s in out if s.parent_span_id is None]
+    assert sorted(r.trace_id for r in roots) == sorted({r.trace_id for r in roots})
+    assert len(roots) == 5

@@ -17,7 +17,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from otel_bridge import Assembler
 from otel_bridge._checkpoint import CheckpointStore
-from otel_bridge.sources import Tailer, TailOptions, _delivered
+from otel_bridge.feed import StreamFeeder, _delivered
+from otel_bridge.sources import Tailer, TailOptions
 from tests.spantree import assemble_file
 
 FIXTURE = Path(__file__).parent / "fixtures" / "subagent_parallel" / "events.jsonl"
@@ -42,8 +43,7 @@ class FollowingALog(RuleBasedStateMachine):
     def _new_tailer(self) -> Tailer:
         tailer = Tailer(
             [self.state],
-            Assembler(),
-            self._collect,
+            StreamFeeder(Assembler(), self._collect),
             TailOptions(rescan_seconds=0, idle_timeout_seconds=1e9, watch=False),
             checkpoints=CheckpointStore(self.root / "bridge-state"),
         )

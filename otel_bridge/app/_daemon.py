@@ -23,6 +23,7 @@ from .._version import __version__
 from .._words import plural
 from ..assembler import Assembler
 from ..export._metrics import OtelMetricsRecorder
+from ..feed import StreamFeeder
 from ..sources import Tailer, TailOptions
 from ._checkpointing import Checkpointing
 from ._probes import LoopLiveness, Readiness
@@ -92,11 +93,9 @@ class Daemon:
         sink, metrics = pipeline.sink, pipeline.metrics
         self.tailer = Tailer(
             list(options.roots),
-            pipeline.assembler,
-            sink.export,
+            StreamFeeder(pipeline.assembler, sink.export, sequence=lambda: sink.sequence),
             options.tail,
             checkpoints=self.store,
-            sequence=lambda: sink.sequence,
             # Logs wait on disk while the exporters hold half their queue: a read never makes
             # the queue drop spans (a MiB read adds a few thousand at most).
             backlog=lambda: sink.queued,

@@ -18,15 +18,15 @@ from .._pipeline import CollectorUnreachable, Pipeline, PipelineConfig
 from .._progress import ProgressBar
 from .._words import plural
 from ..export import SpanSink
-from ..sources import LogFile, find_logs
-from ..sources._discovery import DEFAULT_MAX_LOG_BYTES
-from ..sources._parallel import (
+from ..feed._parallel import (
     Prepare,
     PreparedSink,
     Workers,
     default_jobs,
     replay_logs_parallel,
 )
+from ..sources import LogFile, find_logs
+from ..sources._discovery import DEFAULT_MAX_LOG_BYTES
 from ..sources._replay import ReplaySummary
 from ..sources._shard import Shard
 from ._signals import Interrupted, SigtermStops

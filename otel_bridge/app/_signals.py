@@ -25,7 +25,7 @@ class SigtermStops:
 
     A worker process forked meanwhile inherits the handler (fork copies the interpreter's
     handler table): there it ends the worker as the default disposition does, silently,
-    since a worker is ended by SIGTERM (`sources._parallel`) and its parent tells the story.
+    since a worker is ended by SIGTERM (`feed._parallel`) and its parent tells the story.
     """
 
     def __init__(self) -> None:

@@ -15,6 +15,7 @@ from .._version import __version__
 from .._words import plural
 from ..app import state_dir
 from ..export._metrics import metric_exporter_names
+from ..feed import StreamFeeder
 from ..sources import find_logs, replay_logs
 from ._checks import prometheus_wanted
 from ._common import log_paths, session_state_roots, summarize_reading
@@ -29,7 +30,7 @@ def stats(args: argparse.Namespace) -> int:
     logs = find_logs(log_paths(args.paths, os.environ))
     collector = StatsCollector(paths=args.path_mode)
     assembler = StatsAssembler(collector)
-    summary = replay_logs(logs, assembler, lambda records: None)
+    summary = replay_logs(logs, StreamFeeder(assembler, lambda records: None))
     sessions = sorted(collector.sessions.values(), key=lambda s: (s.started or "", s.session))
     total = collector.total()
     if args.json:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .._version import __version__
 from ..export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
-from ..sources._parallel import WORKERS_FROM_BYTES, usable_cores
+from ..feed._parallel import WORKERS_FROM_BYTES, usable_cores
 from ..sources._shard import Shard, parse_shard
 from . import _run_flags as run_flags
 from . import _texts as texts

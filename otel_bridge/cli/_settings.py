@@ -278,7 +278,7 @@ def _job_parent(environ: Mapping[str, str]) -> tuple[int, int] | None:
     value = environ.get(env.TRACEPARENT, "").strip()
     if not value:
         return None
-    from ..sources import parent_from_traceparent
+    from .._live import parent_from_traceparent
 
     try:
         return parent_from_traceparent(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import semconv as sc
 from .._lines import ReadStats
 from .._metrics import MetricsRecorder
 
@@ -23,6 +24,6 @@ class SkipCounter:
             delta = count - self._seen.get(reason, 0)
             if delta > 0:
                 self._metrics.add(
-                    "otel_bridge.lines.skipped", delta, {"otel_bridge.reason": reason}, ""
+                    sc.METRIC_LINES_SKIPPED, delta, {sc.OTEL_BRIDGE_REASON: reason}, ""
                 )
         self._seen = now

@@ -11,20 +11,31 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .._events import Event
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
-from .._records import SpanRecord
+from .._metrics import MetricsRecorder
 from .._safe_open import open_regular
-from ..assembler import Assembler
 from ._discovery import DEFAULT_MAX_LOG_BYTES, LogFile
 from ._health import SkipCounter
 
-__all__ = ["ReplaySummary", "replay_logs"]
+__all__ = ["Feed", "ReplaySummary", "replay_logs"]
 
 logger = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
+
+
+class Feed(Protocol):
+    """Where replayed events go (`feed.StreamFeeder`): replay knows nothing of spans."""
+
+    @property
+    def metrics(self) -> MetricsRecorder: ...
+
+    def feed(self, stream: str, events: list[Event], hint: str | None, *, end: bool = False) -> int:
+        """Feed (and count) events; `end`: the stream is over. Returns the spans emitted."""
+        ...
 
 
 @dataclass
@@ -55,14 +66,13 @@ class ReplaySummary:
 
 def replay_logs(
     logs: Sequence[LogFile],
-    assembler: Assembler,
-    emit: Callable[[list[SpanRecord]], object],
+    feed: Feed,
     *,
     on_progress: Callable[[int], None] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
 ) -> ReplaySummary:
-    """Read each log to its end and feed its events through `assembler` into `emit`.
+    """Read each log to its end and `feed` its events.
 
     Open spans at the end of each file close there (marked incomplete), so every span ends.
     A file that cannot be read is logged and listed in the summary; the others go on. So is a
@@ -71,14 +81,13 @@ def replay_logs(
 
     Args:
         logs: the logs, each its own session.
-        assembler: turns events into span records.
-        emit: receives the finished records, a batch at a time.
+        feed: takes the events of each log (`feed.StreamFeeder`: the assembler, then emit).
         on_progress: called with the number of bytes just read.
         max_line_bytes: lines longer than this are skipped and counted.
         max_log_bytes: logs larger than this are not read (listed as failed).
     """
     summary = ReplaySummary()
-    skips = SkipCounter(summary.read, assembler.metrics)
+    skips = SkipCounter(summary.read, feed.metrics)
     for log in logs:
         stream = str(log.path)
         decoder = JsonLinesDecoder(stream, max_line_bytes=max_line_bytes, stats=summary.read)
@@ -94,23 +103,17 @@ def replay_logs(
                 while left > 0 and (chunk := handle.read(min(_CHUNK, left))):
                     left -= len(chunk)
                     summary.bytes += len(chunk)
-                    records = assembler.feed(
-                        stream, _counted(decoder.feed(chunk), assembler), log.session_hint
-                    )
-                    summary.spans += len(records)
-                    emit(records)
+                    summary.spans += feed.feed(stream, decoder.feed(chunk), log.session_hint)
                     if on_progress is not None:
                         on_progress(len(chunk))
         except OSError as exc:
             why = exc.strerror or str(exc)
             logger.error("cannot read %s: %s", log.path, why)
             summary.failed.append((stream, why))
-        records = assembler.feed(stream, _counted(decoder.finish(), assembler), log.session_hint)
+        events = decoder.finish()
         if len(summary.failed) == failures:  # read to its end
             _judge(decoder, stream, summary)
-        records += assembler.end_stream(stream)
-        summary.spans += len(records)
-        emit(records)
+        summary.spans += feed.feed(stream, events, log.session_hint, end=True)
         summary.files += 1
         skips.update()
     return summary
@@ -125,11 +128,3 @@ def _judge(decoder: JsonLinesDecoder, stream: str, summary: ReplaySummary) -> No
     elif not decoder.lines_read:
         logger.info("%s: empty", stream)
         summary.empty.append(stream)
-
-
-def _counted(events: list[Event], assembler: Assembler) -> list[Event]:
-    """Count decoded events into otel_bridge.events.read: once a batch, not once an event
-    (each observation costs the SDK a measurement)."""
-    if events:
-        assembler.metrics.add("otel_bridge.events.read", len(events), {}, "")
-    return events

@@ -12,6 +12,7 @@ See https://python-watchdog.readthedocs.io/ and inotify(7).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -25,14 +26,15 @@ from watchdog.events import (
     FileDeletedEvent,
     FileModifiedEvent,
     FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
 )
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from . import _inotify
-from ._follow import Hints
 
-__all__ = ["Watcher"]
+__all__ = ["Hints", "Watcher"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +43,8 @@ _WATCHDOG_EVENTS = [
     FileCreatedEvent,
     DirCreatedEvent,
     FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
     DirMovedEvent,
     FileDeletedEvent,
     DirDeletedEvent,
@@ -235,3 +239,28 @@ class _OverflowFilter(logging.Filter):
             for name in self._LOGGERS:
                 logging.getLogger(name).removeFilter(self)
             self._attached = False
+
+
+class Hints(FileSystemEventHandler):
+    """Collects changed paths from watchdog's thread; never reads files itself."""
+
+    def __init__(self, wake: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self._paths: set[str] = set()
+        self._wake = wake
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        for path in (event.src_path, getattr(event, "dest_path", "")):
+            if path:
+                self.add(os.fsdecode(path))
+
+    def add(self, path: str) -> None:
+        """One changed path (from the watcher's thread)."""
+        with self._lock:
+            self._paths.add(path)
+        self._wake.set()
+
+    def take(self) -> set[str]:
+        with self._lock:
+            paths, self._paths = self._paths, set()
+        return paths

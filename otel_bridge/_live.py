@@ -29,18 +29,19 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from .. import semconv
-from .._env import TRACEPARENT, content_capture
-from .._events import event_from_json
-from .._exceptions import ConfigError, EventDecodeError
-from .._metrics import MetricsRecorder
-from .._pipeline import Pipeline, PipelineConfig
-from ..assembler import Assembler, AssemblerConfig
-from ..processors import Scrubber
+from . import semconv
+from ._env import TRACEPARENT, content_capture
+from ._events import event_from_json
+from ._exceptions import ConfigError, EventDecodeError
+from ._metrics import MetricsRecorder
+from ._pipeline import Pipeline, PipelineConfig
+from .assembler import Assembler, AssemblerConfig
+from .feed import StreamFeeder
+from .processors import Scrubber
 
 __all__ = ["LiveBridge", "parent_from_traceparent"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("otel_bridge.sources._sdk")  # the name apps have always seen
 
 
 def parent_from_traceparent(value: str) -> tuple[int, int]:
@@ -153,6 +154,7 @@ class LiveBridge:
             logger.warning("OTEL_SDK_DISABLED=true: LiveBridge exports no spans")
         self._sink = self._pipeline.sink
         self._assembler = self._pipeline.assembler
+        self._feeder = StreamFeeder(self._assembler, self._sink.export)
         self._lock = threading.Lock()
         self._unsubscribe: list[Callable[[], Any]] = []
         self._closed = False
@@ -203,14 +205,12 @@ class LiveBridge:
             self._reject(exc)
             return
         key = stream or "live"
-        self._assembler.metrics.add("otel_bridge.events.read", 1, {}, "")
+        self._feeder.count_read(1)
         with self._lock:
             if self._closed:
                 return
             try:
-                records = self._assembler.feed(key, [decoded], key)
-                if records:
-                    self._sink.export(records)  # queued; a worker thread delivers them
+                self._feeder.feed_live(key, decoded)  # queued; a worker thread delivers them
             except Exception as exc:  # the assembler never raises; the sink must not either
                 self._reject(exc)
 
@@ -247,5 +247,5 @@ class LiveBridge:
                 return
             self._closed = True
             if end_open:
-                self._sink.export(self._assembler.close_all())
+                self._feeder.close_all()
             self._pipeline.shutdown_spans(timeout)  # the metrics recorder is the app's
