@@ -19,19 +19,20 @@ from ._doctor_run import Check, check_port, check_state_dir, session_logs
 from ._exceptions import ConfigError
 from ._progress import printable
 from ._words import plural
-from .export import DEFAULT_SERVICE_NAME, trace_exporter_names
-from .export._common import (
+from .export import (
     DEFAULT_ENDPOINTS,
+    DEFAULT_SERVICE_NAME,
     REFUSED_ENDPOINT,
     ExportFailure,
     OtlpEndpoint,
+    metric_exporter_names,
     otlp_endpoint,
+    probe_otlp,
     reachability,
     sdk_disabled,
     shown_endpoint,
+    trace_exporter_names,
 )
-from .export._exporters import probe_otlp
-from .export._metrics import metric_exporter_names
 
 __all__ = ["Check", "RunSetup", "diagnose"]
 

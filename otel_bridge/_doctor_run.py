@@ -19,9 +19,8 @@ from pathlib import Path
 
 from ._safe_open import open_regular
 from ._state_lock import LOCK_NAME
-from .export._http import cannot_serve
-from .sources import LogFile
-from .sources._discovery import Refused, session_log, shown
+from .export import cannot_serve
+from .sources import LogFile, Refused, session_log, shown
 
 __all__ = ["Check", "check_port", "check_state_dir", "session_logs"]
 

@@ -23,6 +23,8 @@ from ._exceptions import BridgeError
 from ._metrics import MetricsRecorder
 from .assembler import Assembler, AssemblerConfig
 from .export import (
+    CONSOLE_FORMATS,
+    DEFAULT_QUEUE_SPANS,
     MetricsOptions,
     MetricsPipeline,
     ResourceOptions,
@@ -30,11 +32,9 @@ from .export import (
     build_metrics,
     build_resource,
     build_span_exporters,
+    sdk_disabled,
+    unreachable_collector,
 )
-from .export._common import sdk_disabled
-from .export._console import CONSOLE_FORMATS
-from .export._exporters import unreachable_collector
-from .export._sink import DEFAULT_QUEUE_SPANS
 from .processors import Scrubber, ScrubberConfig, TraceSampler
 
 __all__ = ["CollectorUnreachable", "Pipeline", "PipelineConfig"]

@@ -3,7 +3,8 @@
 # in its own virtual environment (.venv-oldest), so that the ranges apps rely on stay true.
 # Left out: tests that need the test-only extras (the Copilot SDK, Phoenix, the Grafana SDK and
 # what imports them (the dashboard and compose-stack deployment tests, the real-Jaeger test of the
-# dashboards' links), among them the live-stream test of test_steering_and_shells.py) and the
+# dashboards' links), among them the live-stream test of test_steering_and_shells.py), the
+# import contracts (import-linter, a test extra: the code's shape, not its dependencies) and the
 # end-to-end suite, which scripts/test.sh runs on current versions;
 # and the tests that count the requests the 1.45 HTTP exporter makes inside one export call:
 # 1.44's retries a 501 and ignores Retry-After there (1.45 retries only 429, 502, 503 and 504,
@@ -21,6 +22,7 @@ python3 -m venv .venv-oldest
     --ignore=tests/test_phoenix.py --ignore=tests/test_dashboards.py \
     --ignore=tests/test_prometheus_e2e.py --ignore=tests/test_live.py \
     --ignore=tests/test_deploy_compose.py --ignore=tests/test_deploy_dashboards.py \
+    --ignore=tests/test_import_contracts.py \
     --deselect "tests/test_otlp_receiver.py::test_exporter_retries_after_hint[http-throttle]" \
     --deselect "tests/test_export_failures.py::test_a_permanent_refusal_is_said_so_and_sent_once[not_implemented-endpoint-501-UNIMPLEMENTED-http/protobuf]" \
     --deselect "tests/test_export_failures.py::test_a_transient_refusal_is_retried_and_carries_retry_after[throttle-http/protobuf]" \

@@ -22,7 +22,7 @@ from .._state_lock import StateLock
 from .._version import __version__
 from .._words import plural
 from ..assembler import Assembler
-from ..export._metrics import OtelMetricsRecorder
+from ..export import OtelMetricsRecorder
 from ..feed import StreamFeeder
 from ..sources import Tailer, TailOptions
 from ._checkpointing import Checkpointing

@@ -18,17 +18,14 @@ from .._pipeline import CollectorUnreachable, Pipeline, PipelineConfig
 from .._progress import ProgressBar
 from .._words import plural
 from ..export import SpanSink
-from ..feed._parallel import (
+from ..feed import (
     Prepare,
     PreparedSink,
     Workers,
     default_jobs,
     replay_logs_parallel,
 )
-from ..sources import LogFile, find_logs
-from ..sources._discovery import DEFAULT_MAX_LOG_BYTES
-from ..sources._replay import ReplaySummary
-from ..sources._shard import Shard
+from ..sources import DEFAULT_MAX_LOG_BYTES, LogFile, ReplaySummary, Shard, find_logs
 from ._signals import Interrupted, SigtermStops
 from ._summary import destinations, sampled, summarize_reading
 

@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Mapping
 
 from .._env import content_capture
-from ..export._metrics import metric_exporter_names
+from ..export import metric_exporter_names
 from ._common import CONTENT_ENV
 from ._options import given
 

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from .. import _env as env
 from .._exceptions import ConfigError
-from ..app._signals import Interrupted, SigtermStops
-from ..app._summary import destinations, sampled, summarize_reading
-from ..sources._discovery import (
+from ..app import Interrupted, SigtermStops, destinations, sampled, summarize_reading
+from ..sources import (
     EVENTS_FILE,
     default_session_state,
 )

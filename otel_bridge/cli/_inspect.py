@@ -14,7 +14,7 @@ from .._stats_table import render_table, table_width
 from .._version import __version__
 from .._words import plural
 from ..app import state_dir
-from ..export._metrics import metric_exporter_names
+from ..export import metric_exporter_names
 from ..feed import StreamFeeder
 from ..sources import find_logs, replay_logs
 from ._checks import prometheus_wanted

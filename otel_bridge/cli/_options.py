@@ -9,9 +9,9 @@ from typing import Any
 
 from .. import _env as env
 from .._lines import DEFAULT_MAX_LINE_BYTES
-from ..export._console import CONSOLE_FORMATS
+from ..export import CONSOLE_FORMATS
 from ..semconv import SEMCONV_MODES, SEMCONV_RELEASED
-from ..sources._discovery import DEFAULT_MAX_LOG_BYTES
+from ..sources import DEFAULT_MAX_LOG_BYTES
 from ._common import CONTENT_ENV
 from ._types import metric_labels, non_negative_float, positive_int, ratio, root_name
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
-from ..feed._parallel import WORKERS_FROM_BYTES, usable_cores
-from ..sources._shard import Shard, parse_shard
+from ..export import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
+from ..feed import WORKERS_FROM_BYTES, usable_cores
+from ..sources import Shard, parse_shard
 from . import _run_flags as run_flags
 from . import _texts as texts
 from ._help import NO_BREAK, HelpFormatter

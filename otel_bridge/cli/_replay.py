@@ -10,7 +10,7 @@ import signal
 
 from ..app import SigtermStops, signum_of
 from ..app import replay as replay_logs
-from ..export._common import sdk_disabled
+from ..export import sdk_disabled
 from ._settings import replay_settings
 
 __all__ = ["replay"]

@@ -10,7 +10,7 @@ import signal
 from types import FrameType
 
 from ..app import Daemon
-from ..export._common import sdk_disabled
+from ..export import sdk_disabled
 from ._settings import run_settings
 
 __all__ = ["run"]

@@ -7,9 +7,8 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from ..export._metrics import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
-from ..export._sink import DEFAULT_QUEUE_SPANS
-from ..sources._shard import Shard
+from ..export import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT, DEFAULT_QUEUE_SPANS
+from ..sources import Shard
 from ._options import Given, background_wait, export, limits, metrics
 from ._types import (
     metrics_interval,

@@ -21,13 +21,10 @@ from .._exceptions import ConfigError
 from .._pipeline import PipelineConfig
 from ..app import DaemonOptions, ReplayOptions, state_dir
 from ..assembler import AssemblerConfig
-from ..export import MetricsOptions, ResourceOptions
-from ..export._common import sdk_disabled
-from ..export._sink import DEFAULT_QUEUE_SPANS
+from ..export import DEFAULT_QUEUE_SPANS, MetricsOptions, ResourceOptions, sdk_disabled
 from ..processors import ScrubberConfig
 from ..semconv import SEMCONV_RELEASED
-from ..sources import TailOptions
-from ..sources._discovery import read_client_name, read_session_name
+from ..sources import TailOptions, read_client_name, read_session_name
 from ._checks import prometheus_wanted
 from ._common import log_paths, session_state_roots
 from ._config_file import COMMANDS, command_line_options, config_keys, load_config

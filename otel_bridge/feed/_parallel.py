@@ -49,8 +49,7 @@ from .._lines import DEFAULT_MAX_LINE_BYTES
 from .._metrics import NullRecorder
 from .._records import SpanRecord
 from ..assembler import Assembler, AssemblerStats
-from ..sources import LogFile, ReplaySummary, replay_logs
-from ..sources._discovery import DEFAULT_MAX_LOG_BYTES
+from ..sources import DEFAULT_MAX_LOG_BYTES, LogFile, ReplaySummary, replay_logs
 from ._feeder import StreamFeeder
 from ._worker import (
     Prepare,

@@ -20,10 +20,9 @@ from typing import Protocol
 from .._metrics import MetricsRecorder
 from .._records import AttributeValue, SpanRecord
 from ..assembler import Assembler, AssemblerConfig, AssemblerStats
-from ..export._otlp_json import encode_record
+from ..export import encode_record
 from ..processors import Scrubber, ScrubberConfig
-from ..sources import LogFile, ReplaySummary, replay_logs
-from ..sources._discovery import DEFAULT_MAX_LOG_BYTES
+from ..sources import DEFAULT_MAX_LOG_BYTES, LogFile, ReplaySummary, replay_logs
 from ._feeder import StreamFeeder
 
 __all__ = [

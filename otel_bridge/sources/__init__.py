@@ -5,8 +5,21 @@ here as it always was."""
 
 from typing import Any as _Any
 
-from ._discovery import EVENTS_FILE, LogFile, default_session_state, find_logs, scan_session_state
+from ._discovery import (
+    DEFAULT_MAX_LOG_BYTES,
+    EVENTS_FILE,
+    LogFile,
+    Refused,
+    default_session_state,
+    find_logs,
+    read_client_name,
+    read_session_name,
+    scan_session_state,
+    session_log,
+    shown,
+)
 from ._replay import ReplaySummary, replay_logs
+from ._shard import Shard, parse_shard
 from .tail import Tailer, TailOptions
 
 
@@ -22,15 +35,23 @@ def __getattr__(name: str) -> _Any:
 
 
 __all__ = [
+    "DEFAULT_MAX_LOG_BYTES",
     "EVENTS_FILE",
     "LiveBridge",
     "LogFile",
+    "Refused",
     "ReplaySummary",
+    "Shard",
     "TailOptions",
     "Tailer",
     "default_session_state",
     "find_logs",
     "parent_from_traceparent",
+    "parse_shard",
+    "read_client_name",
+    "read_session_name",
     "replay_logs",
     "scan_session_state",
+    "session_log",
+    "shown",
 ]
