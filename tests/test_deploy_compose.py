@@ -154,6 +154,9 @@ def test_the_bridge_takes_its_options_from_the_mounted_file() -> None:
     # the checkpoints in the state volume, named in the file rather than left to the image
     assert str(args.state_dir) in binds("otel-bridge") and not args.no_checkpoints
     assert prometheus_wanted(args)
+    # what the host's loopback publishes is the port the file serves
+    (published,) = service("otel-bridge")["ports"]
+    assert published.rsplit(":", 1)[1] == str(args.prometheus_port)
 
 
 def test_the_collector_takes_otlp_and_sends_traces_to_jaeger() -> None:
