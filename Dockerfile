@@ -56,5 +56,8 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
 ENTRYPOINT ["otel-bridge"]
 # SIGTERM (docker stop, a pod's end) flushes queued spans for up to --export-timeout seconds:
 # keep it below the stop timeout (docker stop -t, terminationGracePeriodSeconds).
+# Flags, not a file: they are the image's whole set-up, and no configuration file of yours is
+# in it. With one, mount it and replace this command with
+# `run --config /etc/otel-bridge/otel-bridge.toml`, as deploy/compose and deploy/kubernetes do.
 CMD ["run", "--session-state", "/copilot/session-state", "--prometheus-host", "0.0.0.0", \
      "--prometheus-port", "9464", "--export-timeout", "20"]

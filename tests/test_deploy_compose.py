@@ -2,8 +2,9 @@
 Jaeger, Prometheus and Grafana, checked on its files since no image can be pulled here.
 
 After the Compose file reference (https://docs.docker.com/reference/compose-file/): every file
-it mounts exists in the repository; the bridge reads ~/.copilot read-only and its command line
-is one the CLI accepts; the Collector's pipeline goes from OTLP to Jaeger; Prometheus scrapes
+it mounts exists in the repository; the bridge reads ~/.copilot read-only and its options (its
+command line and the file of its --config, mounted from deploy/compose/otel-bridge.toml) are
+ones the CLI accepts; the Collector's pipeline goes from OTLP to Jaeger; Prometheus scrapes
 the bridge as job "otel-bridge" and loads deploy/prometheus/alerts.yml itself (promtool checks
 the configuration as the container sees it); Grafana gets Prometheus and Jaeger data sources
 and its dashboard provider reads the repository's dashboards/. tests/test_deploy_compose_up.py
@@ -22,16 +23,18 @@ from typing import Any
 import pytest
 import yaml
 
+from otel_bridge.cli._checks import prometheus_wanted
 from otel_bridge.cli._parser import build_parser
 from tests.prometheus import find_binary
 from tests.test_alert_rules import alert_rules
 from tests.test_dashboards import DASHBOARD_FILES, load_dashboard
-from tests.test_deploy_docker import cli_problem
+from tests.test_deploy_docker import bridge_args
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_DIR = ROOT / "deploy" / "compose"
 COMPOSE = COMPOSE_DIR / "compose.yaml"
 SERVICES = {"otel-bridge", "otel-collector", "jaeger", "prometheus", "grafana"}
+CONFIG_FILE = "/etc/otel-bridge/otel-bridge.toml"
 
 
 @functools.cache
@@ -75,6 +78,15 @@ def in_container(name: str, container_path: str) -> Path:
     raise AssertionError(f"{container_path} is mounted in no volume of {name}")
 
 
+def bridge_options() -> Any:
+    """The options the bridge runs with: its command line, and the file of its --config read
+    from the repository file mounted there, as the CLI reads them."""
+    command = service("otel-bridge")["command"]
+    config = build_parser().parse_args(command).config
+    files = {} if config is None else {str(config): in_container("otel-bridge", str(config))}
+    return bridge_args(command, files)
+
+
 def test_one_compose_file_starts_the_whole_stack() -> None:
     assert set(compose()["services"]) == SERVICES
     for name, spec in compose()["services"].items():
@@ -102,7 +114,7 @@ def test_every_mounted_file_exists_in_the_repository() -> None:
             assert ROOT in host.parents, f"{name} mounts {source} from outside the repository"
             assert mode == "ro", f"{name} mounts {source} writable"
             mounted += 1
-    assert mounted == 5  # collector, prometheus (2), grafana (2)
+    assert mounted == 6  # the bridge's config, collector, prometheus (2), grafana (2)
 
 
 def test_the_bridge_reads_copilot_home_read_only_and_exports_to_the_collector() -> None:
@@ -113,8 +125,7 @@ def test_the_bridge_reads_copilot_home_read_only_and_exports_to_the_collector() 
     assert state_source in compose()["volumes"] and state_mode == "rw"
     assert bridge["read_only"] is True
     assert bridge["user"].split(":")[0].startswith("${OTEL_BRIDGE_UID")
-    assert cli_problem(bridge["command"]) is None, cli_problem(bridge["command"])
-    args = build_parser().parse_args(bridge["command"])
+    args = bridge_options()
     assert args.command == "run"
     assert [str(p) for p in args.session_state] == ["/copilot/session-state"]
     assert args.prometheus_host == "0.0.0.0"
@@ -123,6 +134,29 @@ def test_the_bridge_reads_copilot_home_read_only_and_exports_to_the_collector() 
     environment = bridge["environment"]
     assert environment["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4318"
     assert environment["OTEL_METRICS_EXPORTER"] == "prometheus"
+
+
+def test_the_bridge_takes_its_options_from_the_mounted_file() -> None:
+    """run's options are in deploy/compose/otel-bridge.toml, mounted read-only; every option
+    the command line gave before is still set, and the port counts as given (Prometheus
+    served, as with --prometheus-port)."""
+    assert service("otel-bridge")["command"] == ["run", "--config", CONFIG_FILE]
+    assert in_container("otel-bridge", CONFIG_FILE) == COMPOSE_DIR / "otel-bridge.toml"
+    assert binds("otel-bridge")[CONFIG_FILE][1] == "ro"
+    args = bridge_options()
+    former = {
+        "session_state": [Path("/copilot/session-state")],
+        "prometheus_host": "0.0.0.0",
+        "prometheus_port": 9464,
+        "export_timeout": 20.0,
+    }
+    assert {dest: getattr(args, dest) for dest in former} == former
+    # the checkpoints in the state volume, named in the file rather than left to the image
+    assert str(args.state_dir) in binds("otel-bridge") and not args.no_checkpoints
+    assert prometheus_wanted(args)
+    # what the host's loopback publishes is the port the file serves
+    (published,) = service("otel-bridge")["ports"]
+    assert published.rsplit(":", 1)[1] == str(args.prometheus_port)
 
 
 def test_the_collector_takes_otlp_and_sends_traces_to_jaeger() -> None:
@@ -153,7 +187,7 @@ def test_prometheus_scrapes_the_bridge_and_loads_the_alert_rules(tmp_path: Path)
     config = yaml.safe_load(config_file.read_text())
     (job,) = config["scrape_configs"]
     assert job["job_name"] == "otel-bridge"  # alerts.yml: up{job="otel-bridge"}
-    args = build_parser().parse_args(service("otel-bridge")["command"])
+    args = bridge_options()
     assert job["static_configs"][0]["targets"] == [f"otel-bridge:{args.prometheus_port}"]
     (rule_file,) = config["rule_files"]
     rules_in_container = PurePosixPath(container_config).parent / rule_file

@@ -5,8 +5,8 @@ The Dockerfile is parsed here (a small parser of the instructions it uses, after
 Dockerfile reference: https://docs.docker.com/reference/dockerfile/) and checked for what the
 deployment relies on: a slim Python base, a non-root user, the state volume, the HEALTHCHECK on
 /healthz, metrics served beyond the loopback, and a command line the CLI accepts (each
-`otel-bridge` command and flag is parsed by the CLI's own parser). `cli_problem` is reused by
-the Kubernetes, compose and service-unit tests.
+`otel-bridge` command and flag is parsed by the CLI's own parser). `cli_problem` and
+`bridge_args` are reused by the Kubernetes, compose and service-unit tests.
 
 Then the image is built as users build it (`podman build --format docker .`, no build
 argument) on a local stand-in for its base (tests/podman.py: no registry is reachable), and
@@ -17,6 +17,7 @@ installs podman, runc and debootstrap; elsewhere, without them, the test skips s
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -30,14 +31,16 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from otel_bridge.cli._checks import contradiction
-from otel_bridge.cli._parser import build_parser
+from otel_bridge.cli._config_file import ConfigFileError
+from otel_bridge.cli._parser import build_parser, command_parser
+from otel_bridge.cli._settings import apply_config
 from tests import podman
 from tests.otlp_receiver import OtlpReceiver
 from tests.processes import log_tail, terminate
@@ -66,6 +69,29 @@ def cli_problem(argv: Sequence[str]) -> str | None:
     if problem is not None:
         return f"otel-bridge {shlex.join(argv)}: exit 2: {problem}"
     return None
+
+
+def bridge_args(argv: Sequence[str], files: Mapping[str, Path]) -> argparse.Namespace:
+    """The options `otel-bridge ARGV...` runs with, as main() makes them: the command line
+    parsed by the CLI's parser, then the file of its `--config` (a path in the container, read
+    from the repository file that `files` says is mounted there) applied with the CLI's own
+    `apply_config`, flags over the file, then the check of contradicting options."""
+    problem = cli_problem(argv)
+    assert problem is None, problem
+    parser = build_parser()
+    args = parser.parse_args(list(argv))
+    if args.config is None:
+        return args
+    host = files.get(str(args.config))
+    assert host is not None, f"--config {args.config}: no file is mounted there"
+    args.config = host
+    try:
+        apply_config(parser, command_parser(parser, args.command), args, list(argv))
+    except ConfigFileError as exc:
+        raise AssertionError(f"otel-bridge {shlex.join(argv)}: exit 2: {exc}") from None
+    problem = contradiction(args, {})
+    assert problem is None, f"otel-bridge {shlex.join(argv)} with {host}: exit 2: {problem}"
+    return args
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ shares COPILOT_HOME read-only; the DaemonSet keeps its checkpoints on the node; 
 are on /healthz and /readyz; the security context is locked down; the resources hold what the
 benchmarks measured (bench/results-after.json); the Service, ServiceMonitor and
 PrometheusRule fit together and the PrometheusRule is alerts.yml; and every `otel-bridge`
-command line is one the CLI accepts.
+command line is one the CLI accepts, with the options of the configuration file it reads from
+the ConfigMap that kustomize generates (otel-bridge.toml), read by the CLI's own code.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ import pytest
 import yaml
 
 from otel_bridge._version import __version__
-from otel_bridge.cli._parser import build_parser
-from tests.test_deploy_docker import cli_problem
+from otel_bridge.cli._checks import prometheus_wanted
+from tests.test_deploy_docker import bridge_args
 
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT / "deploy" / "kubernetes"
@@ -37,15 +38,30 @@ BENCH = ROOT / "bench" / "results-after.json"
 METRICS_PORT = 9464
 BRIDGE_IMAGE = "otel-bridge"
 KUSTOMIZE = ROOT / ".deploy-tools" / "bin" / "kustomize"  # scripts/build_deploy_tools.sh
+CONFIG_FILE = "/etc/otel-bridge/otel-bridge.toml"
+#: What both manifests gave `run` as flags before its options moved to otel-bridge.toml: each
+#: must still be set, through the file or the command line.
+FORMER_FLAGS = {
+    "session_state": [Path("/copilot/session-state")],
+    "state_dir": Path("/var/lib/otel-bridge"),
+    "prometheus_host": "0.0.0.0",
+    "prometheus_port": METRICS_PORT,
+    "export_timeout": 20.0,
+}
 
 
 # ---------------------------------------------------------------------- helpers
 @functools.cache
+def kustomization() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    return loaded
+
+
+@functools.cache
 def documents() -> list[tuple[str, dict[str, Any]]]:
     """(file name, object) of every manifest the kustomization lists."""
-    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
     found = []
-    for name in kustomization["resources"]:
+    for name in kustomization()["resources"]:
         for document in yaml.safe_load_all((K8S / name).read_text()):
             if document is not None:
                 found.append((name, document))
@@ -90,12 +106,37 @@ def bridge_of(kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return spec, container
 
 
-def run_args(container: dict[str, Any]) -> Any:
-    """The container's command line, parsed by the CLI's own parser (the image's ENTRYPOINT is
-    otel-bridge; args replace its CMD)."""
+def generated_files() -> dict[str, list[tuple[str, Path]]]:
+    """ConfigMap name -> (key, repository file) of each file of kustomization.yaml's
+    configMapGenerator (a file is listed as PATH or KEY=PATH; the key defaults to its name)."""
+    found: dict[str, list[tuple[str, Path]]] = {}
+    for generator in kustomization().get("configMapGenerator", []):
+        for entry in generator.get("files", []):
+            key, _, path = entry.rpartition("=")
+            found.setdefault(generator["name"], []).append((key or Path(path).name, K8S / path))
+    return found
+
+
+def config_files(spec: dict[str, Any], container: dict[str, Any]) -> dict[str, Path]:
+    """Path in the container -> the repository file there, for every ConfigMap it mounts."""
+    found = {}
+    for mount in container.get("volumeMounts", []):
+        source = volume(spec, mount["name"]).get("configMap")
+        if source is None:
+            continue
+        assert source["name"] in generated_files(), f"ConfigMap {source['name']} is not generated"
+        assert mount.get("readOnly") is True, f"{container['name']} mounts its config writable"
+        for key, path in generated_files()[source["name"]]:
+            found[f"{mount['mountPath']}/{key}"] = path
+    return found
+
+
+def run_args(spec: dict[str, Any], container: dict[str, Any]) -> Any:
+    """The options the container's bridge runs with: its command line (the image's ENTRYPOINT
+    is otel-bridge; args replace its CMD) and the file of its --config, from its ConfigMap,
+    as the CLI reads them."""
     assert "command" not in container, "keep the image's ENTRYPOINT (otel-bridge)"
-    assert cli_problem(container["args"]) is None, cli_problem(container["args"])
-    return build_parser().parse_args(container["args"])
+    return bridge_args(container["args"], config_files(spec, container))
 
 
 def mounts(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -142,17 +183,19 @@ def bench() -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- the kustomization
 def test_every_manifest_parses_and_the_kustomization_lists_them_all() -> None:
-    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
-    assert kustomization["kind"] == "Kustomization"
-    listed = set(kustomization["resources"])
+    assert kustomization()["kind"] == "Kustomization"
+    listed = set(kustomization()["resources"])
     on_disk = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
     assert listed == on_disk, f"not listed: {on_disk - listed}; missing: {listed - on_disk}"
+    generated = {path for files in generated_files().values() for _, path in files}
+    assert generated == set(K8S.glob("*.toml")), "configMapGenerator lists every .toml"
+    assert all(path.is_file() for path in generated)
     for name in on_disk:
         for document in yaml.safe_load_all((K8S / name).read_text()):
             assert {"apiVersion", "kind", "metadata"} <= document.keys(), name
     kinds = sorted(doc["kind"] for _, doc in documents())
     assert kinds == ["DaemonSet", "Deployment", "PrometheusRule", "Service", "ServiceMonitor"]
-    images = {image["name"] for image in kustomization["images"]}
+    images = {image["name"] for image in kustomization()["images"]}
     used = {
         c["image"]
         for kind in ("Deployment", "DaemonSet")
@@ -167,20 +210,40 @@ def kustomize() -> str | None:
     return found or (str(KUSTOMIZE) if KUSTOMIZE.is_file() else None)
 
 
-@pytest.mark.skipif(
-    kustomize() is None, reason="kustomize not built: bash scripts/build_deploy_tools.sh"
-)
-def test_kustomize_builds_the_manifests_into_one_namespace() -> None:
+def kustomize_build(directory: Path) -> list[dict[str, Any]]:
     done = subprocess.run(
-        [str(kustomize()), "build", str(K8S)],
+        [str(kustomize()), "build", str(directory)],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    built = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
-    assert sorted(doc["kind"] for doc in built) == sorted(doc["kind"] for _, doc in documents())
+    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+
+
+def config_map_volumes(doc: dict[str, Any]) -> set[str]:
+    """The ConfigMaps a built workload's pods mount."""
+    volumes = doc["spec"]["template"]["spec"]["volumes"]
+    return {v["configMap"]["name"] for v in volumes if "configMap" in v}
+
+
+needs_kustomize = pytest.mark.skipif(
+    kustomize() is None, reason="kustomize not built: bash scripts/build_deploy_tools.sh"
+)
+
+
+@needs_kustomize
+def test_kustomize_builds_the_manifests_into_one_namespace() -> None:
+    built = kustomize_build(K8S)
+    assert sorted(doc["kind"] for doc in built) == sorted(
+        [doc["kind"] for _, doc in documents()] + ["ConfigMap"] * len(generated_files())
+    )
+    (config_map,) = [doc for doc in built if doc["kind"] == "ConfigMap"]
+    # otel-bridge.toml itself, under a name with its hash, which the workloads' volumes use
+    (files,) = generated_files().values()
+    assert config_map["data"] == {key: path.read_text() for key, path in files}
+    assert re.fullmatch(r"otel-bridge-[a-z0-9]{10}", config_map["metadata"]["name"])
     for doc in built:
         assert doc["metadata"]["namespace"] == "otel-bridge", doc["kind"]
         assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "otel-bridge"
@@ -193,6 +256,33 @@ def test_kustomize_builds_the_manifests_into_one_namespace() -> None:
             # selectors are left alone (includeSelectors: false), so they still match
             selector = doc["spec"]["selector"]["matchLabels"]
             assert selector.items() <= doc["spec"]["template"]["metadata"]["labels"].items()
+            assert config_map_volumes(doc) == {config_map["metadata"]["name"]}
+
+
+@needs_kustomize
+def test_a_change_of_the_config_file_rolls_the_pods(tmp_path: Path) -> None:
+    """The ConfigMap's name carries the file's hash: an edited otel-bridge.toml gives a new
+    name in the pod templates, so that applying it rolls the pods (the bridge reads the file
+    at start only)."""
+    copy = tmp_path / "kubernetes"
+    shutil.copytree(K8S, copy)
+    before = {
+        doc["kind"]: config_map_volumes(doc)
+        for doc in kustomize_build(copy)
+        if doc["kind"] in ("Deployment", "DaemonSet")
+    }
+    config = copy / "otel-bridge.toml"
+    edited = config.read_text().replace("export-timeout = 20", "export-timeout = 25")
+    assert edited != config.read_text()
+    config.write_text(edited)
+    after = {
+        doc["kind"]: config_map_volumes(doc)
+        for doc in kustomize_build(copy)
+        if doc["kind"] in ("Deployment", "DaemonSet")
+    }
+    assert before.keys() == after.keys() == {"Deployment", "DaemonSet"}
+    for kind in before:
+        assert before[kind] and after[kind] and before[kind].isdisjoint(after[kind]), kind
 
 
 def test_the_prometheus_rule_is_alerts_yml() -> None:
@@ -234,7 +324,7 @@ def test_every_bridge_command_line_exists_in_the_cli() -> None:
     containers = list(bridge_containers())
     assert len(containers) == 2  # the sidecar and the DaemonSet's
     for spec, container in containers:
-        args = run_args(container)
+        args = run_args(spec, container)
         assert args.command == "run"
         # reachable by the kubelet's probes and Prometheus at the pod's address, never the
         # node's: no host network, no host port
@@ -249,6 +339,25 @@ def test_every_bridge_command_line_exists_in_the_cli() -> None:
             for name in re.findall(r"\$\((\w+)\)", variable.get("value", "")):
                 assert name in defined, f"{variable['name']} uses $({name}) before it is set"
             defined.add(variable["name"])
+
+
+def test_the_bridges_take_their_options_from_the_config_map_and_otlp_from_env() -> None:
+    """run's options are in otel-bridge.toml, mounted read-only from the generated ConfigMap;
+    every option the manifests gave as a flag before is still set; where spans go stays in
+    the environment, the OTLP headers (a token) from a Secret."""
+    for spec, container in bridge_containers():
+        assert container["args"] == ["run", "--config", CONFIG_FILE]
+        assert config_files(spec, container) == {CONFIG_FILE: K8S / "otel-bridge.toml"}
+        args = run_args(spec, container)
+        for dest, value in FORMER_FLAGS.items():
+            assert getattr(args, dest) == value, (container["name"], dest)
+        # a port set in the file counts as a flag of it: Prometheus is served whatever
+        # OTEL_METRICS_EXPORTER says, as it was with --prometheus-port
+        assert prometheus_wanted(args)
+        env = {variable["name"]: variable for variable in container["env"]}
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"].startswith("http")
+        headers = env["OTEL_EXPORTER_OTLP_HEADERS"]
+        assert "value" not in headers and headers["valueFrom"]["secretKeyRef"]["optional"]
 
 
 def test_probes_are_healthz_for_liveness_and_readyz_for_readiness() -> None:
@@ -290,7 +399,7 @@ def test_the_sidecar_is_native_and_shares_copilot_home_read_only() -> None:
     assert BRIDGE_IMAGE not in {c["image"] for c in spec["containers"]}
     (agent,) = spec["containers"]
     copilot_home = next(v["value"] for v in agent["env"] if v["name"] == "COPILOT_HOME")
-    args = run_args(bridge)
+    args = run_args(spec, bridge)
     (session_state,) = args.session_state
     assert session_state == Path(copilot_home) / "session-state"
     shared = mount_of(bridge, session_state)
@@ -307,7 +416,7 @@ def test_the_sidecar_is_native_and_shares_copilot_home_read_only() -> None:
 
 def test_the_daemonset_keeps_checkpoints_on_the_node() -> None:
     spec, bridge = bridge_of("DaemonSet")
-    args = run_args(bridge)
+    args = run_args(spec, bridge)
     state = mount_of(bridge, args.state_dir)
     assert volume(spec, state["name"])["hostPath"]["path"] == str(args.state_dir)
     assert not state.get("readOnly", False)
