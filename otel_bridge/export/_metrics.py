@@ -38,20 +38,16 @@ from .._metrics import BUCKETS, CATALOGUE, METRICS, Instrument, known_metric
 from .._records import AttributeValue
 from .._version import __version__
 from ..processors import Scrubber
-from ._common import (
+from ._common import open_output, otlp_endpoint, sdk_disabled
+from ._http import TelemetryServer, cannot_serve
+from ._sdk_logs import build_otlp_exporter, capture_exporter_logs, http_session
+from ._verdicts import (
     REFUSED_ENDPOINT,
     REFUSED_REQUEST,
     ExportFailure,
-    build_otlp_exporter,
-    capture_exporter_logs,
     describe_exception,
     export_failure,
-    http_session,
-    open_output,
-    otlp_endpoint,
-    sdk_disabled,
 )
-from ._http import TelemetryServer, cannot_serve
 
 __all__ = [
     "DEFAULT_MAX_LABEL_VALUES",

@@ -8,7 +8,7 @@ setting is wrong, the batch waits the longest back-off (and a stop does not wait
 about the data: the exporter could not encode the batch (protobuf raises on a time past 2^64
 ns, on a string that is not valid Unicode; an exporter that raises anything but an OSError is
 taken to have met such a value), or the receiver refused the request as it is (HTTP 400, 413,
-500...; gRPC INVALID_ARGUMENT...: `_common.export_failure`). Retrying that batch as it is
+500...; gRPC INVALID_ARGUMENT...: `_verdicts.export_failure`). Retrying that batch as it is
 would fail for ever: every span queued behind it would wait, the checkpoints would stop, and a
 restart would meet it again.
 
@@ -19,8 +19,8 @@ every call, a proxy that answers 400 to any request) must not make the bridge dr
 a span is only rejected once some other part of its batch went through. If nothing goes
 through, the batch is left whole for the ordinary back-off.
 
-`records` are the SDK's log records of the call (`_common.capture_exporter_logs`): the SDK
-exporters say there why a call failed, as `_common.failure_reason` reads them.
+`records` are the SDK's log records of the call (`_sdk_logs.capture_exporter_logs`): the SDK
+exporters say there why a call failed, as `_verdicts.failure_reason` reads them.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from typing import TypeVar
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ._common import REFUSED_ENDPOINT, REFUSED_REQUEST, export_failure
 from ._otlp_json import EncodedSpan
+from ._verdicts import REFUSED_ENDPOINT, REFUSED_REQUEST, export_failure
 
 __all__ = ["Verdict", "classify", "isolate", "span_ids"]
 
@@ -67,7 +67,7 @@ def classify(
             batch outside its own error handling, so an encoding error comes out here).
         records: what the SDK logged during the call (the HTTP exporter logs the encoding
             error it caught: "Failed to encode span batch: %s", with the exception); the
-            collector's answer is read from them by `_common.export_failure`.
+            collector's answer is read from them by `_verdicts.export_failure`.
     """
     if exc is not None:
         verdict = Verdict.TRANSIENT if isinstance(exc, OSError) else Verdict.DATA

@@ -12,7 +12,7 @@ overflowed). The sink's watermark is the lowest over its workers.
 
 A worker logs one warning when its exporter starts failing (with the reason) and one line when it
 works again; the SDK exporters' own retry messages are kept off the terminal (see
-`_common.capture_exporter_logs`), and every failed attempt is counted by the sink.
+`_sdk_logs.capture_exporter_logs`), and every failed attempt is counted by the sink.
 
 A batch that failed about its data (a span the exporter cannot encode, or the collector refuses
 as invalid) is not retried as it is, which would hold back every span behind it for ever: the
@@ -32,9 +32,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .._words import plural
-from ._common import capture_exporter_logs, describe_exception, failure_reason
 from ._otlp_json import EncodedSpan
 from ._poison import Verdict, classify, isolate, span_ids
+from ._sdk_logs import capture_exporter_logs
+from ._verdicts import describe_exception, failure_reason
 
 __all__ = ["ExportItem", "ExportWorker", "RetryPolicy"]
 
