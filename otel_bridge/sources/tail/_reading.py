@@ -79,6 +79,12 @@ class Reading:
         self.last_lag: float | None = None  # seconds, of the last event read live
         self.caught_up_bytes = 0  # read of the catch-up at start, for a progress bar
 
+    def exporters_behind(self) -> bool:
+        """Back-pressure: while the exporters hold `max_backlog` spans or more, no log is read
+        (they wait on disk, where nothing is lost), instead of the queue dropping its
+        oldest."""
+        return self._backlog is not None and self._backlog() >= self._max_backlog
+
     def read_limit(self) -> int:
         """How much of a log one read may take: `_READ_LIMIT`, or with back-pressure no more
         than the spans the export queue has room for would take (a small queue is not
