@@ -39,135 +39,40 @@ from the log, so it is scrubbed of secrets before it is written, as spans are.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._checkpoint_entry import (
-    ENTRY_FIELDS,
-    MAX_SENT,
-    MAX_SENT_BLOCKS,
-    checked_entry,
-    scrubbed_session,
+from ._checkpoint_file import FINGERPRINT_BYTES, FileCheckpoint, decode, encode, fingerprint
+from ._checkpoint_io import append_file, replace_file
+from ._checkpoint_journal import (
+    VERSION,
+    digest_length,
+    digest_position,
+    line_digest,
+    lines_at,
+    read_journal,
+    read_v1,
+    same_line,
+    set_aside_logged,
+    why,
 )
-from ._checkpoint_io import append_file, read_file, replace_file, set_aside
 from ._exceptions import CheckpointError
-from ._safe_open import open_regular
 from .processors import Scrubber, ScrubberConfig
 
 __all__ = ["FINGERPRINT_BYTES", "CheckpointStore", "FileCheckpoint", "fingerprint"]
 
 logger = logging.getLogger(__name__)
 
-FINGERPRINT_BYTES = 1024
-_VERSION = 2
 _NAME = "checkpoints.jsonl"
 _V1_NAME = "checkpoints.json"
 #: The journal is compacted when it is larger than this many times its live entries (and
 #: larger than `_COMPACT_MIN_BYTES`): appends stay cheap, the file stays bounded.
 _COMPACT_RATIO = 4
 _COMPACT_MIN_BYTES = 1 << 20
-_HASH_MASK = (1 << 64) - 1
-_POSITION_SHIFT = 128
-_CONTENT_MASK = (1 << _POSITION_SHIFT) - 1  # the hash and the length
-#: Damaged checkpoint files kept aside (the oldest beyond go): enough to look into one.
-_KEEP_ASIDE = 3
-
-
-def fingerprint(
-    path: Path, limit: int = FINGERPRINT_BYTES, root: Path | None = None
-) -> tuple[str, int]:
-    """SHA-256 of the first `limit` bytes, and how many bytes that was (a short file's
-    fingerprint is matched as a prefix once it grows). Opened as the log's reader opens it
-    (`open_regular`, below `root` if given): a FIFO swapped in for a quiet log raises instead
-    of blocking.
-
-    Raises:
-        OSError: it cannot be opened, or is not a regular file (`UnsafeFile`).
-    """
-    with open_regular(path, root) as handle:
-        return fingerprint_of(handle.read(limit))
-
-
-def fingerprint_of(head: bytes) -> tuple[str, int]:
-    """The fingerprint of a file that starts with `head` (its first bytes, at most
-    `FINGERPRINT_BYTES`)."""
-    return hashlib.sha256(head).hexdigest(), len(head)
-
-
-@dataclass(frozen=True, slots=True)
-class FileCheckpoint:
-    """Where to resume one log.
-
-    Attributes:
-        path, device, inode, fingerprint, fingerprint_bytes: which file it is.
-        offset: the safe place to resume reading at.
-        session: the session's state there (`SessionAssembler.snapshot()`).
-        sent: ids of spans finished after `offset` and already delivered: a restart that reads
-            them again does not export them again.
-        sent_blocks: the spans delivered before those of `sent`, as digests of blocks of
-            1,024 ids in the order they are read again (feed/_delivered.py).
-    """
-
-    path: str
-    device: int
-    inode: int
-    fingerprint: str
-    fingerprint_bytes: int
-    offset: int
-    session: Mapping[str, Any] = field(default_factory=dict)
-    sent: Sequence[int] = ()
-    sent_blocks: Sequence[int] = ()
-
-    @property
-    def never_read(self) -> bool:
-        """Taken where a run began to follow the log from its end, with nothing read since:
-        no session state (a follower's is empty until it passes a safe place, and
-        `SessionAssembler.snapshot()` never is) and no span delivered after it. Nothing of the
-        log was exported, so reading it from its beginning (`run --backfill`) repeats
-        nothing."""
-        return self.offset > 0 and not self.session and not self.sent
-
-    def matches(self, path: Path, root: Path | None = None) -> bool:
-        """Is `path` still the file this checkpoint was taken on (not replaced, not cut)?
-        Opened as its reader opens it (below `root` if given); one that cannot be opened, or
-        is no longer a regular file, does not match."""
-        try:
-            with open_regular(path, root) as handle:
-                st = handle.stat
-                if (st.st_dev, st.st_ino) != (self.device, self.inode) or st.st_size < self.offset:
-                    return False
-                digest, _ = fingerprint_of(handle.read(self.fingerprint_bytes))
-        except OSError:
-            return False
-        return digest == self.fingerprint
-
-
-def _encode(checkpoint: FileCheckpoint, scrub: Callable[[str], str]) -> str:
-    # Not `dataclasses.asdict`: it deep-copies the session state first, which was most of the
-    # cost of a save (taken after every delivered batch).
-    entry = {name: getattr(checkpoint, name) for name in ENTRY_FIELDS}
-    entry["session"] = scrubbed_session(checkpoint.session, scrub)
-    entry["sent"] = list(checkpoint.sent[:MAX_SENT])
-    if checkpoint.sent_blocks:  # only for a long open task: a line stays as it was otherwise
-        entry["sent_blocks"] = list(checkpoint.sent_blocks[:MAX_SENT_BLOCKS])
-    else:
-        del entry["sent_blocks"]
-    return json.dumps(entry, sort_keys=True, separators=(",", ":"))
-
-
-def _decode(line: str) -> FileCheckpoint:
-    """An entry back from its line, every field checked (`checked_entry`).
-
-    Raises:
-        ValueError: not an entry this version writes.
-    """
-    return FileCheckpoint(*checked_entry(line, FINGERPRINT_BYTES))
 
 
 class CheckpointStore:
@@ -235,12 +140,13 @@ class CheckpointStore:
         if os.path.lexists(self.path):
             entries = self._load_journal()
         elif any(os.path.lexists(candidate) for candidate in v1):
-            entries = self._load_v1(v1)
+            entries, lost = read_v1(v1)
+            self.lost = self.lost or lost
             self._keep_in_memory(entries)
         if entries:
             # at DEBUG: `run` says where its checkpoints are, and the tailer how many resume
             logger.debug("resuming %d logs from %s", len(entries), self.directory)
-        self._live_bytes = sum(_length(d) + 1 for d in self._saved.values())
+        self._live_bytes = sum(digest_length(d) + 1 for d in self._saved.values())
         return entries
 
     def get(self, path: str) -> FileCheckpoint | None:
@@ -249,15 +155,15 @@ class CheckpointStore:
         digest = self._saved.get(path)
         if digest is None:
             return None
-        position = _position(digest)
+        position = digest_position(digest)
         if position < 0:
             return self._legacy.get(path)
         try:
             with self.path.open("rb") as handle:
                 handle.seek(position)
-                line = handle.read(_length(digest)).decode("utf-8")
-            checkpoint = _decode(line)
-            if checkpoint.path != path or _digest(line, position) != digest:
+                line = handle.read(digest_length(digest)).decode("utf-8")
+            checkpoint = decode(line)
+            if checkpoint.path != path or line_digest(line, position) != digest:
                 raise ValueError("the journal changed under the bridge")
         except (OSError, ValueError, TypeError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
@@ -275,14 +181,14 @@ class CheckpointStore:
         """
         lines = {}
         for path, checkpoint in checkpoints.items():
-            line = _encode(checkpoint, self._scrub)
+            line = encode(checkpoint, self._scrub)
             saved = self._saved.get(path)
-            if saved is None or not _same(saved, line):
+            if saved is None or not same_line(saved, line):
                 lines[path] = line
         if not lines:
             return 0
         live = self._live_bytes + sum(
-            len(line) + 1 - (_length(self._saved[path]) + 1 if path in self._saved else 0)
+            len(line) + 1 - (digest_length(self._saved[path]) + 1 if path in self._saved else 0)
             for path, line in lines.items()
         )
         try:
@@ -303,13 +209,13 @@ class CheckpointStore:
         for path in paths:
             digest = self._saved.pop(path, None)
             if digest is not None:
-                self._live_bytes -= _length(digest) + 1
+                self._live_bytes -= digest_length(digest) + 1
 
     # --- internals -------------------------------------------------------------------------
 
     def _append(self, lines: Mapping[str, str]) -> dict[str, int]:
         """Append `lines`; returns each one's `_digest` (with where it now is)."""
-        data, positions = _lines_at(lines, self._file_bytes)
+        data, positions = lines_at(lines, self._file_bytes)
         append_file(self.path, data)
         self._file_bytes += len(data)
         return positions
@@ -330,17 +236,17 @@ class CheckpointStore:
             try:
                 journal = self._journal_lines()
             except (OSError, ValueError) as exc:
-                damaged = self._set_aside(self.path, _why(exc), raising=True)
+                damaged = set_aside_logged(self.path, why(exc), raising=True)
             else:
                 if self._damaged:
-                    why = f"{self._damaged} damaged lines"
-                    damaged = self._set_aside(self.path, why, raising=True)
+                    reason = f"{self._damaged} damaged lines"
+                    damaged = set_aside_logged(self.path, reason, raising=True)
         for path, line, _ in journal:
             if path in self._saved and path not in lines:
                 kept[path] = line
         for path, checkpoint in self._legacy.items():  # not in the journal
             if path in self._saved and path not in lines:
-                kept.setdefault(path, _encode(checkpoint, self._scrub))
+                kept.setdefault(path, encode(checkpoint, self._scrub))
         kept.update(lines)
         if damaged:
             # Damaged while the bridge ran: the logs whose lines were lost with it have no
@@ -349,11 +255,11 @@ class CheckpointStore:
             for path in [p for p in self._saved if p not in kept]:
                 del self._saved[path]
                 self._lost_since_loaded = True
-        header_fields: dict[str, Any] = {"version": _VERSION}
+        header_fields: dict[str, Any] = {"version": VERSION}
         if self._lost_since_loaded:
             header_fields["lost"] = True
         header = (json.dumps(header_fields) + "\n").encode("utf-8")
-        body, positions = _lines_at(kept, len(header))
+        body, positions = lines_at(kept, len(header))
         data = header + body
         replace_file(self.path, data)
         self._file_bytes = len(data)
@@ -365,64 +271,34 @@ class CheckpointStore:
         return positions
 
     def _journal_lines(self) -> list[tuple[str, str, int]]:
-        """(path, line, where it starts) of each good line of the journal, in order (a log's
-        last one wins). Counts the damaged lines (`_damaged`) and notes a last line cut by a
-        crash (`_cut`: not damage, the bridge stopped while appending it).
+        """(path, line, where it starts) of each good line of the journal, in order
+        (`read_journal`), noting what it says of itself: its damaged lines (`_damaged`), a
+        last line cut by a crash (`_cut`), checkpoints lost in a previous run.
 
         Raises:
             OSError: it cannot be read.
             ValueError: its first line is not this version's header.
         """
-        data = read_file(self.path)
-        lines = data.split(b"\n")
-        try:
-            header = json.loads(lines[0])
-        except ValueError:
-            raise ValueError("not a checkpoint file") from None
-        if not isinstance(header, dict) or header.get("version") != _VERSION:
-            version = header.get("version") if isinstance(header, dict) else None
-            raise ValueError(
-                f"version {version} (this bridge reads {_VERSION})"
-                if type(version) is int
-                else "not a checkpoint file"
-            )
-        self._header_lost = header.get("lost") is True
-        self._file_bytes = len(data)
-        good = []
-        self._damaged = 0
-        self._cut = False
-        position = len(lines[0]) + 1
-        for number, raw in enumerate(lines[1:], 2):
-            start, position = position, position + len(raw) + 1
-            if not raw.strip():
-                continue
-            try:
-                line = raw.decode("utf-8")
-                checkpoint = _decode(line)
-            except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
-                if number == len(lines):  # no newline after it: cut while being appended
-                    self._cut = True
-                    continue
-                self._damaged += 1
-                if self._damaged == 1:
-                    logger.warning("%s: line %d is damaged (%s)", self.path, number, exc)
-                continue
-            good.append((checkpoint.path, line, start))
-        self._clean = data.endswith(b"\n") and not self._damaged
-        return good
+        journal = read_journal(self.path)
+        self._header_lost = journal.header_lost
+        self._file_bytes = journal.file_bytes
+        self._damaged = journal.damaged
+        self._cut = journal.cut
+        self._clean = journal.clean
+        return journal.good
 
     def _load_journal(self) -> dict[str, FileCheckpoint]:
         try:
             good = self._journal_lines()
         except (OSError, ValueError) as exc:
             self.lost = True
-            self._set_aside(self.path, _why(exc))
+            set_aside_logged(self.path, why(exc))
             return {}
         last = {path: (line, start) for path, line, start in good}
-        entries = {path: _decode(line) for path, (line, _) in last.items()}
+        entries = {path: decode(line) for path, (line, _) in last.items()}
         if self._damaged:  # what was read stays; the file goes aside, to look into
             self.lost = True
-            self._set_aside(self.path, f"{self._damaged} damaged lines")
+            set_aside_logged(self.path, f"{self._damaged} damaged lines")
             self._keep_in_memory(entries)
             return entries
         if self._header_lost:
@@ -439,114 +315,13 @@ class CheckpointStore:
                 "without a checkpoint are read from their start",
                 self.path,
             )
-        self._saved = {path: _digest(line, start) for path, (line, start) in last.items()}
+        self._saved = {path: line_digest(line, start) for path, (line, start) in last.items()}
         return entries
-
-    def _load_v1(self, candidates: Sequence[Path]) -> dict[str, FileCheckpoint]:
-        """The version 1 file's checkpoints: its temporary file if a crash left a whole one,
-        else the file itself (set aside if it cannot be used)."""
-        for candidate in candidates:
-            if not os.path.lexists(candidate):
-                continue
-            try:
-                document = json.loads(read_file(candidate).decode("utf-8"))
-                if not isinstance(document, dict) or document.get("version") != 1:
-                    raise ValueError("not a version 1 checkpoint file")
-                files = document.get("files")
-                if not isinstance(files, list) or not all(isinstance(e, dict) for e in files):
-                    raise ValueError("bad 'files'")
-                entries = [
-                    FileCheckpoint(*checked_entry(entry, FINGERPRINT_BYTES)) for entry in files
-                ]
-            except (OSError, ValueError) as exc:
-                if candidate.name.endswith(".tmp"):  # cut by a crash: the file itself holds
-                    logger.warning("ignoring %s: %s", candidate, _why(exc))
-                    continue
-                self.lost = True
-                self._set_aside(candidate, _why(exc))
-                continue
-            return {entry.path: entry for entry in entries}
-        return {}
 
     def _keep_in_memory(self, entries: Mapping[str, FileCheckpoint]) -> None:
         """Checkpoints with no line in the journal (a version 1 file's, a set-aside
         journal's): `get` gives them from memory, and the first save writes them."""
         self._legacy = dict(entries)
-        self._saved = {path: _digest(_encode(c, self._scrub), -1) for path, c in entries.items()}
+        self._saved = {path: line_digest(encode(c, self._scrub), -1) for path, c in entries.items()}
         self._clean = False
         self._file_bytes = 0
-
-    def _set_aside(self, path: Path, why: str, *, raising: bool = False) -> bool:
-        """A checkpoint file that cannot be used (damaged, unreadable, a newer version's) is
-        renamed `<name>.damaged-<UTC time>`, mode 0600, never written over: a newer bridge's
-        file survives a downgrade, and a damaged one can be looked into. The last
-        `_KEEP_ASIDE` are kept. Logged once. Returns whether it was set aside (False: no
-        regular file there, a directory say, left as it is).
-
-        Raises:
-            OSError: with `raising`, it could not be renamed (the failed save says so; without,
-                logged here).
-        """
-        consequence = (
-            "the logs without a checkpoint are read from their start (spans delivered "
-            "before may be sent again)"
-        )
-        try:
-            target = set_aside(path, _KEEP_ASIDE)
-        except OSError as exc:
-            if raising:
-                raise
-            logger.warning(
-                "cannot use %s (%s), nor set it aside (%s): it is not written over while it "
-                "is there; %s",
-                path,
-                why,
-                _why(exc),
-                consequence,
-            )
-            return False
-        if target is None:
-            if not raising:
-                logger.warning("cannot use %s (%s): not a file; %s", path, why, consequence)
-            return False
-        logger.warning(
-            "cannot use %s (%s): kept aside as %s; %s", path, why, target.name, consequence
-        )
-        return True
-
-
-def _why(exc: BaseException) -> str:
-    return str(exc.strerror) if isinstance(exc, OSError) and exc.strerror else str(exc)
-
-
-def _digest(line: str, position: int) -> int:
-    """A line's hash, its length in bytes and where it starts in the journal (-1: in none) in
-    one int: enough to tell whether a checkpoint moved, and to read it back."""
-    # (Lines are ASCII: `json.dumps` escapes the rest, so characters are bytes.)
-    return (hash(line) & _HASH_MASK) | (len(line) << 64) | ((position + 1) << _POSITION_SHIFT)
-
-
-def _same(digest: int, line: str) -> bool:
-    """Is `line` the one `digest` was taken of (wherever it is)?"""
-    return digest & _CONTENT_MASK == _digest(line, -1)
-
-
-def _length(digest: int) -> int:
-    return (digest >> 64) & _HASH_MASK
-
-
-def _position(digest: int) -> int:
-    return (digest >> _POSITION_SHIFT) - 1
-
-
-def _lines_at(lines: Mapping[str, str], start: int) -> tuple[bytes, dict[str, int]]:
-    """`lines` as the bytes to write at byte `start` of the journal, and each one's digest."""
-    chunks = []
-    positions = {}
-    position = start
-    for path, line in lines.items():
-        data = line.encode("utf-8") + b"\n"
-        chunks.append(data)
-        positions[path] = _digest(line, position)
-        position += len(data)
-    return b"".join(chunks), positions

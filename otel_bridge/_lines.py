@@ -12,7 +12,8 @@ Why a decoder of our own rather than `for line in file`:
   still yields the complete event; an event nested deeper than the JSON decoder goes (about
   1,000 levels) is counted as such, apart from malformed lines.
 - Bad input must cost no more than its size: every line, however it was built, is decoded in
-  time linear in its length (see `_torn_start`), so that one hostile log cannot stall the others.
+  time linear in its length (see `_torn_lines.torn_start`), so that one hostile log cannot
+  stall the others.
 - Bad input must not flood the log either. Until a file read from its start has given an event,
   its bad lines are counted, not logged: a file that never gives one is not a Copilot log at all
   (a binary, some other JSON), and its reader says so in one line (`without_events`); if an event
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +40,7 @@ import orjson
 from ._event_types import KNOWN_EVENT_TYPES
 from ._events import Event, event_from_json
 from ._exceptions import EventDecodeError
+from ._torn_lines import recover_torn
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -58,22 +59,6 @@ DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 #: Per file, this many bad lines are logged at WARNING; the rest are only counted (the summary at
 #: the end of `replay` and `run` gives the counts).
 _LOGGED_PROBLEMS_PER_FILE = 5
-
-#: Brackets and strings the search for a torn line's complete event walks through, back from
-#: the line's end, before giving up. The largest event in the recorded captures has under 400;
-#: the cap bounds the search's Python-level steps on a hostile line (100,000 take some 70 ms).
-_MAX_TORN_TOKENS = 100_000
-
-#: Backwards (on the reversed line): the bytes up to the next bracket or quote, and the end of
-#: a string. In reversed JSON an escaped quote reads `"\`; the quote that opened the string
-#: (preceded in the line by a bracket, a colon, a comma or a space) is the first one not
-#: followed by a backslash.
-_REVERSED_RUN = re.compile(rb'[^"{}\[\]]*')
-_REVERSED_STRING_END = re.compile(rb'"(?!\\)')
-_CLOSERS = frozenset(b"}]")
-_OPENERS = frozenset(b"{[")
-_QUOTE = ord('"')
-_OPEN_BRACE = ord("{")
 
 #: Maps every digit to b"0" and every other byte to b" ": a line's digit runs, found in C.
 _DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
@@ -314,7 +299,7 @@ class JsonLinesDecoder:
             # RecursionError: JSON nested deeper than the decoder goes (hostile or corrupt).
             error = exc
         try:
-            torn = _recover_torn(line)
+            torn = recover_torn(line)
         except RecursionError as exc:  # the complete event after a torn start is too deep
             torn, error = None, exc
         if torn is not None:
@@ -386,63 +371,6 @@ def _fast_event(line: bytes) -> Event | None:
         return event_from_json(obj)
     except (orjson.JSONDecodeError, EventDecodeError):
         return None
-
-
-def _recover_torn(line: bytes) -> Event | None:
-    """The complete event that ends a torn line (a truncated event running into it), or None.
-
-    Raises:
-        RecursionError: that event is nested deeper than the decoder goes.
-    """
-    start = _torn_start(line)
-    if start is None:
-        return None
-    # The stdlib decoder, not orjson: this is rare, and orjson's objects for a big suffix of
-    # numbers take some four times the memory (small integers are not shared).
-    try:
-        return event_from_json(json.loads(line[start:].decode("utf-8", errors="replace")))
-    except (ValueError, EventDecodeError):
-        return None
-
-
-def _torn_start(line: bytes) -> int | None:
-    """Where the object that ends the line starts, if it can be one that started after the
-    line's first byte; None when there is none (or the search gave up).
-
-    Why backwards: a complete object that ends the line starts at the bracket matching its last
-    `}`, one place only, found by walking back from the end over brackets and strings. Parsing
-    forward from each `{"` of the line instead, each parse possibly to the line's end, is
-    quadratic: 64 such `{"` made a 16 MB line built for it cost some 20 s of CPU. This walk
-    reads each byte once (in C: the runs between brackets and quotes, and whole strings, are
-    skipped by regular expressions), takes one step per bracket or string, at most
-    `_MAX_TORN_TOKENS`, and leaves a single candidate to parse. Over valid JSON the walk is
-    exact; over anything else the one parse that follows rejects it.
-    """
-    body = line.rstrip()
-    if not body.endswith(b"}"):
-        return None
-    reversed_ = body[::-1]
-    position = depth = 0
-    for _ in range(_MAX_TORN_TOKENS):
-        run = _REVERSED_RUN.match(reversed_, position)  # always matches: a `*` run
-        if run is None or run.end() >= len(reversed_):
-            return None
-        position = run.end()
-        byte = reversed_[position]
-        position += 1
-        if byte == _QUOTE:
-            end = _REVERSED_STRING_END.search(reversed_, position)
-            if end is None:
-                return None
-            position = end.end()
-        elif byte in _CLOSERS:
-            depth += 1
-        elif byte in _OPENERS:
-            depth -= 1
-            if depth == 0:
-                start = len(body) - position
-                return start if start > 0 and byte == _OPEN_BRACE else None
-    return None
 
 
 def _short(exc: Exception) -> str:

@@ -142,17 +142,7 @@ class Pipeline:
         """
         self.config = config
         self.disabled = sdk_disabled(environ)
-        self.unreachable: str | None = None
-        if config.collector_check != "skip":
-            # Before anything is written (--traces-file is truncated, a port is bound): a bad
-            # endpoint is a ConfigError here, one that refuses is one clear line.
-            self.unreachable = unreachable_collector(
-                environ,
-                traces_file=config.traces_file,
-                metric_defaults=config.metrics.default_exporters if config.metrics else (),
-            )
-            if self.unreachable is not None and config.collector_check == "fail":
-                raise CollectorUnreachable(self.unreachable)
+        self.unreachable = _check_collector(config, environ)
         self.resource = resource or build_resource(environ, config.resource)
         scrubber = scrubber or Scrubber(config.scrubber)
         self.metrics: MetricsPipeline | None = None
@@ -201,3 +191,24 @@ class Pipeline:
             return self.shutdown_spans(timeout)
         finally:
             self.shutdown_metrics(metrics_timeout)
+
+
+def _check_collector(config: PipelineConfig, environ: Mapping[str, str]) -> str | None:
+    """What the collector check found: None when the collector is reachable or was not to be
+    checked. Done before anything is written (--traces-file is truncated, a port is bound): a
+    bad endpoint is a ConfigError here, one that refuses is one clear line.
+
+    Raises:
+        CollectorUnreachable: collector_check "fail" and an endpoint refused.
+        ConfigError: a bad endpoint.
+    """
+    if config.collector_check == "skip":
+        return None
+    unreachable = unreachable_collector(
+        environ,
+        traces_file=config.traces_file,
+        metric_defaults=config.metrics.default_exporters if config.metrics else (),
+    )
+    if unreachable is not None and config.collector_check == "fail":
+        raise CollectorUnreachable(unreachable)
+    return unreachable

@@ -18,13 +18,9 @@ import pytest
 from otel_bridge._doctor import diagnose
 from otel_bridge._exceptions import ConfigError
 from otel_bridge.export import build_span_exporters
-from otel_bridge.export._common import (
-    failure_reason,
-    otlp_endpoint,
-    shown_endpoint,
-    without_credentials,
-)
+from otel_bridge.export._common import otlp_endpoint, shown_endpoint, without_credentials
 from otel_bridge.export._exporters import exporter_label, unreachable_collector
+from otel_bridge.export._verdicts import failure_reason
 from tests.processes import terminate
 from tests.test_exporters_config import basic_session_state, bridge, dead_port, environment
 

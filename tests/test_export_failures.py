@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from otel_bridge.export._common import REFUSED_ENDPOINT, REFUSED_REQUEST
 from otel_bridge.export._exporters import probe_otlp
+from otel_bridge.export._verdicts import REFUSED_ENDPOINT, REFUSED_REQUEST
 from tests.corpus import session_state
 from tests.otlp_receiver import OtlpReceiver
 from tests.processes import terminate

@@ -30,9 +30,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, SpanRecord
 from otel_bridge._pipeline import Pipeline, PipelineConfig
-from otel_bridge.export._common import quiet_exporter_logs
 from otel_bridge.export._console import ConsoleSpanExporter
 from otel_bridge.export._otlp_json import OtlpJsonFileExporter
+from otel_bridge.export._sdk_logs import quiet_exporter_logs
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import find_logs, replay_logs
 from tests.otlp_receiver import OtlpReceiver

@@ -19,7 +19,7 @@ from otel_bridge import Assembler, JsonLinesDecoder
 from otel_bridge._metrics import CATALOGUE, Instrument, prometheus_name
 from otel_bridge.cli import main
 from otel_bridge.export import OtelMetricsRecorder
-from otel_bridge.export._metrics import DEFAULT_MAX_LABEL_VALUES, OTHER_LABEL_VALUE
+from otel_bridge.export._metric_recorder import DEFAULT_MAX_LABEL_VALUES, OTHER_LABEL_VALUE
 from tests.builder import Log
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -28,10 +28,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from otel_bridge import Assembler, JsonLinesDecoder, SpanRecord
 from otel_bridge.cli import main
 from otel_bridge.export import SpanSink, build_resource
-from otel_bridge.export._common import quiet_exporter_logs
 from otel_bridge.export._console import ConsoleSpanExporter
 from otel_bridge.export._poison import Verdict, classify, isolate
 from otel_bridge.export._queue import RetryPolicy
+from otel_bridge.export._sdk_logs import quiet_exporter_logs
 from tests import otlp_receiver as rx
 from tests.otlp_receiver import OtlpReceiver, ReceivedRequest
 from tests.test_metrics import Recorder

@@ -2,8 +2,6 @@
 
 from ._common import (
     DEFAULT_ENDPOINTS,
-    REFUSED_ENDPOINT,
-    ExportFailure,
     OtlpEndpoint,
     otlp_endpoint,
     reachability,
@@ -11,6 +9,7 @@ from ._common import (
     shown_endpoint,
 )
 from ._console import CONSOLE_FORMATS
+from ._delivery import ExportStats
 from ._exporters import (
     build_span_exporters,
     probe_otlp,
@@ -29,7 +28,8 @@ from ._metrics import (
 )
 from ._otel import DEFAULT_SERVICE_NAME, ResourceOptions, build_resource, to_readable_span
 from ._otlp_json import encode_record
-from ._sink import DEFAULT_QUEUE_SPANS, ExportStats, SpanSink
+from ._sink import DEFAULT_QUEUE_SPANS, SpanSink
+from ._verdicts import REFUSED_ENDPOINT, ExportFailure
 
 __all__ = [
     "CONSOLE_FORMATS",

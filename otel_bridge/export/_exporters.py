@@ -22,21 +22,12 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .. import _env as env
 from .._exceptions import ConfigError
-from ._common import (
-    ExportFailure,
-    OtlpEndpoint,
-    build_otlp_exporter,
-    capture_exporter_logs,
-    describe_exception,
-    export_failure,
-    http_session,
-    open_output,
-    otlp_endpoint,
-    reachability,
-    sdk_disabled,
-)
-from ._metrics import metric_exporter_names, otlp_metric_exporter
+from ._common import OtlpEndpoint, open_output, otlp_endpoint, reachability, sdk_disabled
+from ._metric_exporters import otlp_metric_exporter
+from ._metrics import metric_exporter_names
 from ._otlp_json import OtlpJsonFileExporter
+from ._sdk_logs import build_otlp_exporter, capture_exporter_logs, http_session
+from ._verdicts import ExportFailure, describe_exception, export_failure
 
 __all__ = [
     "build_span_exporters",

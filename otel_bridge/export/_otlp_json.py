@@ -13,23 +13,28 @@ shows as a failing test here.
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
-import math
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import IO, Any, NamedTuple
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status
-from opentelemetry.util.types import Attributes
+from opentelemetry.trace import SpanKind, Status
 
 from .._records import LinkRecord, SpanEventRecord, SpanRecord, StatusCode
 from .._records import SpanKind as RecordKind
+from ._otlp_json_values import (
+    LOCAL_FLAGS,
+    REMOTE_FLAGS,
+    encode_attributes,
+    flags_of,
+    quote,
+    span_id_hex,
+    trace_id_hex,
+)
 
 __all__ = ["EncodedSpan", "OtlpJsonFileExporter", "encode_record", "encode_request"]
 
@@ -42,15 +47,7 @@ _KINDS = {
     SpanKind.PRODUCER: 4,
     SpanKind.CONSUMER: 5,
 }
-_HAS_IS_REMOTE = 0x100  # SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
-_IS_REMOTE = 0x200  # SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
-_LOCAL_FLAGS = str(_HAS_IS_REMOTE)
-_REMOTE_FLAGS = str(_HAS_IS_REMOTE | _IS_REMOTE)
 _REMEMBERED = 16  # encoded resources (and scopes) kept: the bridge has one of each
-_KEYS_REMEMBERED = 4096  # attribute keys whose encoded prefix is kept
-
-#: The string escaper `json.dumps` uses (ensure_ascii, in C when available).
-_quote: Callable[[Any], str] = json.encoder.encode_basestring_ascii
 
 
 class EncodedSpan(NamedTuple):
@@ -151,12 +148,12 @@ class _Encoder:
             for scope, encoded in scopes.items():
                 fields = ['"scope":' + self._scope(scope), '"spans":[' + ",".join(encoded) + "]"]
                 if scope is not None and scope.schema_url:
-                    fields.append('"schemaUrl":' + _quote(scope.schema_url))
+                    fields.append('"schemaUrl":' + quote(scope.schema_url))
                 scope_spans.append("{" + ",".join(fields) + "}")
             fields = ['"resource":' + self._resource(resource)]
             fields.append('"scopeSpans":[' + ",".join(scope_spans) + "]")
             if resource.schema_url:
-                fields.append('"schemaUrl":' + _quote(resource.schema_url))
+                fields.append('"schemaUrl":' + quote(resource.schema_url))
             resource_spans.append("{" + ",".join(fields) + "}")
         return '{"resourceSpans":[' + ",".join(resource_spans) + "]}"
 
@@ -165,7 +162,7 @@ class _Encoder:
         if encoded is None:
             if len(self._resources) >= _REMEMBERED:
                 self._resources.clear()
-            attributes = _attributes(resource.attributes)
+            attributes = encode_attributes(resource.attributes)
             encoded = '{"attributes":' + attributes + "}" if attributes else "{}"
             self._resources[resource] = encoded
         return encoded
@@ -178,10 +175,10 @@ class _Encoder:
             fields = []
             if scope is not None:
                 if scope.name:
-                    fields.append('"name":' + _quote(scope.name))
+                    fields.append('"name":' + quote(scope.name))
                 if scope.version:
-                    fields.append('"version":' + _quote(scope.version))
-                attributes = _attributes(scope.attributes)
+                    fields.append('"version":' + quote(scope.version))
+                attributes = encode_attributes(scope.attributes)
                 if attributes:
                     fields.append('"attributes":' + attributes)
             encoded = "{" + ",".join(fields) + "}"
@@ -193,19 +190,19 @@ def _span(span: ReadableSpan) -> str:
     context = span.get_span_context()
     parent = span.parent
     fields = [
-        '"traceId":"' + _trace_id(context.trace_id if context else 0) + '"',
-        '"spanId":"' + _span_id(context.span_id if context else 0) + '"',
+        '"traceId":"' + trace_id_hex(context.trace_id if context else 0) + '"',
+        '"spanId":"' + span_id_hex(context.span_id if context else 0) + '"',
     ]
     trace_state = context.trace_state if context else None
     if trace_state is not None:
         state = ",".join([f"{key}={value}" for key, value in trace_state.items()])
         if state:
-            fields.append('"traceState":' + _quote(state))
+            fields.append('"traceState":' + quote(state))
     if parent:
-        fields.append('"parentSpanId":"' + _span_id(parent.span_id) + '"')
-    fields.append('"flags":' + _flags(parent))
+        fields.append('"parentSpanId":"' + span_id_hex(parent.span_id) + '"')
+    fields.append('"flags":' + flags_of(parent))
     if span.name:
-        fields.append('"name":' + _quote(span.name))
+        fields.append('"name":' + quote(span.name))
     kind = _KINDS[span.kind]
     if kind:
         fields.append('"kind":' + str(kind))
@@ -213,7 +210,7 @@ def _span(span: ReadableSpan) -> str:
         fields.append('"startTimeUnixNano":"' + str(span.start_time) + '"')
     if span.end_time:
         fields.append('"endTimeUnixNano":"' + str(span.end_time) + '"')
-    attributes = _attributes(span.attributes)
+    attributes = encode_attributes(span.attributes)
     if attributes:
         fields.append('"attributes":' + attributes)
     if span.dropped_attributes:
@@ -244,18 +241,23 @@ def encode_record(record: SpanRecord) -> str:
     (flags 256), links are remote (768), no trace state, nothing dropped; an ERROR status
     keeps its message, other statuses drop it (as the SDK's `Status` does).
     tests/test_otlp_json.py checks both give the same text for every fixture span."""
-    parts = ['{"traceId":"', _trace_id(record.trace_id), '","spanId":"', _span_id(record.span_id)]
+    parts = [
+        '{"traceId":"',
+        trace_id_hex(record.trace_id),
+        '","spanId":"',
+        span_id_hex(record.span_id),
+    ]
     if record.parent_span_id is not None:
-        parts += ['","parentSpanId":"', _span_id(record.parent_span_id)]
-    parts.append('","flags":' + _LOCAL_FLAGS)
+        parts += ['","parentSpanId":"', span_id_hex(record.parent_span_id)]
+    parts.append('","flags":' + LOCAL_FLAGS)
     if record.name:
-        parts.append(',"name":' + _quote(record.name))
+        parts.append(',"name":' + quote(record.name))
     parts.append(_RECORD_KINDS[record.kind])
     if record.start_ns:
         parts.append(',"startTimeUnixNano":"' + int.__repr__(record.start_ns) + '"')
     if record.end_ns:
         parts.append(',"endTimeUnixNano":"' + int.__repr__(record.end_ns) + '"')
-    attributes = _attributes(record.attributes)
+    attributes = encode_attributes(record.attributes)
     if attributes:
         parts.append(',"attributes":' + attributes)
     if record.events:
@@ -265,7 +267,7 @@ def encode_record(record: SpanRecord) -> str:
     status = _RECORD_STATUS.get(record.status)
     if status is None:  # ERROR
         message = record.status_message
-        status = '{"message":' + _quote(message) + ',"code":2}' if message else '{"code":2}'
+        status = '{"message":' + quote(message) + ',"code":2}' if message else '{"code":2}'
     parts.append(',"status":' + status + "}")
     return "".join(parts)
 
@@ -275,8 +277,8 @@ def _record_event(event: SpanEventRecord) -> str:
     if event.timestamp_ns:
         fields.append('"timeUnixNano":"' + int.__repr__(event.timestamp_ns) + '"')
     if event.name:
-        fields.append('"name":' + _quote(event.name))
-    attributes = _attributes(event.attributes)
+        fields.append('"name":' + quote(event.name))
+    attributes = encode_attributes(event.attributes)
     if attributes:
         fields.append('"attributes":' + attributes)
     return "{" + ",".join(fields) + "}"
@@ -284,13 +286,13 @@ def _record_event(event: SpanEventRecord) -> str:
 
 def _record_link(link: LinkRecord) -> str:
     fields = [
-        '"traceId":"' + _trace_id(link.trace_id) + '"',
-        '"spanId":"' + _span_id(link.span_id) + '"',
+        '"traceId":"' + trace_id_hex(link.trace_id) + '"',
+        '"spanId":"' + span_id_hex(link.span_id) + '"',
     ]
-    attributes = _attributes(link.attributes)
+    attributes = encode_attributes(link.attributes)
     if attributes:
         fields.append('"attributes":' + attributes)
-    fields.append('"flags":' + _REMOTE_FLAGS)
+    fields.append('"flags":' + REMOTE_FLAGS)
     return "{" + ",".join(fields) + "}"
 
 
@@ -299,8 +301,8 @@ def _event(event: Any) -> str:
     if event.timestamp:
         fields.append('"timeUnixNano":"' + str(event.timestamp) + '"')
     if event.name:
-        fields.append('"name":' + _quote(event.name))
-    attributes = _attributes(event.attributes)
+        fields.append('"name":' + quote(event.name))
+    attributes = encode_attributes(event.attributes)
     if attributes:
         fields.append('"attributes":' + attributes)
     if event.dropped_attributes:
@@ -310,116 +312,23 @@ def _event(event: Any) -> str:
 
 def _link(link: Any) -> str:
     fields = [
-        '"traceId":"' + _trace_id(link.context.trace_id) + '"',
-        '"spanId":"' + _span_id(link.context.span_id) + '"',
+        '"traceId":"' + trace_id_hex(link.context.trace_id) + '"',
+        '"spanId":"' + span_id_hex(link.context.span_id) + '"',
     ]
-    attributes = _attributes(link.attributes)
+    attributes = encode_attributes(link.attributes)
     if attributes:
         fields.append('"attributes":' + attributes)
     if link.dropped_attributes:
         fields.append('"droppedAttributesCount":' + int.__repr__(link.dropped_attributes))
-    fields.append('"flags":' + _flags(link.context))
+    fields.append('"flags":' + flags_of(link.context))
     return "{" + ",".join(fields) + "}"
 
 
 def _status(status: Status) -> str:
     fields = []
     if status.description:
-        fields.append('"message":' + _quote(status.description))
+        fields.append('"message":' + quote(status.description))
     code = status.status_code.value
     if code:
         fields.append('"code":' + int.__repr__(int(code)))
     return "{" + ",".join(fields) + "}"
-
-
-def _flags(context: SpanContext | None) -> str:
-    if context and context.is_remote:
-        return _REMOTE_FLAGS
-    return _LOCAL_FLAGS
-
-
-def _trace_id(trace_id: int) -> str:
-    return trace_id.to_bytes(length=16, byteorder="big", signed=False).hex()
-
-
-def _span_id(span_id: int) -> str:
-    return span_id.to_bytes(length=8, byteorder="big", signed=False).hex()
-
-
-#: attribute key -> '{"key":"<key>","value":' (or '{"value":' for an empty key)
-_key_prefixes: dict[str, str] = {}
-
-
-def _attributes(attributes: Attributes) -> str:
-    """The JSON array of KeyValues, "" for none."""
-    if not attributes:
-        return ""
-    out = []
-    prefixes = _key_prefixes
-    for key, value in attributes.items():
-        prefix = prefixes.get(key)
-        if prefix is None:
-            if len(prefixes) >= _KEYS_REMEMBERED:
-                prefixes.clear()
-            prefix = prefixes[key] = '{"key":' + _quote(key) + ',"value":' if key else '{"value":'
-        # the common cases inline: a string, an int, a bool
-        kind = type(value)
-        if kind is str:
-            out.append(prefix + '{"stringValue":' + _quote(value) + "}}")
-        elif kind is int:
-            out.append(prefix + '{"intValue":"' + int.__repr__(value) + '"}}')
-        elif kind is bool:
-            out.append(prefix + ('{"boolValue":true}}' if value else '{"boolValue":false}}'))
-        elif kind is float:
-            out.append(prefix + '{"doubleValue":' + _double(value) + "}}")
-        else:
-            try:
-                encoded = _any(value)
-            except Exception as error:  # as the SDK: the attribute is left out, logged
-                logger.exception("Failed to encode key %s: %s", key, error)
-                continue
-            out.append(prefix + encoded + "}")
-    return "[" + ",".join(out) + "]" if out else ""
-
-
-def _any(value: Any) -> str:
-    """The JSON of an AnyValue, as the SDK's encoder makes it of any attribute value."""
-    if value is None:
-        return "{}"
-    if isinstance(value, bool):
-        return '{"boolValue":true}' if value else '{"boolValue":false}'
-    if isinstance(value, str):
-        return '{"stringValue":' + _quote(value) + "}"
-    if isinstance(value, int):
-        return '{"intValue":' + _quote(str(value)) + "}"
-    if isinstance(value, float):
-        return '{"doubleValue":' + _double(value) + "}"
-    if isinstance(value, bytes):
-        encoded = base64.b64encode(value).decode("utf-8") if value else ""
-        return '{"bytesValue":' + _quote(encoded) + "}"
-    if isinstance(value, Sequence):
-        values = [_any(item) for item in value]
-        if not values:
-            return '{"arrayValue":{}}'
-        return '{"arrayValue":{"values":[' + ",".join(values) + "]}}"
-    if isinstance(value, Mapping):
-        pairs = []
-        for k, v in value.items():
-            name = str(k)
-            pairs.append(
-                ('{"key":' + _quote(name) + ',"value":' if name else '{"value":') + _any(v) + "}"
-            )
-        if not pairs:
-            return '{"kvlistValue":{}}'
-        return '{"kvlistValue":{"values":[' + ",".join(pairs) + "]}}"
-    raise TypeError(f"Invalid type {type(value)} of value {value}")
-
-
-def _double(value: Any) -> str:
-    """As the SDK (and json.dumps of its value): the JSON mapping's names for what JSON numbers
-    cannot be, else `repr`."""
-    if math.isnan(value):
-        return '"NaN"'
-    if math.isinf(value):
-        return '"Infinity"' if value > 0 else '"-Infinity"'
-    return float.__repr__(value)

@@ -8,7 +8,7 @@ setting is wrong, the batch waits the longest back-off (and a stop does not wait
 about the data: the exporter could not encode the batch (protobuf raises on a time past 2^64
 ns, on a string that is not valid Unicode; an exporter that raises anything but an OSError is
 taken to have met such a value), or the receiver refused the request as it is (HTTP 400, 413,
-500...; gRPC INVALID_ARGUMENT...: `_common.export_failure`). Retrying that batch as it is
+500...; gRPC INVALID_ARGUMENT...: `_verdicts.export_failure`). Retrying that batch as it is
 would fail for ever: every span queued behind it would wait, the checkpoints would stop, and a
 restart would meet it again.
 
@@ -19,8 +19,8 @@ every call, a proxy that answers 400 to any request) must not make the bridge dr
 a span is only rejected once some other part of its batch went through. If nothing goes
 through, the batch is left whole for the ordinary back-off.
 
-`records` are the SDK's log records of the call (`_common.capture_exporter_logs`): the SDK
-exporters say there why a call failed, as `_common.failure_reason` reads them.
+`records` are the SDK's log records of the call (`_sdk_logs.capture_exporter_logs`): the SDK
+exporters say there why a call failed, as `_verdicts.failure_reason` reads them.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ import logging
 import re
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ._common import REFUSED_ENDPOINT, REFUSED_REQUEST, export_failure
 from ._otlp_json import EncodedSpan
+from ._verdicts import REFUSED_ENDPOINT, REFUSED_REQUEST, export_failure
 
 __all__ = ["Verdict", "classify", "isolate", "span_ids"]
 
@@ -67,7 +67,7 @@ def classify(
             batch outside its own error handling, so an encoding error comes out here).
         records: what the SDK logged during the call (the HTTP exporter logs the encoding
             error it caught: "Failed to encode span batch: %s", with the exception); the
-            collector's answer is read from them by `_common.export_failure`.
+            collector's answer is read from them by `_verdicts.export_failure`.
     """
     if exc is not None:
         verdict = Verdict.TRANSIENT if isinstance(exc, OSError) else Verdict.DATA
@@ -133,49 +133,72 @@ def isolate(
         delivered or rejected; else those not settled when a transient failure or `stop` came,
         or when nothing went through.
     """
-    items = list(batch)
-    parts: deque[tuple[int, int]] = deque(_halves(0, len(items)))  # [start, end) of `items`
-    held: list[tuple[int, int]] = []  # failed alone before anything went through
-    taken = False  # some part went through: the receiver takes data; failures are the data's
-    probes = PROBES
-
-    def rest() -> list[T]:
-        return [items[i] for start, end in sorted([*held, *parts]) for i in range(start, end)]
-
-    while parts:
-        if stop():
-            return rest()
+    search = _Search(list(batch))
+    while search.parts and not stop():
         # before anything went through, level by level (breadth first); after, depth first
-        start, end = parts.popleft()
-        part = items[start:end]
+        start, end = search.parts.popleft()
+        part = search.items[start:end]
         verdict, cause = attempt(part)
         if verdict is None:
             delivered(part)
-            if not taken:
-                # The receiver takes data: the spans refused alone so far are tried alone once
-                # more (it may have refused them while it refused everything) before their
-                # failure is taken as theirs.
-                taken = True
-                parts.extendleft(reversed(held))
-                held = []
-            continue
-        if verdict is not Verdict.DATA:  # an outage, or the endpoint refuses everything
-            parts.appendleft((start, end))
-            return rest()
+            search.went_through()
+        elif verdict is not Verdict.DATA:  # an outage, or the endpoint refuses everything
+            search.parts.appendleft((start, end))
+            break
+        elif search.refused(start, end):
+            rejected(search.items[start], cause)
+        elif search.out_of_probes():
+            break
+    # nothing went through (else `held` was emptied), or stopped: left for the back-off
+    return search.rest()
+
+
+class _Search(Generic[T]):
+    """Where `isolate`'s search is: the parts of the batch still to try, those held, whether
+    anything went through yet, and the calls left before it does."""
+
+    def __init__(self, items: list[T]) -> None:
+        self.items = items
+        self.parts: deque[tuple[int, int]] = deque(_halves(0, len(items)))  # [start, end)
+        self.held: list[tuple[int, int]] = []  # failed alone before anything went through
+        # some part went through: the receiver takes data; failures are the data's
+        self.taken = False
+        self.probes = PROBES
+
+    def rest(self) -> list[T]:
+        """The spans not settled, in order."""
+        spans = sorted([*self.held, *self.parts])
+        return [self.items[i] for start, end in spans for i in range(start, end)]
+
+    def went_through(self) -> None:
+        """A part went through. The first time: the receiver takes data, so the spans refused
+        alone so far are tried alone once more (it may have refused them while it refused
+        everything) before their failure is taken as theirs."""
+        if not self.taken:
+            self.taken = True
+            self.parts.extendleft(reversed(self.held))
+            self.held = []
+
+    def refused(self, start: int, end: int) -> bool:
+        """A part failed about its data: split it, or hold a span that failed alone before
+        anything went through. True: a span failed alone after something did, to reject."""
         if end - start > 1:
-            if taken:
-                parts.extendleft(reversed(_halves(start, end)))
+            if self.taken:
+                self.parts.extendleft(reversed(_halves(start, end)))
             else:
-                parts.extend(_halves(start, end))
-        elif taken:
-            rejected(items[start], cause)
-        else:
-            held.append((start, end))
-        if not taken:
-            probes -= 1
-            if probes <= 0:
-                return rest()
-    return rest()  # nothing went through (else `held` was emptied): left for the back-off
+                self.parts.extend(_halves(start, end))
+            return False
+        if self.taken:
+            return True
+        self.held.append((start, end))
+        return False
+
+    def out_of_probes(self) -> bool:
+        """A call was spent before anything went through: True once none is left."""
+        if self.taken:
+            return False
+        self.probes -= 1
+        return self.probes <= 0
 
 
 def _halves(start: int, end: int) -> list[tuple[int, int]]:

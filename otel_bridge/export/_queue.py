@@ -12,7 +12,7 @@ overflowed). The sink's watermark is the lowest over its workers.
 
 A worker logs one warning when its exporter starts failing (with the reason) and one line when it
 works again; the SDK exporters' own retry messages are kept off the terminal (see
-`_common.capture_exporter_logs`), and every failed attempt is counted by the sink.
+`_sdk_logs.capture_exporter_logs`), and every failed attempt is counted by the sink.
 
 A batch that failed about its data (a span the exporter cannot encode, or the collector refuses
 as invalid) is not retried as it is, which would hold back every span behind it for ever: the
@@ -21,28 +21,18 @@ span is isolated, dropped and counted, the rest delivered (`_poison`).
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExporter
 
-from .._words import plural
-from ._common import capture_exporter_logs, describe_exception, failure_reason
-from ._otlp_json import EncodedSpan
-from ._poison import Verdict, classify, isolate, span_ids
+from ._attempts import Attempt, ExporterCalls, ExportItem, Outage
+from ._poison import Verdict, isolate
 
 __all__ = ["ExportItem", "ExportWorker", "RetryPolicy"]
-
-#: What a queue holds: SDK spans, or spans already encoded for the OTLP JSON file (the sink
-#: gives that exporter those; the queue passes them on as they are).
-ExportItem = ReadableSpan | EncodedSpan
-
-logger = logging.getLogger(__name__)
 
 #: Called with (exporter class name, the sequence numbers of the spans, ok): ok True when
 #: delivered, False for a failed attempt (retried), None when dropped from a full queue.
@@ -61,6 +51,15 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         return min(self.initial_seconds * (2.0 ** max(attempt - 1, 0)), self.max_seconds)
+
+    def wait_after(self, attempt: int, result: Attempt) -> float:
+        """The wait after failed attempt number `attempt`: what the collector asked for
+        (Retry-After) if longer; an endpoint that takes no traces at all (a 404: not an OTLP
+        traces receiver) is asked again only rarely."""
+        delay = max(self.delay(attempt), result.retry_after or 0.0)
+        if result.verdict is Verdict.ENDPOINT:
+            delay = max(delay, self.max_seconds)
+        return delay
 
 
 class ExportWorker:
@@ -102,9 +101,10 @@ class ExportWorker:
     ) -> None:
         if capacity < 1 or max_batch < 1:
             raise ValueError("capacity and max_batch must be positive")
-        self.name = type(exporter).__name__
-        self.label = label or self.name
-        self._exporter = exporter
+        self._calls = ExporterCalls(exporter, label or type(exporter).__name__, on_rejected)
+        self.name = self._calls.name
+        self.label = self._calls.label
+        self._outage = Outage(self.label)
         self._capacity = capacity
         self._max_batch = max_batch
         self._block = block_when_full
@@ -112,8 +112,6 @@ class ExportWorker:
         self._linger = linger_seconds
         self._retry = retry
         self._on_result = on_result
-        self._on_rejected = on_rejected
-        self._rejection_logged = False
         self._queue: deque[tuple[int, ExportItem]] = deque()
         self._cond = threading.Condition()
         self._stopping = False
@@ -123,7 +121,6 @@ class ExportWorker:
         self._last_seq = 0  # the highest sequence number ever queued
         self._abandoned_from: int | None = None  # the first span left undelivered at stop
         self._shut = False
-        self.failing_since: float | None = None  # monotonic time the current batch first failed
         # A daemon thread: one stuck in an exporter call (a collector that does not answer)
         # must not keep the process alive once the command is done with it.
         self._thread = threading.Thread(target=self._run, name=f"export-{self.name}", daemon=True)
@@ -141,6 +138,11 @@ class ExportWorker:
             if self._queue:
                 return self._queue[0][0] - 1
             return self._last_seq
+
+    @property
+    def failing_since(self) -> float | None:
+        """Monotonic time the current batch first failed; None while exports go through."""
+        return self._outage.failing_since
 
     @property
     def depth(self) -> int:
@@ -251,11 +253,7 @@ class ExportWorker:
             if self._shut:
                 return
             self._shut = True
-        try:
-            with capture_exporter_logs():
-                self._exporter.shutdown()
-        except Exception:
-            logger.exception("exporter %s failed to shut down", self.label)
+        self._calls.shutdown()
 
     def _past_deadline(self) -> bool:
         """Stopping, and the time to deliver is up. Call with the lock held."""
@@ -296,125 +294,56 @@ class ExportWorker:
         attempt = 0
         while True:
             attempt += 1
-            sequence = [seq for seq, _ in batch]
-            ok, reason, verdict, _, retry_after = self._attempt([span for _, span in batch])
-            self._on_result(self.name, sequence, ok)
-            if not ok and verdict is Verdict.DATA:
+            result = self._calls.attempt([span for _, span in batch])
+            self._on_result(self.name, [seq for seq, _ in batch], result.ok)
+            ok = result.ok
+            if not ok and result.verdict is Verdict.DATA:
                 batch = isolate(
                     batch,
-                    self._try_part,
+                    self._calls.try_part,
                     self._part_delivered,
-                    self._reject,
+                    self._calls.reject,
                     self._past_deadline_now,
                 )
                 ok = not batch
                 if not ok:
                     self._refill(batch)
             if ok:
-                if self.failing_since is not None:
-                    logger.info(
-                        "%s: exporting again after %.0f s of failures; %s queued",
-                        self.label,
-                        time.monotonic() - self.failing_since,
-                        plural(self.depth, "span"),
-                    )
-                    self.failing_since = None
+                self._outage.recovered(self.depth)
                 return True
-            # What the collector asked for (Retry-After) if longer; an endpoint that takes no
-            # traces at all (a 404: not an OTLP traces receiver) is asked again only rarely.
-            delay = max(self._retry.delay(attempt), retry_after or 0.0)
-            refused_for_good = verdict is Verdict.ENDPOINT
-            if refused_for_good:
-                delay = max(delay, self._retry.max_seconds)
+            delay = self._retry.wait_after(attempt, result)
             # A call that finish_stop cut short is no news; the start of an outage is.
-            if self.failing_since is None and not self._shut:
-                self.failing_since = time.monotonic()
-                logger.warning(
-                    "%s: export failed (%s); %s queued, retrying with back-off %s",
-                    self.label,
-                    reason,
-                    plural(self.depth, "span"),
-                    "(this endpoint takes no OTLP traces: check OTEL_EXPORTER_OTLP_ENDPOINT "
-                    "or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; `otel-bridge doctor` checks it)"
-                    if refused_for_good
-                    else "(`otel-bridge doctor` checks the set-up)",
-                )
-            else:
-                logger.debug(
-                    "%s: export of %s failed again (attempt %d: %s); retrying in %.1f s",
-                    self.label,
-                    plural(len(batch), "span"),
-                    attempt,
-                    reason,
-                    delay,
-                )
-            with self._cond:
-                # Give up when the wait would end past the deadline, or once it has passed
-                # while waiting (finish_stop moves it to now to quit at once); stopping, at
-                # once when the answer will not change (the endpoint refuses, or refused the
-                # request as it is).
-                give_up = self._stopping and (
-                    time.monotonic() + delay > self._deadline
-                    or refused_for_good
-                    or verdict is Verdict.DATA
-                )
-                if not give_up:
-                    self._cond.wait_for(self._past_deadline, delay)
-                    give_up = self._past_deadline()
-                if give_up:
-                    self._queue.extendleft(reversed(batch))  # counted as left by stop()
-                    self._in_flight = 0
-                    self._cond.notify_all()
-                    return False
+            self._outage.failed(result, attempt, len(batch), delay, self.depth, shut=self._shut)
+            if self._wait_or_give_up(batch, delay, result):
+                return False
 
-    def _attempt(
-        self, spans: list[ExportItem]
-    ) -> tuple[bool, str, Verdict | None, str, float | None]:
-        """One export call: whether it went through, and if not, why (from what the SDK
-        logged meanwhile, which is kept off the terminal), what that says of the batch, its
-        cause in words that quote nothing from the spans, and the seconds the collector asked
-        to wait (`_poison.classify`)."""
-        with capture_exporter_logs() as records:
-            try:
-                # EncodedSpans are given only to the OTLP JSON file exporter (SpanSink)
-                ok = self._exporter.export(spans) is SpanExportResult.SUCCESS  # type: ignore[arg-type]
-            except Exception as exc:  # an exporter bug must not stop the bridge
-                logger.debug("exporter %s raised", self.label, exc_info=True)
-                verdict, cause, wait = classify(exc, records)
-                reason = f"the exporter raised {describe_exception(exc)}"
-                return False, reason, verdict, cause, wait
-        if ok:
-            return True, "", None, "", None
-        verdict, cause, wait = classify(None, records)
-        return False, failure_reason(records), verdict, cause, wait
+    def _wait_or_give_up(
+        self, batch: list[tuple[int, ExportItem]], delay: float, result: Attempt
+    ) -> bool:
+        """Wait `delay` before the next attempt at `batch`, unless stopping says to give up:
+        then the batch is put back at the head of the queue (True)."""
+        with self._cond:
+            # Give up when the wait would end past the deadline, or once it has passed
+            # while waiting (finish_stop moves it to now to quit at once); stopping, at
+            # once when the answer will not change (the endpoint refuses, or refused the
+            # request as it is).
+            give_up = self._stopping and (
+                time.monotonic() + delay > self._deadline
+                or result.verdict in (Verdict.ENDPOINT, Verdict.DATA)
+            )
+            if not give_up:
+                self._cond.wait_for(self._past_deadline, delay)
+                give_up = self._past_deadline()
+            if give_up:
+                self._queue.extendleft(reversed(batch))  # counted as left by stop()
+                self._in_flight = 0
+                self._cond.notify_all()
+            return give_up
 
     # --- a span the exporter cannot take (`_poison`) --------------------------------------
 
-    def _try_part(self, part: list[tuple[int, ExportItem]]) -> tuple[Verdict | None, str]:
-        """One export call of a part of a batch that failed about its data."""
-        _, _, verdict, cause, _ = self._attempt([span for _, span in part])
-        return verdict, cause
-
     def _part_delivered(self, part: list[tuple[int, ExportItem]]) -> None:
         self._on_result(self.name, [seq for seq, _ in part], True)
-
-    def _reject(self, item: tuple[int, ExportItem], cause: str) -> None:
-        """A span the exporter could not take, even alone: dropped from this exporter, counted
-        (by the sink), and said once per exporter, by its ids only (its content may be
-        private, and the cause is the exporter's, not the span's)."""
-        seq, span = item
-        if not self._rejection_logged:
-            self._rejection_logged = True
-            logger.warning(
-                "%s: a span it cannot take was dropped (trace %s, span %s: %s); the other "
-                "spans go on; further such spans are counted in otel_bridge.spans.rejected, "
-                "not logged",
-                self.label,
-                *span_ids(span),
-                cause or "refused",
-            )
-        if self._on_rejected is not None:
-            self._on_rejected(self.name, [seq])
 
     def _past_deadline_now(self) -> bool:
         with self._cond:

@@ -15,50 +15,26 @@ is filtered like any exporter.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from .. import semconv as sc
 from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanRecord
 from .._words import plural
 from ..processors import Scrubber, TraceSampler
+from ._delivery import Delivery, ExportStats
 from ._exporters import exporter_label
 from ._otel import _SCOPE, to_readable_span
 from ._otlp_json import EncodedSpan, OtlpJsonFileExporter, encode_record
 from ._queue import ExportItem, ExportWorker, RetryPolicy
 
-__all__ = ["DEFAULT_QUEUE_SPANS", "ExportStats", "SpanSink"]
+__all__ = ["DEFAULT_QUEUE_SPANS", "SpanSink"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class ExportStats:
-    """What became of the spans, each span counted once however many destinations it has.
-
-    Attributes:
-        exported: spans delivered to every destination.
-        failed: spans in failed export attempts (retried; a span counts at each attempt).
-        dropped: spans dropped from a full queue, or refused alone by an exporter (of at least
-            one destination).
-        rejected: spans an exporter could not take even alone (`_poison`), per exporter that
-            refused them (so a span two exporters refused counts twice).
-        by_exporter: spans delivered, per destination (its label), for a summary that says
-            which destination fell behind when there are several.
-    """
-
-    exported: int = 0
-    failed: int = 0
-    dropped: int = 0
-    rejected: int = 0
-    by_exporter: dict[str, int] = field(default_factory=dict)
 
 
 #: Spans each exporter's queue holds while its collector cannot take them (run); about 2 KiB
@@ -112,16 +88,11 @@ class SpanSink:
         self._resource = resource
         self.scrubber = scrubber or Scrubber()
         self.sampler = sampler or TraceSampler()
-        self._lock = threading.Lock()
         self._seq = 0
         self._closed = False
         self._left = 0
-        self.stats = ExportStats()
-        self.metrics: MetricsRecorder = metrics or NullRecorder()
-        # sequence number -> destinations that have not got the span yet; a span leaves when
-        # the last one has it (exported) or when a full queue drops it (dropped)
-        self._pending: dict[int, int] = {}
         labels = _unique([exporter_label(exporter) for exporter in exporters])
+        self._delivery = Delivery(labels, metrics or NullRecorder())
         self._workers = [
             ExportWorker(
                 exporter,
@@ -132,12 +103,11 @@ class SpanSink:
                 label=label,
                 linger_seconds=linger_seconds,
                 retry=retry or RetryPolicy(),
-                on_result=partial(self._result, label),
-                on_rejected=self._rejected,
+                on_result=partial(self._delivery.result, label),
+                on_rejected=self._delivery.rejected,
             )
             for exporter, label in zip(exporters, labels, strict=True)
         ]
-        self.stats.by_exporter = dict.fromkeys(labels, 0)
         # The OTLP JSON file takes spans encoded here, straight from their records (one step,
         # no SDK object); the other exporters take SDK spans.
         self._takes_json = [isinstance(exporter, OtlpJsonFileExporter) for exporter in exporters]
@@ -147,9 +117,26 @@ class SpanSink:
             bool(getattr(exporter, "reads_unfiltered", False)) and self.scrubber.config.filters
             for exporter in exporters
         ]
-        #: Called (from an export thread, so it must be quick and thread-safe: `run` sets an
-        #: Event) after each delivered batch: checkpoints follow delivery closely.
-        self.on_delivered: Callable[[], None] | None = None
+
+    @property
+    def stats(self) -> ExportStats:
+        """What became of the spans so far."""
+        return self._delivery.stats
+
+    @property
+    def metrics(self) -> MetricsRecorder:
+        """Where delivered and dropped spans and failed attempts are counted."""
+        return self._delivery.metrics
+
+    @property
+    def on_delivered(self) -> Callable[[], None] | None:
+        """Called (from an export thread, so it must be quick and thread-safe: `run` sets an
+        Event) after each delivered batch: checkpoints follow delivery closely."""
+        return self._delivery.on_delivered
+
+    @on_delivered.setter
+    def on_delivered(self, call: Callable[[], None] | None) -> None:
+        self._delivery.on_delivered = call
 
     @property
     def sequence(self) -> int:
@@ -297,9 +284,7 @@ class SpanSink:
         as text (the OTLP JSON file), as SDK spans, or as SDK spans of every attribute."""
         if not sequence or not self._workers:
             return
-        with self._lock:
-            for seq in sequence:
-                self._pending[seq] = len(self._workers)
+        self._delivery.queued(sequence)
         for worker, takes_json, unfiltered in zip(
             self._workers, self._takes_json, self._unfiltered, strict=True
         ):
@@ -338,58 +323,8 @@ class SpanSink:
                 logger.error(
                     "%s: %s not delivered at shutdown", worker.label, plural(undelivered, "span")
                 )
-        with self._lock:
-            self._left = len(self._pending)
+        self._left = self._delivery.undelivered()
         return self._left
-
-    def _result(self, label: str, exporter: str, sequence: Sequence[int], ok: bool | None) -> None:
-        with self._lock:
-            if ok is None:
-                dropped = sum(self._pending.pop(seq, None) is not None for seq in sequence)
-                logger.warning("%s: queue full, %s dropped", label, plural(len(sequence), "span"))
-                if dropped:
-                    self.stats.dropped += dropped
-                    self.metrics.add(sc.METRIC_SPANS_DROPPED, dropped, {}, "")
-            elif ok:
-                if self.on_delivered is not None:
-                    self.on_delivered()
-                self.stats.by_exporter[label] = self.stats.by_exporter.get(label, 0) + len(sequence)
-                done = 0
-                for seq in sequence:
-                    left = self._pending.get(seq)
-                    if left is None:  # dropped by another destination's queue
-                        continue
-                    if left <= 1:
-                        del self._pending[seq]
-                        done += 1
-                    else:
-                        self._pending[seq] = left - 1
-                if done:
-                    self.stats.exported += done
-                    self.metrics.add(sc.METRIC_SPANS_EXPORTED, done, {}, "")
-            else:
-                self.stats.failed += len(sequence)
-                self.metrics.add(
-                    sc.METRIC_EXPORT_FAILURES, 1, {sc.OTEL_BRIDGE_EXPORTER: exporter}, ""
-                )
-
-    def _rejected(self, exporter: str, sequence: Sequence[int]) -> None:
-        """Spans an exporter could not take even alone (`_poison`; its worker logged the first):
-        dropped, as from a full queue, so that the watermark and the checkpoints pass them.
-        Counted in otel_bridge.spans.dropped like those (its alerts and dashboards see them),
-        and by exporter in otel_bridge.spans.rejected."""
-        with self._lock:
-            dropped = sum(self._pending.pop(seq, None) is not None for seq in sequence)
-            self.stats.rejected += len(sequence)
-            self.metrics.add(
-                sc.METRIC_SPANS_REJECTED,
-                len(sequence),
-                {sc.OTEL_BRIDGE_EXPORTER: exporter},
-                "",
-            )
-            if dropped:
-                self.stats.dropped += dropped
-                self.metrics.add(sc.METRIC_SPANS_DROPPED, dropped, {}, "")
 
 
 def _unique(labels: list[str]) -> list[str]:

@@ -5,8 +5,9 @@ failure); the scrubber redacts secrets and applies the attribute allow/deny list
 policy to every span and metric label (`Scrubber`). Both are pure: no I/O, no clock.
 """
 
-from ._privacy import DEFAULT_CONTENT_MAX_CHARS, Scrubber, ScrubberConfig, shannon_entropy
+from ._privacy import Scrubber, shannon_entropy
 from ._sampling import TraceSampler
+from ._scrubber_config import DEFAULT_CONTENT_MAX_CHARS, ScrubberConfig
 
 __all__ = [
     "DEFAULT_CONTENT_MAX_CHARS",

@@ -18,16 +18,15 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from .._records import AttributeValue, SpanEventRecord, SpanRecord
+from ._attribute_kinds import CONTENT_KIND, SECRET_NAME
+from ._scrubber_config import ScrubberConfig
 from ._secret_patterns import LABELS, PATTERNS, SECRET_GROUPS, TRIGGER, key_in_path, wordlike
 
-__all__ = ["DEFAULT_CONTENT_MAX_CHARS", "Scrubber", "ScrubberConfig", "shannon_entropy"]
-
-#: With content capture on, each content attribute is cut to this many characters.
-DEFAULT_CONTENT_MAX_CHARS = 8192
+__all__ = ["Scrubber", "shannon_entropy"]
 
 #: Long tokens this random look like keys even without a known prefix (bits per character).
 _ENTROPY_THRESHOLD = 4.0
@@ -44,51 +43,6 @@ def shannon_entropy(text: str) -> float:
     return -sum(n / size * math.log2(n / size) for n in Counter(text).values())
 
 
-@dataclass(frozen=True, slots=True)
-class ScrubberConfig:
-    """What to scrub beyond the built-in patterns.
-
-    Attributes:
-        extra_patterns: more regular expressions; a match becomes [REDACTED:custom].
-        deny_attributes: attribute keys never sent at all.
-        allow_attributes: if given, only these attribute keys are sent (and only scrubbed).
-        paths: what to do with file paths in content: "keep", "basename", or "hash".
-        entropy: also redact long high-entropy tokens (likely keys without a known prefix).
-        content_max_chars: content attributes (prompts, answers, tool arguments and results,
-            error messages) are cut to this many characters, after redaction: a cut never
-            splits a secret so that half of it escapes.
-    """
-
-    extra_patterns: Sequence[str] = ()
-    deny_attributes: frozenset[str] = frozenset()
-    allow_attributes: frozenset[str] | None = None
-    paths: str = "keep"
-    entropy: bool = True
-    content_max_chars: int = DEFAULT_CONTENT_MAX_CHARS
-
-    def __post_init__(self) -> None:
-        if self.paths not in ("keep", "basename", "hash"):
-            raise ValueError("paths must be keep, basename or hash")
-        if self.content_max_chars < 1:
-            raise ValueError("content_max_chars must be positive")
-        for pattern in self.extra_patterns:
-            re.compile(pattern)  # a bad pattern is a configuration error, raised here
-        both = self.deny_attributes & (self.allow_attributes or frozenset())
-        if both:
-            # sent only if allowed, never if denied: nothing of it would go, and with every
-            # allowed key denied nothing at all would, without a word
-            raise ValueError(
-                f"both allowed and denied: {', '.join(sorted(both))} "
-                "(--allow-attribute sends only the attributes it names; deny others, or leave "
-                "it out of the allowed ones)"
-            )
-
-    @property
-    def filters(self) -> bool:
-        """Whether the allow or deny list leaves attributes out."""
-        return bool(self.deny_attributes) or self.allow_attributes is not None
-
-
 #: A file path in text (`--paths`): two or more components after `/` (`~` first for a home
 #: directory's), or a Windows path (`C:\Users\alice\src`, `C:/...`, `\\server\share\...`).
 #: A component other than the last may hold single spaces (`/Users/alice/Library/Mobile
@@ -99,40 +53,6 @@ _PATH = re.compile(
     rf"|(?<![\w\\])(?:[A-Za-z]:|\\\\[\w.\-]+)(?:[\\/]{_SEGMENT}(?=[\\/]))*[\\/][\w.\-@+~]+"
 )
 
-_SECRET_NAME = re.compile(r"(?i)secret|token|passw|pwd|key|credential|auth")
-_JSON_CONTENT = frozenset(
-    {
-        "gen_ai.input.messages",
-        "gen_ai.output.messages",
-        "gen_ai.tool.call.arguments",
-        "copilot.event.data",
-    }
-)
-_WHOLE_JSON_CUT = "copilot.event.data"
-_TEXT_CONTENT = frozenset(
-    # input.value / output.value: the OpenInference copies of prompts and answers for LLM
-    # viewers, and the task's title and session's name (docs/viewers.md): scrubbed and cut
-    # as the GenAI ones are
-    {
-        "gen_ai.tool.call.result",
-        "copilot.error.message",
-        "input.value",
-        "output.value",
-        "copilot.task.title",
-        "copilot.session.name",
-    }
-)
-#: Attributes whose whole value is a path (the session's working directory and git root,
-#: docs/attribution.md): `--paths` applies to the value as a whole, whatever its shape (a path
-#: of one part, or one the text pattern would not take for a path).
-_PATH_VALUES = frozenset({"copilot.cwd", "copilot.git.root"})
-#: attribute key -> how its string value is scrubbed, for the keys not scrubbed as plain text
-_CONTENT_KIND = {
-    **dict.fromkeys(_JSON_CONTENT, "json"),
-    _WHOLE_JSON_CUT: "json_cut",
-    **dict.fromkeys(_TEXT_CONTENT, "text"),
-    **dict.fromkeys(_PATH_VALUES, "path"),
-}
 #: attribute values of these types hold no text: sent as they are
 _PLAIN = frozenset({int, float, bool})
 _CACHE_LIMIT = 8192  # distinct short strings remembered (names and ids repeat on every span)
@@ -276,7 +196,7 @@ class Scrubber:
             if type(value) in _PLAIN:
                 out[key] = value
                 continue
-            if isinstance(value, str) and key not in _CONTENT_KIND:
+            if isinstance(value, str) and key not in CONTENT_KIND:
                 if len(value) < 6:
                     out[key] = value
                     continue
@@ -291,7 +211,7 @@ class Scrubber:
 
     def _attribute(self, key: str, value: AttributeValue) -> AttributeValue:
         """One attribute value scrubbed, as its key asks (content is cut to size)."""
-        content = _CONTENT_KIND.get(key)
+        content = CONTENT_KIND.get(key)
         if content is None or not isinstance(value, str):
             return self.value(value)
         if content == "text":
@@ -317,7 +237,7 @@ class Scrubber:
 
         def walk(node: object, key: str | None = None) -> object:
             if isinstance(node, str):
-                if key is not None and len(node) >= 6 and _SECRET_NAME.search(key):
+                if key is not None and len(node) >= 6 and SECRET_NAME.search(key):
                     return "[REDACTED:secret]"
                 return self._cut(self.text(node))
             if isinstance(node, list):

@@ -15,7 +15,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from ..._checkpoint import FileCheckpoint
+from ..._checkpoint_file import FileCheckpoint
 from ..._lines import ReadStats
 from .._discovery import LogFile, shown
 from .._gate import identity_key

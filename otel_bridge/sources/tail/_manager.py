@@ -123,10 +123,6 @@ class Tailer:
         self._last_poll: float | None = None
         self.started = False
         self._saver = Saver(self._store, self._tracker, self.options.checkpoint_seconds)
-        # Back-pressure: while the exporters hold `max_backlog` spans or more, no log is read
-        # (they wait on disk, where nothing is lost), instead of the queue dropping its oldest.
-        self._backlog = backlog
-        self._max_backlog = max_backlog
         self.paused_reads = 0  # polls that left logs unread for the exporters to catch up
         self.events_read = 0
 
@@ -284,7 +280,7 @@ class Tailer:
             reader = self._tracker.awake.get(stream)
             if reader is None:
                 continue
-            if paused or self._exporters_behind():
+            if paused or reading.exporters_behind():
                 paused = True
                 self._tracker.behind.add(stream)  # read once the exporters have caught up
                 continue
@@ -299,9 +295,6 @@ class Tailer:
             self.paused_reads += 1
             reading.more = False  # a delivery wakes the loop (`run` sets on_delivered)
         return events
-
-    def _exporters_behind(self) -> bool:
-        return self._backlog is not None and self._backlog() >= self._max_backlog
 
     def run(
         self,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import semconv as sc
-from ..._checkpoint import FINGERPRINT_BYTES, fingerprint_of
+from ..._checkpoint_file import FINGERPRINT_BYTES, fingerprint_of
 from ..._safe_open import RegularFile, kind, open_regular
 from .._discovery import EVENTS_FILE
 from .._gate import identity_key
@@ -78,6 +78,12 @@ class Reading:
         self.heartbeat = float("-inf")  # progress inside a poll, for run's /healthz
         self.last_lag: float | None = None  # seconds, of the last event read live
         self.caught_up_bytes = 0  # read of the catch-up at start, for a progress bar
+
+    def exporters_behind(self) -> bool:
+        """Back-pressure: while the exporters hold `max_backlog` spans or more, no log is read
+        (they wait on disk, where nothing is lost), instead of the queue dropping its
+        oldest."""
+        return self._backlog is not None and self._backlog() >= self._max_backlog
 
     def read_limit(self) -> int:
         """How much of a log one read may take: `_READ_LIMIT`, or with back-pressure no more

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from ..._checkpoint import FileCheckpoint
+from ..._checkpoint_file import FileCheckpoint
 from ..._exceptions import CheckpointError
 from ._tracker import Tracker
 
