@@ -345,3 +345,21 @@ def test_thresholds_at_zero_raise_nothing() -> None:
 def test_negative_thresholds_are_refused() -> None:
     with pytest.raises(ValueError, match="turns"):
         TroubleOptions(turns=-1)
+
+
+def test_run_s_flags_set_the_thresholds_and_replay_keeps_the_defaults(tmp_path) -> None:
+    from otel_bridge.cli._parser import build_parser
+    from otel_bridge.cli._settings import replay_pipeline_config, run_pipeline_config
+
+    flags = ["--trouble-repeated-calls", "7", "--trouble-tool-failures", "0"]
+    flags += ["--trouble-turns", "9", "--trouble-stalled-seconds", "30"]
+    flags += ["--trouble-task-minutes", "2", "--trouble-autopilot-minutes", "3"]
+    args = build_parser().parse_args(["run", "--no-checkpoints", *flags])
+    trouble = run_pipeline_config(args, {}).assembler.trouble
+    assert (trouble.repeated_calls, trouble.tool_failures, trouble.turns) == (7, 0, 9)
+    assert trouble.stalled_seconds == 30
+    assert trouble.long_task(sc.MODE_PLAN) == 120 and trouble.long_task(sc.MODE_AUTOPILOT) == 180
+    replay = build_parser().parse_args(["replay", str(tmp_path)])
+    assert replay_pipeline_config(replay, {}).assembler.trouble == TroubleOptions()
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--trouble-turns", "-1"])
