@@ -1,0 +1,173 @@
+"""Through `run`: the gauges of what runs now change while a log grows, and go back to 0 when
+its task ends (docs/metrics.md, "Running now"). A real subprocess, a real /metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.builder import Log
+from tests.processes import terminate
+from tests.prometheus import free_port
+
+DEADLINE_S = 30.0
+
+
+def scrape(process: subprocess.Popen[bytes], port: int, err: Path) -> str:
+    if process.poll() is not None:
+        pytest.fail(f"run exited with {process.returncode}:\n{err.read_text()[-3000:]}")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+            return str(resp.read().decode())
+    except (OSError, urllib.error.URLError):
+        return ""
+
+
+def value(text: str, metric: str, **labels: str) -> float | None:
+    """The value of the one series of `metric` with `labels` (among others), or None."""
+    found = []
+    for line in text.splitlines():
+        match = re.fullmatch(rf"{metric}\{{(.*)\}} (\S+)", line)
+        if match and all(f'{k}="{v}"' in match.group(1) for k, v in labels.items()):
+            found.append(float(match.group(2)))
+    assert len(found) <= 1, (metric, labels, found)
+    return found[0] if found else None
+
+
+def wait_for(
+    process: subprocess.Popen[bytes], port: int, err: Path, ok: Callable[[str], bool], what: str
+) -> str:
+    deadline = time.monotonic() + DEADLINE_S
+    text = ""
+    while time.monotonic() < deadline:
+        text = scrape(process, port, err)
+        if text and ok(text):
+            return text
+        time.sleep(0.2)
+    pytest.fail(f"{what}: not seen in {DEADLINE_S}s; last /metrics:\n{text[-4000:]}")
+
+
+def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path) -> None:
+    state = tmp_path / "session-state"
+    session = str(uuid.uuid4())
+    (state / session).mkdir(parents=True)
+    path = state / session / "events.jsonl"
+    log = Log(session)
+    log.now = time.time_ns() - 5 * 10**9  # a session of now: run reads it from its start
+    written = 0
+
+    def write() -> None:
+        nonlocal written
+        with path.open("ab") as handle:
+            for obj in log.raw[written:]:
+                handle.write(log_line(obj))
+        written = len(log.raw)
+
+    log.start()
+    log.user()
+    log.turn("0")
+    log.usage("u0")
+    log.message([("c1", "bash")], turn="0")
+    write()
+    port = free_port()
+    err = tmp_path / "bridge.err"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
+    env["OTEL_TRACES_EXPORTER"] = "none"
+    with err.open("wb") as stderr:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "otel_bridge",
+                "run",
+                "--session-state",
+                str(state),
+                "--prometheus-port",
+                str(port),
+                "--poll-interval",
+                "0.1",
+                "--rescan-interval",
+                "0.3",
+                "--no-checkpoints",
+                "--export-timeout",
+                "1",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        main = {"copilot_mode": "interactive", "gen_ai_agent_name": "copilot"}
+        text = wait_for(
+            process,
+            port,
+            err,
+            lambda t: value(t, "copilot_tasks_open", **main) == 1,
+            "a task open",
+        )
+        assert value(text, "copilot_tasks_open_turns", **main) == 1
+        assert value(text, "copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 0
+        assert (value(text, "copilot_tasks_open_oldest_seconds", **main) or 0) > 0
+
+        log.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
+        write()
+        wait_for(
+            process,
+            port,
+            err,
+            lambda t: (
+                value(t, "copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 1
+            ),
+            "a task waiting for a permission",
+        )
+
+        log.add(
+            "permission.completed", requestId="p1", toolCallId="c1", result={"kind": "approved"}
+        )
+        log.tool_start("c1", "bash")
+        write()
+        text = wait_for(
+            process,
+            port,
+            err,
+            lambda t: (
+                value(t, "copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 0
+            ),
+            "the permission answered",
+        )
+        assert value(text, "copilot_tasks_open_tool_calls", **main) == 1
+        assert value(text, "copilot_tasks_open", **main) == 1
+
+        log.tool_done("c1")
+        log.turn_end("0")
+        log.turn("1")
+        log.message([], turn="1")
+        log.turn_end("1")
+        write()
+        text = wait_for(
+            process,
+            port,
+            err,
+            lambda t: value(t, "copilot_tasks_open", **main) == 0,
+            "the task ended",
+        )
+        assert value(text, "copilot_tasks_open_turns", **main) == 0
+        assert value(text, "copilot_tasks_open_tool_calls", **main) == 0
+    finally:
+        terminate(process, 20)
+
+
+def log_line(obj: dict[str, object]) -> bytes:
+    return json.dumps(obj).encode() + b"\n"
