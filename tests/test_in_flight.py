@@ -363,3 +363,23 @@ def test_run_s_flags_set_the_thresholds_and_replay_keeps_the_defaults(tmp_path) 
     assert replay_pipeline_config(replay, {}).assembler.trouble == TroubleOptions()
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--trouble-turns", "-1"])
+
+
+def test_run_asks_for_the_clock_s_signals_only_once_the_logs_are_caught_up() -> None:
+    from otel_bridge.app._running import RunningNow
+
+    assembler, recorder = trouble_assembler(stalled_seconds=60)
+    log = Log()
+    log.start()
+    open_task(log)
+    Stepper(log, assembler).step()
+    running = RunningNow(assembler, clock=lambda: (log.now + 3600 * 10**9) / 1e9)
+    running.watch(catching_up=True)  # the task's next events may still be on disk
+    assert recorder.values(sc.METRIC_TASK_TROUBLE) == []
+    running.watch()
+    assert recorder.values(sc.METRIC_TASK_TROUBLE, copilot__trouble__signal="stalled") == [1]
+    series = dict(
+        (labels.get(sc.COPILOT_TROUBLE_SIGNAL), value)
+        for value, labels in running.series(sc.METRIC_TASKS_TROUBLED)
+    )
+    assert series[sc.TROUBLE_STALLED] == 1 and series[sc.TROUBLE_TURNS] == 0

@@ -146,7 +146,8 @@ class Daemon:
         def after_poll() -> None:
             progress.update()
             self.liveness.turned()
-            self.running.watch()  # stalled and long tasks: what only a clock tells
+            # stalled and long tasks: what only a clock tells
+            self.running.watch(catching_up=bool(self.tailer.catching_up))
             self.checkpointing.save(final=False)  # never past spans still queued
             self.status.maybe_log()
 

@@ -69,11 +69,12 @@ class RunningNow:
             seen.update(values)
             return [(values.get(key, 0.0), label_dict(name, key)) for key in sorted(seen, key=str)]
 
-    def watch(self) -> None:
+    def watch(self, catching_up: bool = False) -> None:
         """Every few seconds, the signals of stalled and long tasks (`Assembler.watch`);
-        from the thread that feeds the assembler."""
+        from the thread that feeds the assembler. Not while logs are caught up at start: a
+        task read half-way is not silent, its next events are still on disk."""
         now = time.monotonic()
-        if now - self._watched < WATCH_SECONDS:
+        if catching_up or now - self._watched < WATCH_SECONDS:
             return
         self._watched = now
         self._assembler.watch(int(self._clock() * 1e9))
