@@ -48,7 +48,7 @@ def tool_called(
     watch = interaction.watch
     try:
         text = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError):  # decoded from JSON: only a nesting too deep gets here
+    except (TypeError, ValueError, RecursionError):  # a live SDK object may be anything
         return
     key = hash((name, text))
     count = watch.calls.get(key, 0) + 1
