@@ -58,34 +58,11 @@ def wait_for(
     pytest.fail(f"{what}: not seen in {DEADLINE_S}s; last /metrics:\n{text[-4000:]}")
 
 
-def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path) -> None:
-    state = tmp_path / "session-state"
-    session = str(uuid.uuid4())
-    (state / session).mkdir(parents=True)
-    path = state / session / "events.jsonl"
-    log = Log(session)
-    log.now = time.time_ns() - 5 * 10**9  # a session of now: run reads it from its start
-    written = 0
-
-    def write() -> None:
-        nonlocal written
-        with path.open("ab") as handle:
-            for obj in log.raw[written:]:
-                handle.write(log_line(obj))
-        written = len(log.raw)
-
-    log.start()
-    log.user()
-    log.turn("0")
-    log.usage("u0")
-    log.message([("c1", "bash")], turn="0")
-    write()
-    port = free_port()
-    err = tmp_path / "bridge.err"
+def start(state: Path, port: int, err: Path, *more: str) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
     env["OTEL_TRACES_EXPORTER"] = "none"
-    with err.open("wb") as stderr:
-        process = subprocess.Popen(
+    with err.open("ab") as stderr:
+        return subprocess.Popen(
             [
                 sys.executable,
                 "-m",
@@ -99,17 +76,53 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
                 "0.1",
                 "--rescan-interval",
                 "0.3",
-                "--no-checkpoints",
                 "--export-timeout",
                 "1",
+                *more,
             ],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
             stdin=subprocess.DEVNULL,
         )
+
+
+class GrowingLog:
+    """A session log of now, written as its events are added."""
+
+    def __init__(self, state: Path) -> None:
+        session = str(uuid.uuid4())
+        (state / session).mkdir(parents=True)
+        self.path = state / session / "events.jsonl"
+        self.log = Log(session)
+        self.log.now = time.time_ns() - 5 * 10**9  # of now: run reads it from its start
+        self.written = 0
+
+    def write(self) -> None:
+        with self.path.open("ab") as handle:
+            for obj in self.log.raw[self.written :]:
+                handle.write(log_line(obj))
+        self.written = len(self.log.raw)
+
+
+MAIN = {"copilot_mode": "interactive", "gen_ai_agent_name": "copilot"}
+
+
+def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path) -> None:
+    state = tmp_path / "session-state"
+    growing = GrowingLog(state)
+    log, write = growing.log, growing.write
+    log.start()
+    log.user()
+    log.turn("0")
+    log.usage("u0")
+    log.message([("c1", "bash")], turn="0")
+    write()
+    port = free_port()
+    err = tmp_path / "bridge.err"
+    process = start(state, port, err, "--no-checkpoints")
     try:
-        main = {"copilot_mode": "interactive", "gen_ai_agent_name": "copilot"}
+        main = MAIN
         text = wait_for(
             process,
             port,
@@ -171,3 +184,43 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
 
 def log_line(obj: dict[str, object]) -> bytes:
     return json.dumps(obj).encode() + b"\n"
+
+
+def test_after_a_restart_from_checkpoints_the_open_task_is_counted_again(tmp_path: Path) -> None:
+    """run stops with a task open and waiting for a permission; the next run resumes the log
+    from its checkpoint (before that task) and says the same."""
+    state = tmp_path / "session-state"
+    growing = GrowingLog(state)
+    log = growing.log
+    log.start()
+    log.user()
+    log.simple_turn("0", "u0")  # a first task, ended: the checkpoint is after it
+    log.user(interaction="i2")
+    log.turn("0", "i2")
+    log.message([("c1", "bash")], turn="0")
+    log.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
+    growing.write()
+    err = tmp_path / "bridge.err"
+    checkpoints = ("--state-dir", str(tmp_path / "bridge-state"))
+    waiting = {"copilot_wait_kind": "permission", **MAIN}
+    for attempt in range(2):
+        if attempt:  # the first run saved its place: after the first task, before the open one
+            lines = (tmp_path / "bridge-state" / "checkpoints.jsonl").read_text().splitlines()
+            saved = [json.loads(line) for line in lines[1:]]
+            offsets = [entry["offset"] for entry in saved if entry["path"] == str(growing.path)]
+            assert 0 < offsets[-1] < growing.path.stat().st_size
+        port = free_port()
+        process = start(state, port, err, *checkpoints)
+        try:
+            text = wait_for(
+                process,
+                port,
+                err,
+                lambda t: value(t, "copilot_tasks_waiting_for_user", **waiting) == 1,
+                "the open task waiting for a permission",
+            )
+            assert value(text, "copilot_tasks_open", **MAIN) == 1
+            assert value(text, "copilot_tasks_open_turns", **MAIN) == 1
+        finally:
+            terminate(process, 20)
+        assert process.returncode == 0, err.read_text()[-3000:]
