@@ -240,7 +240,7 @@ def test_the_same_call_again_and_again_is_a_signal_once(caplog: pytest.LogCaptur
             == expected
         )
         assert now[sc.METRIC_TASKS_OPEN_REPEATS] == {MAIN: n + 1}
-    warnings = [r for r in caplog.records if "repeated call" in r.getMessage()]
+    warnings = [r for r in caplog.records if "repeated_call" in r.getMessage()]
     assert len(warnings) == 1
     assert "secret" not in warnings[0].getMessage() and "view" not in warnings[0].getMessage()
     assert recorder.values(sc.METRIC_TASK_TROUBLE, copilot__trouble__signal="repeated_call") == [1]

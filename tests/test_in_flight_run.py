@@ -224,3 +224,47 @@ def test_after_a_restart_from_checkpoints_the_open_task_is_counted_again(tmp_pat
         finally:
             terminate(process, 20)
         assert process.returncode == 0, err.read_text()[-3000:]
+
+
+def test_a_silent_task_is_said_stalled_once_while_run_follows_it(tmp_path: Path) -> None:
+    state = tmp_path / "session-state"
+    growing = GrowingLog(state)
+    log = growing.log
+    log.start()
+    log.user()
+    log.turn("0")
+    log.message([("c1", "bash")], turn="0")
+    log.tool_start("c1", "bash")
+    growing.write()
+    port = free_port()
+    err = tmp_path / "bridge.err"
+    process = start(state, port, err, "--no-checkpoints", "--trouble-stalled-seconds", "2")
+    stalled = {"copilot_trouble_signal": "stalled", **MAIN}
+    try:
+        text = wait_for(
+            process,
+            port,
+            err,
+            lambda t: value(t, "copilot_tasks_troubled", **stalled) == 1,
+            "the task stalled",
+        )
+        assert value(text, "copilot_task_trouble_total", copilot_trouble_signal="stalled") == 1
+        assert (value(text, "copilot_tasks_open_silence_seconds", **MAIN) or 0) >= 2
+        log.tool_done("c1")
+        log.turn_end("0")
+        log.turn("1")
+        log.message([], turn="1")
+        log.turn_end("1")
+        growing.write()
+        wait_for(
+            process,
+            port,
+            err,
+            lambda t: value(t, "copilot_tasks_troubled", **stalled) == 0,
+            "the stalled task ended",
+        )
+    finally:
+        terminate(process, 20)
+    said = [line for line in err.read_text().splitlines() if "stalled" in line]
+    assert len(said) == 1, said
+    assert str(growing.path) in said[0]

@@ -144,13 +144,24 @@ def raise_signal(
         {sc.COPILOT_TROUBLE_SIGNAL: signal, sc.COPILOT_MODE: parts.facts.mode},
     )
     logger.warning(
-        "%s: task %016x: %s (%s, threshold %s)",
+        "%s: task %016x may be in trouble (%s): %s; counted in %s",
         parts.stream,
         interaction.root.span_id,
-        signal.replace("_", " "),
-        _figure(value),
-        _figure(threshold),
+        signal,
+        _SAID[signal].format(value=_figure(value), threshold=_figure(threshold)),
+        sc.METRIC_TASK_TROUBLE,
     )
+
+
+#: What a signal's log line says, with its figure and threshold.
+_SAID = {
+    sc.TROUBLE_REPEATED_CALL: "one tool called {value} times with the same arguments "
+    "(threshold {threshold})",
+    sc.TROUBLE_TOOL_FAILURES: "one tool failed {value} times in a row (threshold {threshold})",
+    sc.TROUBLE_TURNS: "{value} turns (threshold {threshold})",
+    sc.TROUBLE_STALLED: "no event for {value} s (threshold {threshold} s)",
+    sc.TROUBLE_LONG: "open for {value} s (threshold {threshold} s)",
+}
 
 
 def _figure(value: float) -> str:
