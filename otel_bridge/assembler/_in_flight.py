@@ -91,8 +91,7 @@ def check_length(parts: Parts, interaction: Interaction, now_ns: int) -> None:
     threshold = parts.config.trouble.long_task(parts.facts.mode)
     seconds = (now_ns - interaction.root.start_ns) / 1e9
     if threshold and seconds >= threshold:
-        at = min(max(now_ns, interaction.root.start_ns), max(interaction.last_ns, now_ns))
-        raise_signal(parts, interaction, sc.TROUBLE_LONG, round(seconds), threshold, at)
+        raise_signal(parts, interaction, sc.TROUBLE_LONG, round(seconds), threshold, now_ns)
 
 
 def check_clock(parts: Parts, interaction: Interaction, now_ns: int) -> None:
