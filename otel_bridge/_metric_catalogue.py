@@ -59,6 +59,9 @@ _GENAI = (sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_PROVIDER_NAME)
 REPOSITORY_LABELS = (sc.VCS_OWNER_NAME, sc.VCS_REPOSITORY_NAME)
 #: Labels of the inference (LLM call) metrics.
 _INFERENCE = (*_GENAI, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL, *REPOSITORY_LABELS)
+#: Labels of the gauges of what runs now (docs/metrics.md, "Running now"): bounded values
+#: only, never a session id.
+_RUNNING = (sc.COPILOT_MODE, *REPOSITORY_LABELS, sc.GEN_AI_AGENT_NAME)
 #: The further attribution labels `--metric-labels` may add to those same metrics, by the name
 #: the option takes. Off by default: each multiplies the series (docs/metrics.md). Paths,
 #: commits and session ids are never labels (tests/test_attribution.py goes over every label).
@@ -159,6 +162,92 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         Instrument.GAUGE,
         "{session}",
         "Sessions whose agent is working now (an interaction is open)",
+    ),
+    # --- running now (docs/metrics.md, "Running now"): gauges read from the open tasks -------
+    MetricSpec(
+        sc.METRIC_TASKS_OPEN,
+        Instrument.GAUGE,
+        "{task}",
+        "Tasks open now (a user message whose agent loop has not ended)",
+        _RUNNING,
+    ),
+    MetricSpec(
+        sc.METRIC_TASKS_OPEN_OLDEST,
+        Instrument.GAUGE,
+        "s",
+        "How long the oldest open task has run: from its first event to now",
+        _RUNNING,
+    ),
+    MetricSpec(
+        sc.METRIC_TASKS_OPEN_TURNS,
+        Instrument.GAUGE,
+        "{turn}",
+        "Main-agent turns so far, summed over the open tasks",
+        _RUNNING,
+    ),
+    MetricSpec(
+        sc.METRIC_TASKS_OPEN_TOOL_CALLS,
+        Instrument.GAUGE,
+        "{call}",
+        "Tool calls so far (sub-agents' included), summed over the open tasks",
+        _RUNNING,
+    ),
+    MetricSpec(
+        sc.METRIC_SUBAGENTS_RUNNING,
+        Instrument.GAUGE,
+        "{agent}",
+        "Sub-agents of the open tasks that have not ended",
+        _RUNNING,
+    ),
+    MetricSpec(
+        sc.METRIC_SHELLS_RUNNING,
+        Instrument.GAUGE,
+        "{shell}",
+        "Background shells the open tasks wait for",
+        _RUNNING,
+    ),
+    MetricSpec(
+        sc.METRIC_TASKS_WAITING_FOR_USER,
+        Instrument.GAUGE,
+        "{task}",
+        "Open tasks waiting for a person: a permission request not answered, a question "
+        "(ask_user), a plan waiting for approval (exit_plan_mode), by what they wait for",
+        (sc.COPILOT_WAIT_KIND, *_RUNNING),
+    ),
+    MetricSpec(
+        sc.METRIC_TASKS_OPEN_SILENCE,
+        Instrument.GAUGE,
+        "s",
+        "The longest time since the last event of an open task (a stalled CLI is silent)",
+        _RUNNING,
+    ),
+    MetricSpec(
+        sc.METRIC_TASKS_OPEN_REPEATS,
+        Instrument.GAUGE,
+        "{call}",
+        "The most calls of one tool with the same arguments in one open task",
+        _RUNNING,
+    ),
+    MetricSpec(
+        sc.METRIC_TASKS_OPEN_TOOL_FAILURES,
+        Instrument.GAUGE,
+        "{call}",
+        "The most failures in a row of one tool in one open task",
+        _RUNNING,
+    ),
+    MetricSpec(
+        sc.METRIC_TASKS_TROUBLED,
+        Instrument.GAUGE,
+        "{task}",
+        "Open tasks that raised a trouble signal, by signal",
+        (sc.COPILOT_TROUBLE_SIGNAL, *_RUNNING),
+    ),
+    MetricSpec(
+        sc.METRIC_TASK_TROUBLE,
+        Instrument.COUNTER,
+        "{signal}",
+        "Trouble signals raised: a task crossed a signal's threshold (once per task and signal)",
+        (sc.COPILOT_TROUBLE_SIGNAL, sc.COPILOT_MODE, *REPOSITORY_LABELS),
     ),
     # --- cost and code changes (docs/metrics.md, "Cost and code changes") ----------------------
     MetricSpec(

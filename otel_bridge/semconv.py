@@ -508,3 +508,47 @@ def attribute_keys(released: str, mode: str) -> tuple[str, ...]:
     if mode == SEMCONV_PREVIOUS:
         return (previous,)
     return (released, previous)
+
+
+# --- running now (docs/metrics.md, "Running now") ------------------------------------------
+#: Gauges of the tasks open now, read from the assembler's open state when metrics are
+#: collected (`assembler.InFlight`).
+METRIC_TASKS_OPEN: Final = MetricName("copilot.tasks.open")
+METRIC_TASKS_OPEN_OLDEST: Final = MetricName("copilot.tasks.open.oldest")
+METRIC_TASKS_OPEN_TURNS: Final = MetricName("copilot.tasks.open.turns")
+METRIC_TASKS_OPEN_TOOL_CALLS: Final = MetricName("copilot.tasks.open.tool_calls")
+METRIC_SUBAGENTS_RUNNING: Final = MetricName("copilot.subagents.running")
+METRIC_SHELLS_RUNNING: Final = MetricName("copilot.shells.running")
+METRIC_TASKS_WAITING_FOR_USER: Final = MetricName("copilot.tasks.waiting_for_user")
+METRIC_TASKS_OPEN_SILENCE: Final = MetricName("copilot.tasks.open.silence")
+METRIC_TASKS_OPEN_REPEATS: Final = MetricName("copilot.tasks.open.repeated_calls")
+METRIC_TASKS_OPEN_TOOL_FAILURES: Final = MetricName("copilot.tasks.open.tool_failures")
+METRIC_TASKS_TROUBLED: Final = MetricName("copilot.tasks.troubled")
+#: A counter: a task crossed the threshold of a trouble signal (once per task and signal).
+METRIC_TASK_TROUBLE: Final = MetricName("copilot.task.trouble")
+#: What a task waits for a person for (`copilot.wait.kind`).
+COPILOT_WAIT_KIND: Final = "copilot.wait.kind"
+WAIT_PERMISSION: Final = "permission"  # a permission request not answered yet
+WAIT_QUESTION: Final = "question"  # ask_user, or a live user_input / elicitation request
+WAIT_PLAN_APPROVAL: Final = "plan_approval"  # exit_plan_mode: a plan waiting for approval
+WAIT_KINDS: Final = (WAIT_PERMISSION, WAIT_QUESTION, WAIT_PLAN_APPROVAL)
+#: Tools whose call waits for a person's answer, and what for.
+WAITING_TOOLS: Final = {"ask_user": WAIT_QUESTION, "exit_plan_mode": WAIT_PLAN_APPROVAL}
+#: Signals of a task in trouble while it runs (`copilot.trouble.signal`), each once per task.
+COPILOT_TROUBLE_SIGNAL: Final = "copilot.trouble.signal"
+TROUBLE_REPEATED_CALL: Final = "repeated_call"  # one tool called with the same arguments again
+TROUBLE_TOOL_FAILURES: Final = "tool_failures"  # one tool failing again and again
+TROUBLE_TURNS: Final = "many_turns"  # the task's turns past the threshold
+TROUBLE_STALLED: Final = "stalled"  # no event for long while the task is open
+TROUBLE_LONG: Final = "long_running"  # open past its mode's usual length
+TROUBLE_SIGNALS: Final = (
+    TROUBLE_REPEATED_CALL,
+    TROUBLE_TOOL_FAILURES,
+    TROUBLE_TURNS,
+    TROUBLE_STALLED,
+    TROUBLE_LONG,
+)
+#: The span event on a task's root when a signal was raised, with its figure and threshold.
+EVENT_TROUBLE: Final = "copilot.trouble"
+COPILOT_TROUBLE_VALUE: Final = "copilot.trouble.value"
+COPILOT_TROUBLE_THRESHOLD: Final = "copilot.trouble.threshold"

@@ -27,6 +27,7 @@ from ..feed import StreamFeeder
 from ..sources import Tailer, TailOptions
 from ._checkpointing import Checkpointing
 from ._probes import LoopLiveness, Readiness
+from ._running import RunningNow
 from ._status import CatchUp, StatusLine
 from ._summary import destinations, summarize_reading
 
@@ -60,13 +61,21 @@ class DaemonOptions:
     progress: bool | None = None  # None: a bar on a terminal only
 
 
-def register_gauges(recorder: OtelMetricsRecorder, assembler: Assembler, tailer: Tailer) -> None:
-    """The problem counters at 0, and the gauges of what run holds now."""
+def register_gauges(
+    recorder: OtelMetricsRecorder,
+    assembler: Assembler,
+    tailer: Tailer,
+    running: RunningNow | None = None,
+) -> None:
+    """The problem counters at 0, and the gauges of what run holds now (and, given
+    `running`, those of the tasks that run now)."""
     for name, labels in PROBLEM_COUNTERS:
         recorder.add(name, 0, labels, "")
     recorder.gauge(sc.METRIC_SESSIONS_ACTIVE, lambda: assembler.open_interactions)
     recorder.gauge(sc.METRIC_FILES_FOLLOWED, lambda: tailer.followed_count)
     recorder.gauge(sc.METRIC_SESSIONS_RESIDENT, lambda: assembler.resident)
+    if running is not None:
+        running.register(recorder)
 
 
 class Daemon:
@@ -110,8 +119,9 @@ class Daemon:
             metrics.server.liveness = self.liveness
         self.status = StatusLine(self.tailer, sink, options.status_interval)
         sink.on_delivered = self.tailer.wake.set  # a delivery moves checkpoints: save soon
+        self.running = RunningNow(pipeline.assembler)
         if recorder is not None:
-            register_gauges(recorder, pipeline.assembler, self.tailer)
+            register_gauges(recorder, pipeline.assembler, self.tailer, self.running)
 
     def run(self, signals: list[int]) -> int:
         """Read until `signals` holds one (a handler appends them); exit status 0, 1 when
@@ -136,6 +146,8 @@ class Daemon:
         def after_poll() -> None:
             progress.update()
             self.liveness.turned()
+            # stalled and long tasks: what only a clock tells
+            self.running.watch(catching_up=bool(self.tailer.catching_up))
             self.checkpointing.save(final=False)  # never past spans still queued
             self.status.maybe_log()
 

@@ -18,7 +18,8 @@ streams (one per log or live session) to one `SessionAssembler` each.
     _meter.py       metric observations of a session
     _accounting.py  cost and code changes; _totals.py the figures of an accounting snapshot
     _spanmetrics.py metrics that follow from finished spans, computed from the SpanRecords
-    _config.py      AssemblerConfig, AssemblerStats
+    _config.py      AssemblerConfig, AssemblerStats, TroubleOptions
+    _in_flight.py   what runs now: the open tasks' figures, the signals of a task in trouble
 
 Other packages import from here only, never from a module below (tests/test_boundaries.py).
 
@@ -28,9 +29,20 @@ A new event type: a handler in `handlers/` and a row in `handlers.HANDLERS`
 
 from __future__ import annotations
 
-from ._config import AssemblerConfig, AssemblerStats
+from ._config import AssemblerConfig, AssemblerStats, TroubleOptions
+from ._in_flight import TASK_METRICS, InFlight, label_dict
 from ._root_name import check_root_name
 from ._router import Assembler
 from ._session import SessionAssembler
 
-__all__ = ["Assembler", "AssemblerConfig", "AssemblerStats", "SessionAssembler", "check_root_name"]
+__all__ = [
+    "TASK_METRICS",
+    "Assembler",
+    "AssemblerConfig",
+    "AssemblerStats",
+    "InFlight",
+    "SessionAssembler",
+    "TroubleOptions",
+    "check_root_name",
+    "label_dict",
+]

@@ -7,10 +7,57 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .._metrics import OPTIONAL_LABELS
-from ..semconv import SEMCONV_MODES, SEMCONV_RELEASED
+from ..semconv import (
+    MODE_AUTOPILOT,
+    MODE_INTERACTIVE,
+    MODE_PLAN,
+    SEMCONV_MODES,
+    SEMCONV_RELEASED,
+)
 from ._root_name import check_root_name
 
-__all__ = ["AssemblerConfig", "AssemblerStats"]
+__all__ = ["AssemblerConfig", "AssemblerStats", "TroubleOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class TroubleOptions:
+    """The thresholds of the signals of a task in trouble while it runs (docs/metrics.md,
+    "Running now"). Each signal is raised once per task: a span event on its root, a count in
+    copilot.task.trouble, a log line. 0 turns a signal off.
+
+    Attributes:
+        repeated_calls: calls of one tool with the same arguments in one task.
+        tool_failures: failures in a row of one tool in one task.
+        turns: main-agent turns of one task.
+        stalled_seconds: seconds without an event while a task is open (`run` only: it needs
+            a clock).
+        long_task_seconds: how long a task may be open, by mode (a mode not named: the
+            longest named); event time as the events come, the clock in `run` between them.
+    """
+
+    repeated_calls: int = 5
+    tool_failures: int = 5
+    turns: int = 100
+    stalled_seconds: float = 600.0
+    long_task_seconds: tuple[tuple[str, float], ...] = (
+        (MODE_INTERACTIVE, 3600.0),
+        (MODE_PLAN, 3600.0),
+        (MODE_AUTOPILOT, 4 * 3600.0),
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("repeated_calls", "tool_failures", "turns", "stalled_seconds"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} may not be negative")
+        if any(seconds < 0 for _, seconds in self.long_task_seconds):
+            raise ValueError("long_task_seconds may not be negative")
+
+    def long_task(self, mode: str) -> float:
+        """The length past which a task of `mode` is long (0: never)."""
+        for name, seconds in self.long_task_seconds:
+            if name == mode:
+                return seconds
+        return max((seconds for _, seconds in self.long_task_seconds), default=0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +97,7 @@ class AssemblerConfig:
             {branch} {client}`, and `{title}` (content: only with content capture on), so that
             a trace list tells tasks apart (_root_name.py). None (default): the GenAI
             name, `invoke_agent {agent}`. Each field multiplies the operations a backend keeps.
+        trouble: the thresholds of the signals of a task in trouble (`TroubleOptions`).
     """
 
     capture_content: bool = False
@@ -62,6 +110,7 @@ class AssemblerConfig:
     metric_labels: tuple[str, ...] = ()
     semconv: str = SEMCONV_RELEASED
     root_name: str | None = None
+    trouble: TroubleOptions = field(default_factory=TroubleOptions)
 
     def __post_init__(self) -> None:
         if self.root_name is not None:

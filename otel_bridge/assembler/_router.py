@@ -9,6 +9,7 @@ from .._events import Event
 from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanRecord
 from ._config import AssemblerConfig, AssemblerStats
+from ._in_flight import InFlight, in_flight
 from ._session import SessionAssembler
 
 __all__ = ["Assembler"]
@@ -99,3 +100,27 @@ class Assembler:
     def open_interactions(self) -> int:
         """How many interactions are open across all streams."""
         return sum(1 for s in self._sessions.values() if s.has_open_interaction)
+
+    def in_flight(self, now_ns: int) -> InFlight:
+        """The running-now gauges' values (`_in_flight.in_flight`) at `now_ns`. O(open
+        tasks); safe to call from another thread than the one feeding (a scrape's): it
+        reads copies of the containers it walks, and tries again if one changed under it."""
+        for _ in range(3):
+            try:
+                return in_flight(
+                    (
+                        (s.facts, interaction, s.permissions)
+                        for s in list(self._sessions.values())
+                        if (interaction := s.lifecycle.interaction) is not None
+                    ),
+                    now_ns,
+                )
+            except RuntimeError:  # a dict changed size while copied: the feeding thread
+                continue
+        return {}
+
+    def watch(self, now_ns: int) -> None:
+        """Raise the signals only a clock tells (`SessionAssembler.watch`) of every open task."""
+        for session in self._sessions.values():
+            if session.has_open_interaction:
+                session.watch(now_ns)

@@ -22,8 +22,10 @@ from .._event_types import KNOWN_EVENT_TYPES
 from .._events import Event, printable_type
 from .._metrics import MetricsRecorder, NullRecorder, UnknownMetric
 from .._records import AttributeValue, SpanEventRecord, SpanRecord
+from ..semconv import TROUBLE_LONG
 from ._config import AssemblerConfig, AssemblerStats
 from ._content import ContentPolicy, as_json
+from ._in_flight import check_clock, check_length
 from ._lifecycle import Lifecycle
 from ._meter import SessionMeter
 from ._parts import Parts
@@ -207,6 +209,8 @@ class SessionAssembler:
             and not orphaned
         ):
             interaction.last_ns = max(interaction.last_ns, event.timestamp_ns)
+            if TROUBLE_LONG not in interaction.watch.raised:
+                check_length(self.parts, interaction, interaction.last_ns)
 
     def end_of_input(self) -> list[SpanRecord]:
         """No more events will come (end of a replayed file): close what is open.
@@ -255,6 +259,17 @@ class SessionAssembler:
         if not shells and not subagents:
             return None
         return interaction.root.span_id, interaction.last_ns, shells, subagents
+
+    def watch(self, now_ns: int) -> None:
+        """The clock of a caller following the log says `now_ns`: raise the signals only a
+        clock tells of the open task (silent too long, open too long). Never raises."""
+        interaction = self.lifecycle.interaction
+        if interaction is None or interaction.killed_ns is not None:
+            return
+        try:
+            check_clock(self.parts, interaction, now_ns)
+        except Exception as exc:
+            self._failed(sc.STEP_EXPIRE, exc)
 
     def snapshot(self) -> dict[str, Any]:
         """The session-level state a restart needs (see `_snapshot.snapshot`); if that fails,

@@ -38,6 +38,7 @@ __all__ = [
     "RecentSet",
     "SeenSet",
     "SessionFacts",
+    "TaskWatch",
     "Tool",
     "Turn",
 ]
@@ -169,6 +170,23 @@ class Tool:
 
 
 @dataclass(eq=False, slots=True)
+class TaskWatch:
+    """What the signals of a task in trouble count while it runs (`_in_flight`): kept with
+    the task, so that a restart, which reads an open task's events again, counts them again."""
+
+    #: calls by hash of (tool name, arguments): never the arguments themselves
+    calls: dict[int, int] = field(default_factory=dict)
+    repeats: int = 0  # the most calls of one tool with the same arguments
+    #: failures in a row, by tool name
+    failing: dict[str, int] = field(default_factory=dict)
+    failures: int = 0  # the most failures in a row of one tool
+    raised: set[str] = field(default_factory=set)  # the signals raised (TROUBLE_*)
+    #: live requests for a person's answer not answered yet (user_input, elicitation,
+    #: exit_plan_mode), by request id: what they wait for
+    questions: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(eq=False, slots=True)
 class Interaction:
     """A top-level user message and its agent loop: one trace, open until the loop ends."""
 
@@ -220,6 +238,7 @@ class Interaction:
     # Permission decisions for tool calls that have not started yet, by toolCallId.
     decisions: dict[str, dict[str, AttributeValue]] = field(default_factory=dict)
 
+    watch: TaskWatch = field(default_factory=TaskWatch)  # signals of trouble (`_in_flight`)
     # Events placed on orphan sub-agents (`Agent.orphan`), and those agents: both bounded.
     orphan_events: int = 0
     orphans: int = 0

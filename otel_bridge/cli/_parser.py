@@ -153,6 +153,7 @@ def _run(commands: Any) -> None:
     run_flags.checkpoints(run)
     run_flags.export_group(run)
     run_flags.probes(run)
+    run_flags.trouble(run)
     privacy(run.add_argument_group("privacy"))
     run_flags.scale(run, shard)
 

@@ -13,13 +13,14 @@ from ._options import Given, background_wait, export, limits, metrics
 from ._types import (
     metrics_interval,
     non_negative_float,
+    non_negative_int,
     poll_interval,
     port,
     positive_float,
     positive_int,
 )
 
-__all__ = ["checkpoints", "export_group", "probes", "scale", "sources"]
+__all__ = ["checkpoints", "export_group", "probes", "scale", "sources", "trouble"]
 
 
 def sources(run: argparse.ArgumentParser) -> None:
@@ -193,3 +194,52 @@ def scale(run: argparse.ArgumentParser, shard: Callable[[str], Shard]) -> None:
         "was lost (default: 5)",
     )
     limits(scale, "run")
+
+
+def trouble(run: argparse.ArgumentParser) -> None:
+    """The thresholds of the signals of a task in trouble (docs/metrics.md, "Running now")."""
+    trouble = run.add_argument_group(
+        "trouble", "signals of an agent in trouble while its task runs (0: off)"
+    )
+    trouble.add_argument(
+        "--trouble-repeated-calls",
+        type=non_negative_int,
+        default=5,
+        metavar="N",
+        help="a task calls one tool with the same arguments N times (default: 5)",
+    )
+    trouble.add_argument(
+        "--trouble-tool-failures",
+        type=non_negative_int,
+        default=5,
+        metavar="N",
+        help="one tool fails N times in a row in a task (default: 5)",
+    )
+    trouble.add_argument(
+        "--trouble-turns",
+        type=non_negative_int,
+        default=100,
+        metavar="N",
+        help="a task's main agent starts its N-th turn (default: 100)",
+    )
+    trouble.add_argument(
+        "--trouble-stalled-seconds",
+        type=non_negative_float,
+        default=600.0,
+        metavar="S",
+        help="no event for S seconds while a task is open (default: 600)",
+    )
+    trouble.add_argument(
+        "--trouble-task-minutes",
+        type=non_negative_float,
+        default=60.0,
+        metavar="M",
+        help="an interactive or plan task has been open M minutes (default: 60)",
+    )
+    trouble.add_argument(
+        "--trouble-autopilot-minutes",
+        type=non_negative_float,
+        default=240.0,
+        metavar="M",
+        help="an autopilot task has been open M minutes (default: 240)",
+    )

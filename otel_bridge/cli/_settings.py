@@ -20,10 +20,10 @@ from .. import _env as env
 from .._exceptions import ConfigError
 from .._pipeline import PipelineConfig
 from ..app import DaemonOptions, ReplayOptions, state_dir
-from ..assembler import AssemblerConfig
+from ..assembler import AssemblerConfig, TroubleOptions
 from ..export import DEFAULT_QUEUE_SPANS, MetricsOptions, ResourceOptions, sdk_disabled
 from ..processors import ScrubberConfig
-from ..semconv import SEMCONV_RELEASED
+from ..semconv import MODE_AUTOPILOT, MODE_INTERACTIVE, MODE_PLAN, SEMCONV_RELEASED
 from ..sources import TailOptions, read_client_name, read_session_name
 from ._checks import prometheus_wanted
 from ._common import log_paths, session_state_roots
@@ -265,6 +265,25 @@ def _assembler_config(args: argparse.Namespace, environ: Mapping[str, str]) -> A
         semconv=getattr(args, "semconv", SEMCONV_RELEASED),
         root_name=getattr(args, "root_name", None),
         parent=_job_parent(environ),
+        trouble=_trouble(args),
+    )
+
+
+def _trouble(args: argparse.Namespace) -> TroubleOptions:
+    """The thresholds of the signals of a task in trouble: run's flags (replay has none and
+    keeps the defaults)."""
+    if getattr(args, "trouble_turns", None) is None:
+        return TroubleOptions()
+    return TroubleOptions(
+        repeated_calls=args.trouble_repeated_calls,
+        tool_failures=args.trouble_tool_failures,
+        turns=args.trouble_turns,
+        stalled_seconds=args.trouble_stalled_seconds,
+        long_task_seconds=(
+            (MODE_INTERACTIVE, args.trouble_task_minutes * 60),
+            (MODE_PLAN, args.trouble_task_minutes * 60),
+            (MODE_AUTOPILOT, args.trouble_autopilot_minutes * 60),
+        ),
     )
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "metric_labels",
     "metrics_interval",
     "non_negative_float",
+    "non_negative_int",
     "poll_interval",
     "port",
     "positive_float",
@@ -54,6 +55,10 @@ def _number(text: str, ok: Callable[[float], bool], expected: str) -> float:
 
 def positive_int(text: str) -> int:
     return _whole(text, 1, None, "a whole number of 1 or more")
+
+
+def non_negative_int(text: str) -> int:
+    return _whole(text, 0, None, "a whole number of 0 or more")
 
 
 def port(text: str) -> int:

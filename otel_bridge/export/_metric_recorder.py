@@ -184,6 +184,22 @@ class OtelMetricsRecorder:
             name, [callback], unit=spec.unit, description=spec.description
         )
 
+    def gauge_series(
+        self, name: str, read: Callable[[], Iterable[tuple[float, Mapping[str, AttributeValue]]]]
+    ) -> None:
+        """Report each (value, labels) of `read()` as a series of the catalogue's gauge
+        `name` whenever metrics are collected; labels bounded as every other metric's."""
+        if not known_metric(name):
+            return
+        spec = METRICS[name]
+
+        def callback(_options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(value, self._labels(name, labels)) for value, labels in read()]
+
+        self._meter.create_observable_gauge(
+            name, [callback], unit=spec.unit, description=spec.description
+        )
+
 
 #: The label sets the bridge knows before any log is read, of the counters that dashboards and
 #: alert rules divide by (the completion rate, the tool error rate): they exist at 0 from the

@@ -74,6 +74,12 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
         "model.call_failure": live.on_call_failure,
         "agent.interrupted": live.on_interrupted,
         "session.autopilot_stopped": live.on_autopilot_stopped,
+        "user_input.requested": live.on_question,  # waiting for a person (_in_flight.py)
+        "user_input.completed": live.on_answer,
+        "elicitation.requested": live.on_question,
+        "elicitation.completed": live.on_answer,
+        "exit_plan_mode.requested": live.on_question,
+        "exit_plan_mode.completed": live.on_answer,
     }
 )
 

@@ -91,3 +91,36 @@ def on_autopilot_stopped(parts: Parts, event: Event) -> None:
     interaction.autopilot_limit = True
     if interaction.awaiting_nudge:
         parts.lifecycle.close(interaction.last_ns, sc.END_AUTOPILOT_LIMIT)
+
+
+#: Live requests for a person's answer, by type: what the task waits for until its
+#: completion comes (docs/metrics.md, "Running now").
+QUESTIONS = {
+    "user_input.requested": sc.WAIT_QUESTION,
+    "elicitation.requested": sc.WAIT_QUESTION,
+    "exit_plan_mode.requested": sc.WAIT_PLAN_APPROVAL,
+}
+#: Live requests a task keeps waiting, at most (a stream of requests never answered).
+MAX_QUESTIONS = 100
+
+
+def on_question(parts: Parts, event: Event) -> None:
+    """user_input / elicitation / exit_plan_mode .requested: the task waits for a person
+    until the request's completion (a task counts once per kind of wait: the tool's own call,
+    ask_user or exit_plan_mode, and its request are one wait)."""
+    interaction = parts.interaction
+    request = read_str(event.data, "requestId")
+    if interaction is None or request is None:
+        parts.unplaced(event)
+        return
+    questions = interaction.watch.questions
+    if len(questions) < MAX_QUESTIONS:
+        questions[request] = QUESTIONS.get(event.type, sc.WAIT_QUESTION)
+
+
+def on_answer(parts: Parts, event: Event) -> None:
+    """The completion of a live request: the wait is over."""
+    interaction = parts.interaction
+    request = read_str(event.data, "requestId")
+    if interaction is not None and request is not None:
+        interaction.watch.questions.pop(request, None)

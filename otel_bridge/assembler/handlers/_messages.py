@@ -10,6 +10,7 @@ from ..._events import Event
 from ..._records import SpanEventRecord
 from .._accounting import count_call
 from .._fields import compact, read_obj, read_str
+from .._in_flight import turn_started
 from .._state import Interaction, Message, Turn
 
 if TYPE_CHECKING:
@@ -155,6 +156,7 @@ def on_turn_start(parts: Parts, event: Event) -> None:
         interaction_id = read_str(event.data, "interactionId")
         if interaction_id:
             parts.lifecycle.add_id(interaction, interaction_id)
+        turn_started(parts, interaction, event.timestamp_ns)
 
 
 def on_turn_end(parts: Parts, event: Event) -> None:

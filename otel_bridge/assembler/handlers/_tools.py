@@ -11,6 +11,7 @@ from ..._events import Event
 from ..._records import SpanEventRecord
 from .._accounting import tool_changes
 from .._fields import compact, read_int, read_obj, read_str
+from .._in_flight import tool_called, tool_ended
 
 if TYPE_CHECKING:
     from .._parts import Parts
@@ -52,6 +53,10 @@ def on_tool_start(parts: Parts, event: Event) -> None:
     arguments = read_obj(event.data, "arguments")
     if arguments is not None and arguments.get("detach") is True:
         interaction.tools[tool_call_id].detached = True
+    if not agent.orphan:
+        name = _tool_name(interaction, tool_call_id)
+        arguments_value = event.data.get("arguments")
+        tool_called(parts, interaction, name, arguments_value, event.timestamp_ns)
 
 
 def on_tool_complete(parts: Parts, event: Event) -> None:
@@ -68,11 +73,21 @@ def on_tool_complete(parts: Parts, event: Event) -> None:
     shell = tool.span.attributes.get(sc.GEN_AI_TOOL_NAME) in SHELL_TOOLS and not tool.detached
     # lines and files an edit tool changed (summed on the task's root, unless junk's)
     tool_changes(interaction, tool.span, event.data, to_root=not tool.agent.orphan)
+    name = _tool_name(interaction, tool_call_id)
     parts.spans.tool.complete(interaction, tool_call_id, event)
+    if not tool.agent.orphan:
+        failed = event.data.get("success") is False
+        tool_ended(parts, interaction, name, failed, event.timestamp_ns)
     if shell and event.data.get("success") is not False:
         match = BACKGROUND_RESULT.search(read_str(read_obj(event.data, "result"), "content") or "")
         if match and not tool.agent.orphan:
             parts.lifecycle.add_shell(interaction, match.group(1))
+
+
+def _tool_name(interaction: Interaction, tool_call_id: str) -> str:
+    """The running tool's name, as its span has it."""
+    name = interaction.tools[tool_call_id].span.attributes.get(sc.GEN_AI_TOOL_NAME)
+    return name if isinstance(name, str) else sc.UNKNOWN
 
 
 def orphan_key(interaction: Interaction, event: Event, tool_call_id: str) -> str:

@@ -1,0 +1,270 @@
+"""Through `run`: the gauges of what runs now change while a log grows, and go back to 0 when
+its task ends (docs/metrics.md, "Running now"). A real subprocess, a real /metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.builder import Log
+from tests.processes import terminate
+from tests.prometheus import free_port
+
+DEADLINE_S = 30.0
+
+
+def scrape(process: subprocess.Popen[bytes], port: int, err: Path) -> str:
+    if process.poll() is not None:
+        pytest.fail(f"run exited with {process.returncode}:\n{err.read_text()[-3000:]}")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+            return str(resp.read().decode())
+    except (OSError, urllib.error.URLError):
+        return ""
+
+
+def value(text: str, metric: str, **labels: str) -> float | None:
+    """The value of the one series of `metric` with `labels` (among others), or None."""
+    found = []
+    for line in text.splitlines():
+        match = re.fullmatch(rf"{metric}\{{(.*)\}} (\S+)", line)
+        if match and all(f'{k}="{v}"' in match.group(1) for k, v in labels.items()):
+            found.append(float(match.group(2)))
+    assert len(found) <= 1, (metric, labels, found)
+    return found[0] if found else None
+
+
+def wait_for(
+    process: subprocess.Popen[bytes], port: int, err: Path, ok: Callable[[str], bool], what: str
+) -> str:
+    deadline = time.monotonic() + DEADLINE_S
+    text = ""
+    while time.monotonic() < deadline:
+        text = scrape(process, port, err)
+        if text and ok(text):
+            return text
+        time.sleep(0.2)
+    pytest.fail(f"{what}: not seen in {DEADLINE_S}s; last /metrics:\n{text[-4000:]}")
+
+
+def start(state: Path, port: int, err: Path, *more: str) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
+    env["OTEL_TRACES_EXPORTER"] = "none"
+    with err.open("ab") as stderr:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "otel_bridge",
+                "run",
+                "--session-state",
+                str(state),
+                "--prometheus-port",
+                str(port),
+                "--poll-interval",
+                "0.1",
+                "--rescan-interval",
+                "0.3",
+                "--export-timeout",
+                "1",
+                *more,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+        )
+
+
+class GrowingLog:
+    """A session log of now, written as its events are added."""
+
+    def __init__(self, state: Path) -> None:
+        session = str(uuid.uuid4())
+        (state / session).mkdir(parents=True)
+        self.path = state / session / "events.jsonl"
+        self.log = Log(session)
+        self.log.now = time.time_ns() - 5 * 10**9  # of now: run reads it from its start
+        self.written = 0
+
+    def write(self) -> None:
+        with self.path.open("ab") as handle:
+            for obj in self.log.raw[self.written :]:
+                handle.write(log_line(obj))
+        self.written = len(self.log.raw)
+
+
+MAIN = {"copilot_mode": "interactive", "gen_ai_agent_name": "copilot"}
+
+
+def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path) -> None:
+    state = tmp_path / "session-state"
+    growing = GrowingLog(state)
+    log, write = growing.log, growing.write
+    log.start()
+    log.user()
+    log.turn("0")
+    log.usage("u0")
+    log.message([("c1", "bash")], turn="0")
+    write()
+    port = free_port()
+    err = tmp_path / "bridge.err"
+    process = start(state, port, err, "--no-checkpoints")
+    try:
+        main = MAIN
+        text = wait_for(
+            process,
+            port,
+            err,
+            lambda t: value(t, "copilot_tasks_open", **main) == 1,
+            "a task open",
+        )
+        assert value(text, "copilot_tasks_open_turns", **main) == 1
+        assert value(text, "copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 0
+        assert (value(text, "copilot_tasks_open_oldest_seconds", **main) or 0) > 0
+
+        log.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
+        write()
+        wait_for(
+            process,
+            port,
+            err,
+            lambda t: (
+                value(t, "copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 1
+            ),
+            "a task waiting for a permission",
+        )
+
+        log.add(
+            "permission.completed", requestId="p1", toolCallId="c1", result={"kind": "approved"}
+        )
+        log.tool_start("c1", "bash")
+        write()
+        text = wait_for(
+            process,
+            port,
+            err,
+            lambda t: (
+                value(t, "copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 0
+            ),
+            "the permission answered",
+        )
+        assert value(text, "copilot_tasks_open_tool_calls", **main) == 1
+        assert value(text, "copilot_tasks_open", **main) == 1
+
+        log.tool_done("c1")
+        log.turn_end("0")
+        log.turn("1")
+        log.message([], turn="1")
+        log.turn_end("1")
+        write()
+        text = wait_for(
+            process,
+            port,
+            err,
+            lambda t: value(t, "copilot_tasks_open", **main) == 0,
+            "the task ended",
+        )
+        assert value(text, "copilot_tasks_open_turns", **main) == 0
+        assert value(text, "copilot_tasks_open_tool_calls", **main) == 0
+    finally:
+        terminate(process, 20)
+
+
+def log_line(obj: dict[str, object]) -> bytes:
+    return json.dumps(obj).encode() + b"\n"
+
+
+def test_after_a_restart_from_checkpoints_the_open_task_is_counted_again(tmp_path: Path) -> None:
+    """run stops with a task open and waiting for a permission; the next run resumes the log
+    from its checkpoint (before that task) and says the same."""
+    state = tmp_path / "session-state"
+    growing = GrowingLog(state)
+    log = growing.log
+    log.start()
+    log.user()
+    log.simple_turn("0", "u0")  # a first task, ended: the checkpoint is after it
+    log.user(interaction="i2")
+    log.turn("0", "i2")
+    log.message([("c1", "bash")], turn="0")
+    log.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
+    growing.write()
+    err = tmp_path / "bridge.err"
+    checkpoints = ("--state-dir", str(tmp_path / "bridge-state"))
+    waiting = {"copilot_wait_kind": "permission", **MAIN}
+    for attempt in range(2):
+        if attempt:  # the first run saved its place: after the first task, before the open one
+            lines = (tmp_path / "bridge-state" / "checkpoints.jsonl").read_text().splitlines()
+            saved = [json.loads(line) for line in lines[1:]]
+            offsets = [entry["offset"] for entry in saved if entry["path"] == str(growing.path)]
+            assert 0 < offsets[-1] < growing.path.stat().st_size
+        port = free_port()
+        process = start(state, port, err, *checkpoints)
+        try:
+            text = wait_for(
+                process,
+                port,
+                err,
+                lambda t: value(t, "copilot_tasks_waiting_for_user", **waiting) == 1,
+                "the open task waiting for a permission",
+            )
+            assert value(text, "copilot_tasks_open", **MAIN) == 1
+            assert value(text, "copilot_tasks_open_turns", **MAIN) == 1
+        finally:
+            terminate(process, 20)
+        assert process.returncode == 0, err.read_text()[-3000:]
+
+
+def test_a_silent_task_is_said_stalled_once_while_run_follows_it(tmp_path: Path) -> None:
+    state = tmp_path / "session-state"
+    growing = GrowingLog(state)
+    log = growing.log
+    log.start()
+    log.user()
+    log.turn("0")
+    log.message([("c1", "bash")], turn="0")
+    log.tool_start("c1", "bash")
+    growing.write()
+    port = free_port()
+    err = tmp_path / "bridge.err"
+    process = start(state, port, err, "--no-checkpoints", "--trouble-stalled-seconds", "2")
+    stalled = {"copilot_trouble_signal": "stalled", **MAIN}
+    try:
+        text = wait_for(
+            process,
+            port,
+            err,
+            lambda t: value(t, "copilot_tasks_troubled", **stalled) == 1,
+            "the task stalled",
+        )
+        assert value(text, "copilot_task_trouble_total", copilot_trouble_signal="stalled") == 1
+        assert (value(text, "copilot_tasks_open_silence_seconds", **MAIN) or 0) >= 2
+        log.tool_done("c1")
+        log.turn_end("0")
+        log.turn("1")
+        log.message([], turn="1")
+        log.turn_end("1")
+        growing.write()
+        wait_for(
+            process,
+            port,
+            err,
+            lambda t: value(t, "copilot_tasks_troubled", **stalled) == 0,
+            "the stalled task ended",
+        )
+    finally:
+        terminate(process, 20)
+    said = [line for line in err.read_text().splitlines() if "stalled" in line]
+    assert len(said) == 1, said
+    assert str(growing.path) in said[0]
