@@ -20,7 +20,8 @@ streams (one per log or live session) to one `SessionAssembler` each.
     _spanmetrics.py metrics that follow from finished spans, computed from the SpanRecords
     _config.py      AssemblerConfig, AssemblerStats
 
-Other packages import from here only, never from a module below (tests/test_boundaries.py).
+Other packages import from here only, never from a module below
+(tests/unit/repo/test_boundaries.py).
 
 A new event type: a handler in `handlers/` and a row in `handlers.HANDLERS`
 (docs/architecture.md, "Where a new event type goes").
