@@ -33,7 +33,7 @@ from otel_bridge.export._poison import Verdict, classify, isolate
 from otel_bridge.export._queue import RetryPolicy
 from otel_bridge.export._sdk_logs import quiet_exporter_logs
 from tests import otlp_receiver as rx
-from tests import paths
+from tests import paths, spantree
 from tests.otlp_receiver import OtlpReceiver, ReceivedRequest
 from tests.unit.export.test_metrics import Recorder
 
@@ -179,11 +179,7 @@ def test_broken_sessions_never_stop_the_console(
 
 
 def healthy_records() -> list[SpanRecord]:
-    path = FIXTURES / "subagent" / "events.jsonl"
-    assembler = Assembler()
-    decoder = JsonLinesDecoder(str(path))
-    events = decoder.feed(path.read_bytes()) + decoder.finish()
-    return assembler.feed("s", events) + assembler.end_stream("s")
+    return spantree.assemble(FIXTURES / "subagent" / "events.jsonl", "s")
 
 
 def poisoned(records: list[SpanRecord]) -> tuple[list[SpanRecord], set[str]]:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from otel_bridge import Assembler, AssemblerConfig, SpanRecord, StatusCode
+from otel_bridge import AssemblerConfig, SpanRecord, StatusCode
 from otel_bridge._records import SpanKind
 from otel_bridge.processors import Scrubber, ScrubberConfig, TraceSampler, shannon_entropy
 from otel_bridge.sources import scan_session_state
-from tests import paths
+from tests import paths, spantree
 from tests.builder import Log
 from tests.spantree import by_name, turns
 
@@ -320,8 +320,7 @@ def content_log() -> Log:
 
 
 def assemble_with(config: AssemblerConfig) -> list[SpanRecord]:
-    assembler = Assembler(config)
-    return assembler.feed("s", content_log().events()) + assembler.end_stream("s")
+    return spantree.assemble(content_log(), "s", config=config)
 
 
 def test_content_is_off_by_default_sizes_only() -> None:

@@ -22,7 +22,7 @@ from otel_bridge import semconv as sc
 from otel_bridge._records import SpanRecord
 from otel_bridge.assembler._root_name import root_name
 from otel_bridge.feed._parallel import RecordingRecorder
-from tests import paths
+from tests import paths, spantree
 from tests.builder import Log
 from tests.spantree import assemble, assemble_file, outline
 
@@ -144,8 +144,7 @@ def roots_named(template: str | None, *, capture: bool = False) -> list[SpanReco
     log.turn("0", "i2")
     log.add("abort", reason="user initiated")
     config = AssemblerConfig(root_name=template, capture_content=capture)
-    assembler = Assembler(config)
-    spans = assembler.feed("s", log.events()) + assembler.end_stream("s")
+    spans = spantree.assemble(log, "s", config=config)
     return sorted((s for s in spans if s.parent_span_id is None), key=lambda s: s.start_ns)
 
 

@@ -22,7 +22,7 @@ from otel_bridge.assembler import Assembler
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.processors import Scrubber, ScrubberConfig
 from otel_bridge.sources import find_logs, replay_logs
-from tests import paths
+from tests import paths, spantree
 from tests.builder import Log
 from tests.spantree import by_name
 
@@ -76,8 +76,7 @@ def raw(path: Path) -> list[dict[str, Any]]:
 def assemble(
     events: Sequence[Event], session: str = "sess-1", recorder: Recorder | None = None
 ) -> list[SpanRecord]:
-    assembler = Assembler(metrics=recorder)
-    return assembler.feed("log", list(events), session) + assembler.end_stream("log")
+    return spantree.assemble(events, "log", session, metrics=recorder)
 
 
 def last_snapshot(events: list[dict[str, Any]]) -> dict[str, Any]:

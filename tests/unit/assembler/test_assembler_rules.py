@@ -7,7 +7,7 @@ import ast
 import pytest
 
 from otel_bridge import Assembler, AssemblerConfig, StatusCode
-from tests import paths
+from tests import paths, spantree
 from tests.builder import Log
 from tests.spantree import assemble, by_name, check_invariants, children, label, outline
 
@@ -158,8 +158,7 @@ def test_failed_tool_message_only_with_content_capture() -> None:
     log.tool_start("v", "view")
     log.tool_done("v", success=False)
     log.turn_end("0")
-    assembler = Assembler(AssemblerConfig(capture_content=True))
-    spans = assembler.feed("s", log.events()) + assembler.end_stream("s")
+    spans = spantree.assemble(log, "s", config=AssemblerConfig(capture_content=True))
     assert one(spans, "execute_tool view").status_message == "no such file /secret/path"
 
 

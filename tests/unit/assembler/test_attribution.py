@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from otel_bridge import semconv as sc
-from otel_bridge._lines import JsonLinesDecoder
 from otel_bridge._metrics import CATALOGUE, OPTIONAL_LABELS, REPOSITORY_LABELS
 from otel_bridge._records import SpanRecord
 from otel_bridge.assembler import Assembler, AssemblerConfig, SessionAssembler
@@ -27,7 +26,7 @@ from otel_bridge.feed._parallel import RecordingRecorder
 from otel_bridge.processors import Scrubber, ScrubberConfig
 from otel_bridge.sources import LiveBridge
 from otel_bridge.sources._discovery import read_client_name
-from tests import paths
+from tests import paths, spantree
 from tests.builder import Log
 
 FIXTURES = paths.FIXTURES
@@ -43,13 +42,9 @@ def raw_events(path: Path) -> list[dict[str, Any]]:
 def assemble(
     path: Path, config: AssemblerConfig | None = None, metrics: Any = None
 ) -> list[SpanRecord]:
-    """Replay one log as `replay` does: its path is the stream, its directory the session."""
+    """Replay one log as `replay` does, client names read as `replay` reads them."""
     config = config or AssemblerConfig(client_name_of=read_client_name)
-    decoder = JsonLinesDecoder(str(path))
-    events = decoder.feed(path.read_bytes()) + decoder.finish()
-    assembler = Assembler(config, metrics=metrics)
-    stream = str(path)
-    return assembler.feed(stream, events, path.parent.name) + assembler.end_stream(stream)
+    return spantree.assemble(path, config=config, metrics=metrics)
 
 
 def contexts(path: Path) -> list[dict[str, Any]]:

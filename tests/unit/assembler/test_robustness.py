@@ -14,7 +14,7 @@ from otel_bridge import semconv as sc
 from otel_bridge.assembler import _session
 from otel_bridge.assembler.handlers import HANDLERS
 from otel_bridge.cli import main
-from tests import paths
+from tests import paths, spantree
 from tests.integration.test_cli import read_traces_file
 from tests.spantree import assemble_file, by_name, check_invariants, turns
 from tests.unit.export.test_metrics import Recorder
@@ -43,11 +43,7 @@ def fail_on(monkeypatch: pytest.MonkeyPatch, event_type: str, ids: set[str]) -> 
 
 def feed(path: Path) -> tuple[list, Recorder]:
     recorder = Recorder()
-    assembler = Assembler(metrics=recorder)
-    decoder = JsonLinesDecoder(str(path))
-    events = decoder.feed(path.read_bytes()) + decoder.finish()
-    stream = str(path)
-    spans = assembler.feed(stream, events, path.parent.name) + assembler.end_stream(stream)
+    spans = spantree.assemble(path, metrics=recorder)
     return spans, recorder
 
 

@@ -19,7 +19,7 @@ import pytest
 from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, SpanRecord
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
-from tests import paths
+from tests import paths, spantree
 from tests.builder import Log
 from tests.spantree import by_name, check_invariants, children, outline, turns
 
@@ -28,16 +28,11 @@ ROOT = "invoke_agent copilot"
 
 
 def assemble(log: Log, **config: Any) -> list[SpanRecord]:
-    assembler = Assembler(AssemblerConfig(**config))
-    spans = assembler.feed("s", log.events(), log.session)
-    return spans + assembler.end_stream("s")
+    return spantree.assemble(log, "s", log.session, config=AssemblerConfig(**config))
 
 
 def assemble_path(path: Path) -> list[SpanRecord]:
-    assembler = Assembler()
-    decoder = JsonLinesDecoder(str(path))
-    spans = assembler.feed("s", decoder.feed(path.read_bytes()) + decoder.finish(), "s")
-    return spans + assembler.end_stream("s")
+    return spantree.assemble(path, "s", "s")
 
 
 def raw(path: Path) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from otel_bridge._metrics import CATALOGUE, Instrument, prometheus_name
 from otel_bridge.cli import main
 from otel_bridge.export import OtelMetricsRecorder
 from otel_bridge.export._metric_recorder import DEFAULT_MAX_LABEL_VALUES, OTHER_LABEL_VALUE
-from tests import paths
+from tests import paths, spantree
 from tests.builder import Log
 
 FIXTURES = paths.FIXTURES
@@ -342,10 +342,7 @@ def test_metrics_of_finished_spans_agree_with_the_spans(path: Path) -> None:
     """Durations and counts by outcome are computed from the span records (as the Collector's
     spanmetrics connector does): one observation per span, with its duration."""
     recorder = Recorder()
-    assembler = Assembler(metrics=recorder)
-    decoder = JsonLinesDecoder(str(path))
-    events = decoder.feed(path.read_bytes()) + decoder.finish()
-    spans = assembler.feed("s", events, path.parent.name) + assembler.end_stream("s")
+    spans = spantree.assemble(path, "s", metrics=recorder)
 
     def durations(prefix: str) -> list[float]:
         return sorted((s.end_ns - s.start_ns) / 1e9 for s in spans if s.name.startswith(prefix))

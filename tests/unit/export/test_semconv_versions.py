@@ -7,11 +7,11 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, SpanRecord
+from otel_bridge import AssemblerConfig, SpanRecord
 from otel_bridge import semconv as sc
 from otel_bridge.cli._parser import build_parser
 from otel_bridge.export import OtelMetricsRecorder
-from tests import paths
+from tests import paths, spantree
 
 FIXTURES = paths.FIXTURES
 DOCS = paths.REPO / "docs" / "metrics.md"
@@ -20,10 +20,8 @@ LOG = FIXTURES / "subagent" / "events.jsonl"
 
 
 def assemble(mode: str, recorder: OtelMetricsRecorder | None = None) -> list[SpanRecord]:
-    assembler = Assembler(AssemblerConfig(semconv=mode), metrics=recorder)
-    decoder = JsonLinesDecoder(str(LOG))
-    events = decoder.feed(LOG.read_bytes()) + decoder.finish()
-    return assembler.feed("s", events, "subagent") + assembler.end_stream("s")
+    config = AssemblerConfig(semconv=mode)
+    return spantree.assemble(LOG, "s", "subagent", config=config, metrics=recorder)
 
 
 def points(mode: str) -> dict[str, list[tuple[dict, float]]]:

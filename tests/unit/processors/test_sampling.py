@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from otel_bridge import Assembler, AssemblerConfig, SpanRecord
+from otel_bridge import AssemblerConfig, SpanRecord
 from otel_bridge import semconv as sc
 from otel_bridge.processors import TraceSampler
-from tests import paths
+from tests import paths, spantree
 from tests.builder import Log
 from tests.spantree import assemble_file
 
@@ -38,8 +38,7 @@ def tasks(count: int, failing: frozenset[int] = frozenset()) -> Log:
 
 
 def assemble(log: Log, parent: tuple[int, int] | None) -> list[SpanRecord]:
-    assembler = Assembler(AssemblerConfig(parent=parent))
-    return assembler.feed("s", log.events()) + assembler.end_stream("s")
+    return spantree.assemble(log, "s", config=AssemblerConfig(parent=parent))
 
 
 def roots(spans: list[SpanRecord]) -> list[SpanRecord]:

@@ -14,11 +14,11 @@ import pytest
 from otel_bridge import semconv as sc
 from otel_bridge._lines import JsonLinesDecoder
 from otel_bridge._records import SpanRecord
-from otel_bridge.assembler import Assembler, AssemblerConfig
+from otel_bridge.assembler import AssemblerConfig
 from otel_bridge.assembler._content import task_title
 from otel_bridge.processors import Scrubber, ScrubberConfig
 from otel_bridge.sources._discovery import read_client_name, read_session_name
-from tests import paths
+from tests import paths, spantree
 from tests.builder import Log
 
 FIXTURES = paths.FIXTURES
@@ -37,12 +37,8 @@ SECRET = "ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c"
 
 
 def assemble(path: Path, config: AssemblerConfig) -> list[SpanRecord]:
-    """Replay one log as `replay` does: its path is the stream, its directory the session."""
-    decoder = JsonLinesDecoder(str(path))
-    events = decoder.feed(path.read_bytes()) + decoder.finish()
-    assembler = Assembler(config)
-    stream = str(path)
-    return assembler.feed(stream, events, path.parent.name) + assembler.end_stream(stream)
+    """Replay one log as `replay` does, with `config`."""
+    return spantree.assemble(path, config=config)
 
 
 def raw_events(path: Path) -> list[dict[str, Any]]:
@@ -141,8 +137,7 @@ def test_a_chat_span_whose_message_never_comes_goes_out_with_its_turn() -> None:
         if json.loads(line)["type"] != "assistant.message"
     ]
     events = JsonLinesDecoder("s").feed(("\n".join(lines) + "\n").encode())
-    assembler = Assembler(capturing())
-    spans = assembler.feed("s", events) + assembler.end_stream("s")
+    spans = spantree.assemble(events, "s", config=capturing())
     chats = [s for s in spans if s.name.startswith("chat ")]
     assert len(chats) == 1 and sc.OUTPUT_VALUE not in chats[0].attributes
 
@@ -252,5 +247,4 @@ def assemble_text(prompt: str) -> list[SpanRecord]:
     log.start()
     log.user(content=prompt)
     log.simple_turn("0", "u1")
-    assembler = Assembler(capturing())
-    return assembler.feed("s", log.events()) + assembler.end_stream("s")
+    return spantree.assemble(log, "s", config=capturing())
