@@ -18,7 +18,7 @@ import pytest
 
 from tests import paths
 from tests.corpus import session_state
-from tests.processes import terminate
+from tests.processes import bridge_env, start_bridge, terminate
 
 ROOT = paths.REPO
 
@@ -105,27 +105,16 @@ def test_run_s_catch_up_shows_progress_on_a_terminal(tmp_path: Path, extra: tupl
 
 def test_run_draws_no_bar_off_a_terminal(tmp_path: Path) -> None:
     state = session_state(tmp_path / "session-state")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update(PYTHONPATH=str(ROOT), OTEL_TRACES_EXPORTER="none")
+    env = bridge_env({"PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "none"})
     log = tmp_path / "run.log"
-    with log.open("w") as stderr:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(state),
-                "--no-checkpoints",
-                "--backfill",
-                "--prometheus-port",
-                "0",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
+    process = start_bridge(
+        [
+            *("run", "--session-state", str(state), "--no-checkpoints", "--backfill"),
+            *("--prometheus-port", "0"),
+        ],
+        env=env,
+        log=log,
+    )
     try:
         deadline = time.monotonic() + 60
         while "following" not in log.read_text() and time.monotonic() < deadline:

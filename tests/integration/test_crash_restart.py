@@ -9,13 +9,13 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 from bench.corpus import LIVE_FIXTURES
 from tests import paths
+from tests.processes import bridge_env, start_bridge
 from tests.spantree import assemble_file
 
 FIXTURES = paths.FIXTURES
@@ -24,29 +24,14 @@ KILLS = int(os.environ.get("OTEL_BRIDGE_TEST_KILLS", "8"))
 
 
 def start(state: Path, checkpoints: Path, endpoint: str, log: Path) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
-    with log.open("w") as stderr:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(state),
-                "--state-dir",
-                str(checkpoints),
-                "--poll-interval",
-                "0.05",
-                "--rescan-interval",
-                "0.2",
-                "--no-prometheus",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
+    return start_bridge(
+        [
+            *("run", "--session-state", str(state), "--state-dir", str(checkpoints)),
+            *("--poll-interval", "0.05", "--rescan-interval", "0.2", "--no-prometheus"),
+        ],
+        env=bridge_env({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}),
+        log=log,
+    )
 
 
 def writer(state: Path, done: threading.Event) -> None:

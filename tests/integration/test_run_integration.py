@@ -4,11 +4,9 @@ real OTLP receiver (tests/otlp_receiver.py decodes the protobuf), over gRPC and 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -17,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import paths
+from tests import paths, processes
 from tests.spantree import assemble_file
 
 FIXTURES = paths.FIXTURES
@@ -45,13 +43,8 @@ def append_line_by_line(source: Path, target: Path, pause: float) -> None:
 
 def start_bridge(state: Path, env_extra: dict[str, str], *more: str) -> subprocess.Popen:
     """`run` on `state`, its checkpoints beside it; `more` options come last (and win)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update(env_extra)
-    return subprocess.Popen(
+    return processes.start_bridge(
         [
-            sys.executable,
-            "-m",
-            "otel_bridge",
             "run",
             "--session-state",
             str(state),
@@ -67,9 +60,8 @@ def start_bridge(state: Path, env_extra: dict[str, str], *more: str) -> subproce
             str(state.parent / "bridge-state"),
             *more,
         ],
-        env=env,
+        env=processes.bridge_env(env_extra),
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
         text=True,
     )
 
@@ -279,18 +271,14 @@ def test_health_and_readiness_probes_and_the_status_line(otlp_receiver, tmp_path
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     otlp_receiver.mode = "unavailable"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update(
+    env = processes.bridge_env(
         {
             "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint,
             "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
         }
     )
-    bridge = subprocess.Popen(
+    bridge = processes.start_bridge(
         [
-            sys.executable,
-            "-m",
-            "otel_bridge",
             "run",
             "--session-state",
             str(state),
@@ -307,7 +295,6 @@ def test_health_and_readiness_probes_and_the_status_line(otlp_receiver, tmp_path
         ],
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
         text=True,
     )
     try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,33 +13,26 @@ import pytest
 
 from otel_bridge._exceptions import ConfigError
 from otel_bridge._state_lock import LOCK_NAME, StateLock
-from tests.processes import terminate
+from tests.processes import bridge_env, start_bridge, terminate
 
 
 def _run(tmp_path: Path, state_dir: Path, name: str) -> subprocess.Popen[bytes]:
     """`run` on an empty session-state directory, its log in tmp_path/<name>.log."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env["OTEL_TRACES_EXPORTER"] = "none"
     (tmp_path / "session-state").mkdir(exist_ok=True)
-    with (tmp_path / f"{name}.log").open("wb") as log:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(tmp_path / "session-state"),
-                "--state-dir",
-                str(state_dir),
-                "--no-prometheus",
-                "--poll-interval",
-                "0.1",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
+    return start_bridge(
+        [
+            "run",
+            "--session-state",
+            str(tmp_path / "session-state"),
+            "--state-dir",
+            str(state_dir),
+            "--no-prometheus",
+            "--poll-interval",
+            "0.1",
+        ],
+        env=bridge_env({"OTEL_TRACES_EXPORTER": "none"}),
+        log=tmp_path / f"{name}.log",
+    )
 
 
 def _wait_for_lock(
