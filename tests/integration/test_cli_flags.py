@@ -5,7 +5,6 @@ share."""
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import socket
 import subprocess
@@ -22,7 +21,7 @@ from otel_bridge.cli._service import render
 from tests import paths
 from tests.corpus import session_state
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import terminate
+from tests.processes import bridge_env, terminate
 
 
 def dead_port() -> int:
@@ -37,9 +36,7 @@ COMMANDS = ["replay", "run", "stats", "doctor", "install-service"]
 
 
 def environment(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update(PYTHONPATH=str(ROOT), **extra)
-    return env
+    return bridge_env({"PYTHONPATH": str(ROOT), **extra})
 
 
 def bridge(*args: str, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[str]:

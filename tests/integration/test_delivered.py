@@ -5,9 +5,6 @@ delivered, however long the task (feed/_delivered.py)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,7 +16,7 @@ from otel_bridge.feed import StreamFeeder, _delivered
 from otel_bridge.feed._delivered import DeliveredSpans, ReReadBlocks, block_digest
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
-from tests.processes import terminate
+from tests.processes import bridge_env, start_bridge, terminate
 
 SESSION = "5a1e0d5e-0000-4000-8000-000000000001"
 
@@ -208,29 +205,15 @@ def test_run_catching_up_a_long_log_with_a_small_queue_and_a_slow_collector_drop
     log.user(interaction="i2")  # the first task ends, so that its root goes out too
     path.write_bytes(log.jsonl())
     otlp_receiver.delay = 0.05  # a collector slower than the reading
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp_receiver.http_endpoint
-    with (tmp_path / "run.log").open("wb") as output:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(tmp_path / "session-state"),
-                "--state-dir",
-                str(tmp_path / "bridge-state"),
-                "--no-prometheus",
-                "--queue-size",
-                "100",
-                "--idle-timeout",
-                "3600",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=output,
-        )
+    process = start_bridge(
+        [
+            *("run", "--session-state", str(tmp_path / "session-state")),
+            *("--state-dir", str(tmp_path / "bridge-state"), "--no-prometheus"),
+            *("--queue-size", "100", "--idle-timeout", "3600"),
+        ],
+        env=bridge_env({"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.http_endpoint}),
+        log=tmp_path / "run.log",
+    )
     try:
         otlp_receiver.wait_for_spans(1801, timeout=120)
     finally:

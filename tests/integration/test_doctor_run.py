@@ -18,15 +18,13 @@ import pytest
 from tests import paths
 from tests.corpus import session_state
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import terminate
+from tests.processes import bridge_env, terminate
 
 ROOT = paths.REPO
 
 
 def environment(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update({"PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "console", **extra})
-    return env
+    return bridge_env({"PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "console", **extra})
 
 
 def as_a_user(command: list[str]) -> list[str]:

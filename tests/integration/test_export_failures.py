@@ -18,7 +18,7 @@ from otel_bridge.export._verdicts import REFUSED_ENDPOINT, REFUSED_REQUEST
 from tests import paths
 from tests.corpus import session_state
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import terminate
+from tests.processes import bridge_env, start_bridge, terminate
 
 ROOT = paths.REPO
 
@@ -105,30 +105,19 @@ def test_a_signal_nothing_receives_is_refused_by_the_endpoint() -> None:
 
 def test_run_s_metrics_to_a_traces_only_backend_say_once_what_to_set(tmp_path: Path) -> None:
     state = session_state(tmp_path / "session-state")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
     log = tmp_path / "run.log"
     with OtlpReceiver(signals=("traces",)) as jaeger_like:
-        env.update(PYTHONPATH=str(ROOT), OTEL_EXPORTER_OTLP_ENDPOINT=jaeger_like.http_endpoint)
-        with log.open("w") as stderr:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "otel_bridge",
-                    "run",
-                    "--session-state",
-                    str(state),
-                    "--no-checkpoints",
-                    "--backfill",
-                    "--prometheus-port",
-                    "0",
-                    "--metrics-interval",
-                    "0.2",
-                ],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-            )
+        env = bridge_env(
+            {"PYTHONPATH": str(ROOT), "OTEL_EXPORTER_OTLP_ENDPOINT": jaeger_like.http_endpoint}
+        )
+        process = start_bridge(
+            [
+                *("run", "--session-state", str(state), "--no-checkpoints", "--backfill"),
+                *("--prometheus-port", "0", "--metrics-interval", "0.2"),
+            ],
+            env=env,
+            log=log,
+        )
         try:
             deadline = time.monotonic() + 60
             while len(jaeger_like.errors()) < 4:  # four metrics exports refused

@@ -13,7 +13,6 @@ own copy of the traces and recognises a log file given as a directory.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -30,7 +29,7 @@ from otel_bridge import ConfigError
 from otel_bridge.sources import LiveBridge
 from tests import paths
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import log_tail, sigint_default, terminate
+from tests.processes import bridge_env, log_tail, sigint_default, terminate
 
 FIXTURES = paths.FIXTURES
 BASIC = FIXTURES / "run1_cli_prompt_basic" / "events.jsonl"  # one task, 6 spans
@@ -47,9 +46,7 @@ SDK_CHATTER = (
 
 def environment(**extra: str) -> dict[str, str]:
     """The test's environment without the developer's OTEL_* and COPILOT_* settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update(extra)
-    return env
+    return bridge_env(extra)
 
 
 def bridge(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:

@@ -27,6 +27,7 @@ from otel_bridge._checkpoint import CheckpointStore
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions, find_logs, replay_logs
 from otel_bridge.sources._discovery import read_client_name
+from tests import processes
 from tests.builder import Log
 from tests.processes import terminate
 
@@ -149,10 +150,8 @@ def traces_spans(path: Path) -> list[dict]:
     return spans
 
 
-def bridge_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env["OTEL_TRACES_EXPORTER"] = "none"
-    return env
+def no_traces_env() -> dict[str, str]:
+    return processes.bridge_env({"OTEL_TRACES_EXPORTER": "none"})
 
 
 # --- no file can hang the daemon ------------------------------------------------------------
@@ -175,7 +174,7 @@ def test_replay_with_a_fifo_for_a_workspace_yaml_finishes_and_exports_every_sess
     try:
         result = subprocess.run(
             [sys.executable, "-m", "otel_bridge", "replay", str(root), "--traces-file", str(out)],
-            env=bridge_env(),
+            env=no_traces_env(),
             capture_output=True,
             text=True,
             timeout=60,
@@ -189,11 +188,8 @@ def test_replay_with_a_fifo_for_a_workspace_yaml_finishes_and_exports_every_sess
 def test_run_with_a_fifo_for_a_workspace_yaml_exports_every_session_and_stops(tmp_path) -> None:
     root = fifo_tree(tmp_path)
     out = tmp_path / "traces.jsonl"
-    process = subprocess.Popen(
+    process = processes.start_bridge(
         [
-            sys.executable,
-            "-m",
-            "otel_bridge",
             "run",
             "--session-state",
             str(root),
@@ -207,9 +203,8 @@ def test_run_with_a_fifo_for_a_workspace_yaml_exports_every_session_and_stops(tm
             "--rescan-interval",
             "0.3",
         ],
-        env=bridge_env(),
+        env=no_traces_env(),
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
         text=True,
     )
     try:
@@ -470,7 +465,7 @@ def test_replay_of_a_tree_with_a_sparse_terabyte_log_ends_and_says_why(tmp_path)
     try:
         result = subprocess.run(
             [sys.executable, "-m", "otel_bridge", "replay", str(root), "--traces-file", str(out)],
-            env=bridge_env(),
+            env=no_traces_env(),
             capture_output=True,
             text=True,
             timeout=60,

@@ -25,16 +25,14 @@ from tests import paths
 from tests.builder import Log
 from tests.corpus import session_state, spans_in_order
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import sigint_default, sigint_ignored, terminate
+from tests.processes import bridge_env, sigint_default, sigint_ignored, terminate
 
 ROOT = paths.REPO
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 
 
 def _environment(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update(PYTHONPATH=str(ROOT), **extra)
-    return env
+    return bridge_env({"PYTHONPATH": str(ROOT), **extra})
 
 
 def _children(pid: int) -> list[int]:
