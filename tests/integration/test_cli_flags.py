@@ -21,7 +21,7 @@ from otel_bridge.cli._service import render
 from tests import paths
 from tests.corpus import session_state
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import bridge_env, terminate
+from tests.processes import bridge_env, start_bridge, terminate
 
 
 def dead_port() -> int:
@@ -248,23 +248,18 @@ def test_a_prometheus_flag_serves_the_port_whatever_otel_metrics_exporter_says(
 ) -> None:
     port = dead_port()
     log = tmp_path / "run.log"
-    with log.open("w") as stderr:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(tmp_path),
-                "--no-checkpoints",
-                "--prometheus-port",
-                str(port),
-            ],
-            env=environment(OTEL_METRICS_EXPORTER="otlp", OTEL_TRACES_EXPORTER="none"),
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
+    process = start_bridge(
+        [
+            "run",
+            "--session-state",
+            str(tmp_path),
+            "--no-checkpoints",
+            "--prometheus-port",
+            str(port),
+        ],
+        env=environment(OTEL_METRICS_EXPORTER="otlp", OTEL_TRACES_EXPORTER="none"),
+        log=log,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -18,7 +18,7 @@ import pytest
 from tests import paths
 from tests.corpus import session_state
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import bridge_env, terminate
+from tests.processes import bridge_env, start_bridge, terminate
 
 ROOT = paths.REPO
 
@@ -107,24 +107,14 @@ def test_a_running_run_is_named_and_its_port_is_no_failure(tmp_path: Path) -> No
         port = probe.getsockname()[1]
     state_dir = tmp_path / "bridge-state"
     log = tmp_path / "run.log"
-    with log.open("w") as stderr:
-        run = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(tmp_path),
-                "--state-dir",
-                str(state_dir),
-                "--prometheus-port",
-                str(port),
-            ],
-            env=environment(),
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
+    run = start_bridge(
+        [
+            *("run", "--session-state", str(tmp_path), "--state-dir", str(state_dir)),
+            *("--prometheus-port", str(port)),
+        ],
+        env=environment(),
+        log=log,
+    )
     try:
         deadline = time.monotonic() + 30
         while "following" not in log.read_text():

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -27,7 +25,7 @@ from tests.integration.test_exporters_config import (
     dead_port,
     environment,
 )
-from tests.processes import terminate
+from tests.processes import start_bridge, terminate
 
 PASSWORD = "S3cretPassw0rd"
 KEY = "k3yInQuery99"
@@ -126,17 +124,14 @@ def test_run_shows_the_endpoint_without_credentials_in_logs_and_readyz(
     url = otlp_receiver.http_endpoint.replace("http://", f"http://alice:{PASSWORD}@")
     env = environment(OTEL_EXPORTER_OTLP_ENDPOINT=url, OTEL_EXPORTER_OTLP_TIMEOUT="1")
     log = tmp_path / "bridge.log"
-    stderr_file = log.open("w")
-    process = subprocess.Popen(
+    process = start_bridge(
         [
-            sys.executable, "-m", "otel_bridge", "run",
+            "run",
             "--session-state", str(state), "--state-dir", str(tmp_path / "bridge-state"),
             "--prometheus-port", str(port), "--poll-interval", "0.1", "--unready-after", "1",
         ],
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=stderr_file,
-        text=True,
+        log=log,
     )  # fmt: skip
     bodies = []
     try:
@@ -160,7 +155,6 @@ def test_run_shows_the_endpoint_without_credentials_in_logs_and_readyz(
             time.sleep(0.1)
     finally:
         terminate(process)
-        stderr_file.close()
     stderr = log.read_text()
     assert all(PASSWORD not in body for body in bodies)
     named = [line for line in stderr.splitlines() if otlp_receiver.http_endpoint in line]

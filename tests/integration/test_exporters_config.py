@@ -29,7 +29,7 @@ from otel_bridge import ConfigError
 from otel_bridge.sources import LiveBridge
 from tests import paths
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import bridge_env, log_tail, sigint_default, terminate
+from tests.processes import bridge_env, log_tail, start_bridge, terminate
 
 FIXTURES = paths.FIXTURES
 BASIC = FIXTURES / "run1_cli_prompt_basic" / "events.jsonl"  # one task, 6 spans
@@ -115,30 +115,24 @@ class RunningBridge:
         self.log = tmp_path / f"bridge-{time.monotonic_ns()}.log"
         self.port = dead_port()
         self.state_dir = tmp_path / "bridge-state"
-        self._stderr = self.log.open("w")
-        self.process = subprocess.Popen(
-            sigint_default(  # the Ctrl-C tests' SIGINT must reach it however pytest started
-                [
-                    sys.executable,
-                    "-m",
-                    "otel_bridge",
-                    "run",
-                    "--session-state",
-                    str(state),
-                    "--state-dir",
-                    str(self.state_dir),
-                    "--prometheus-port",
-                    str(self.port),
-                    "--poll-interval",
-                    "0.1",
-                    "--rescan-interval",
-                    "0.3",
-                    *extra,
-                ]
-            ),
+        self.process = start_bridge(
+            [
+                "run",
+                "--session-state",
+                str(state),
+                "--state-dir",
+                str(self.state_dir),
+                "--prometheus-port",
+                str(self.port),
+                "--poll-interval",
+                "0.1",
+                "--rescan-interval",
+                "0.3",
+                *extra,
+            ],
             env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=self._stderr,
+            log=self.log,
+            sigint="default",  # the Ctrl-C tests' SIGINT must reach it however pytest started
             text=True,
         )
 
@@ -159,7 +153,6 @@ class RunningBridge:
 
     def close(self) -> None:
         terminate(self.process)
-        self._stderr.close()
 
 
 @pytest.fixture

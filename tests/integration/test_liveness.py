@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import re
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -23,7 +20,7 @@ from otel_bridge.export._http import TelemetryServer
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log
-from tests.processes import terminate
+from tests.processes import bridge_env, start_bridge, terminate
 
 DEADLINE = 60.0
 
@@ -134,19 +131,14 @@ def test_run_reports_a_stuck_main_loop_on_healthz(tmp_path) -> None:
     says so, and answers 200 again once the pipe is drained."""
     root = tmp_path / "session-state"
     root.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env["OTEL_TRACES_EXPORTER"] = "none"
-    bridge = subprocess.Popen(
+    bridge = start_bridge(
         [
-            *(sys.executable, "-m", "otel_bridge", "run", "--session-state", str(root)),
+            *("run", "--session-state", str(root)),
             *("--no-checkpoints", "--prometheus-port", "0", "--poll-interval", "0.1"),
             *("--rescan-interval", "0.2", "--stuck-after", "1"),
         ],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
+        env=bridge_env({"OTEL_TRACES_EXPORTER": "none"}),
+        new_session=True,
     )
     assert bridge.stderr is not None
     if hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux: a small pipe fills with fewer lines

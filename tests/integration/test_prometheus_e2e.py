@@ -15,9 +15,7 @@ metric or label, a label the bridge does not set, a unit suffix the exporter doe
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -28,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import paths
+from tests import paths, processes
 from tests.integration.test_alert_rules import ALERTS, GROUP, alert_rules
 from tests.processes import terminate
 from tests.prometheus import (  # noqa: F401  (prometheus_factory: a fixture, used by name)
@@ -111,8 +109,7 @@ def billed_log() -> bytes:
 
 
 def start_bridge(state: Path, port: int, workdir: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env.update(
+    env = processes.bridge_env(
         {
             "OTEL_TRACES_EXPORTER": "otlp",  # to a port nobody listens on: failures, drops
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{free_port()}/v1/traces",
@@ -121,36 +118,31 @@ def start_bridge(state: Path, port: int, workdir: Path) -> subprocess.Popen[byte
             "OTEL_SERVICE_NAME": "e2e",
         }
     )
-    with (workdir / "bridge.out").open("wb") as out, (workdir / "bridge.err").open("wb") as err:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(state),
-                "--prometheus-port",
-                str(port),
-                # the released GenAI names and the previous ones: every dashboard query works
-                # with each (`<released> or <previous>`), and each selector is checked alone
-                "--semconv",
-                "both",
-                "--poll-interval",
-                "0.1",
-                "--no-checkpoints",
-                "--export-timeout",
-                "1",
-                "--rescan-interval",
-                "0.3",
-                "--traces-file",
-                str(workdir / "traces.jsonl"),
-            ],
-            env=env,
-            stdout=out,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-        )
+    return processes.start_bridge(
+        [
+            "run",
+            "--session-state",
+            str(state),
+            "--prometheus-port",
+            str(port),
+            # the released GenAI names and the previous ones: every dashboard query works
+            # with each (`<released> or <previous>`), and each selector is checked alone
+            "--semconv",
+            "both",
+            "--poll-interval",
+            "0.1",
+            "--no-checkpoints",
+            "--export-timeout",
+            "1",
+            "--rescan-interval",
+            "0.3",
+            "--traces-file",
+            str(workdir / "traces.jsonl"),
+        ],
+        env=env,
+        log=workdir / "bridge.err",
+        stdout=workdir / "bridge.out",
+    )
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

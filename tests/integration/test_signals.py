@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import Literal
 
 import pytest
 
@@ -25,7 +25,7 @@ from tests import paths
 from tests.builder import Log
 from tests.corpus import session_state, spans_in_order
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import bridge_env, sigint_default, sigint_ignored, terminate
+from tests.processes import bridge_env, start_bridge, terminate
 
 ROOT = paths.REPO
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
@@ -68,18 +68,19 @@ def _big_corpus(root: Path) -> Path:
     return corpus
 
 
-def _replay(tmp_path: Path, start: Callable[[list[str]], list[str]]) -> subprocess.Popen[str]:
+def _replay(tmp_path: Path, sigint: Literal["default", "ignored"]) -> subprocess.Popen[str]:
     """`replay --jobs 2 --traces-file` of the big corpus, in a process group of its own, once
     its workers are reading."""
     corpus = _big_corpus(tmp_path / "session-state")
-    command = [sys.executable, "-m", "otel_bridge", "replay", str(corpus), "--no-progress"]
-    command += ["--jobs", "2", "--traces-file", str(tmp_path / "traces.jsonl")]
-    process = subprocess.Popen(
-        start(command),
+    process = start_bridge(
+        [
+            *("replay", str(corpus), "--no-progress"),
+            *("--jobs", "2", "--traces-file", str(tmp_path / "traces.jsonl")),
+        ],
         env=_environment(OTEL_TRACES_EXPORTER="none"),
-        stderr=subprocess.PIPE,
+        sigint=sigint,
+        new_session=True,
         text=True,
-        start_new_session=True,
     )
     traces = tmp_path / "traces.jsonl"
     _wait_for(  # its workers are reading, and what they read is being written
@@ -92,7 +93,7 @@ def _replay(tmp_path: Path, start: Callable[[list[str]], list[str]]) -> subproce
 
 @needs_proc
 def test_replay_started_with_sigint_ignored_keeps_ignoring_it(tmp_path: Path) -> None:
-    process = _replay(tmp_path, sigint_ignored)
+    process = _replay(tmp_path, "ignored")
     try:
         assert process.poll() is None, "replay ended before it could be signalled"
         os.killpg(process.pid, signal.SIGINT)  # the terminal's Ctrl-C, to the whole group
@@ -128,11 +129,11 @@ def test_replay_started_with_sigint_ignored_keeps_ignoring_it(tmp_path: Path) ->
 
 
 @needs_proc
-@pytest.mark.parametrize("start", [sigint_default, sigint_ignored])
+@pytest.mark.parametrize("sigint", ["default", "ignored"], ids=lambda s: f"sigint_{s}")
 def test_sigterm_stops_replay_and_its_workers_as_ctrl_c_does(
-    tmp_path: Path, start: Callable[[list[str]], list[str]]
+    tmp_path: Path, sigint: Literal["default", "ignored"]
 ) -> None:
-    process = _replay(tmp_path, start)
+    process = _replay(tmp_path, sigint)
     try:
         assert process.poll() is None, "replay ended before it could be signalled"
         workers = _children(process.pid)
@@ -158,27 +159,15 @@ def _one_task(session: str) -> bytes:
     return log.jsonl()
 
 
-def _run(state: Path, receiver: OtlpReceiver, log: IO[str]) -> subprocess.Popen[str]:
-    command = [
-        sys.executable,
-        "-m",
-        "otel_bridge",
-        "run",
-        "--session-state",
-        str(state),
-        "--no-checkpoints",
-        "--prometheus-port",
-        "0",
-        "--poll-interval",
-        "0.1",
-        "--rescan-interval",
-        "0.3",
-    ]
-    return subprocess.Popen(
-        sigint_ignored(command),
+def _run(state: Path, receiver: OtlpReceiver, log: Path) -> subprocess.Popen[str]:
+    return start_bridge(
+        [
+            *("run", "--session-state", str(state), "--no-checkpoints"),
+            *("--prometheus-port", "0", "--poll-interval", "0.1", "--rescan-interval", "0.3"),
+        ],
         env=_environment(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.http_endpoint),
-        stdout=subprocess.DEVNULL,
-        stderr=log,
+        log=log,
+        sigint="ignored",
         text=True,
     )
 
@@ -190,8 +179,7 @@ def test_run_started_with_sigint_ignored_goes_on_and_stops_on_sigterm(
     (state / "first").mkdir(parents=True)
     (state / "first" / "events.jsonl").write_bytes(_one_task("first"))
     log = tmp_path / "run.log"
-    with log.open("w") as stderr_file:
-        process = _run(state, otlp_receiver, stderr_file)
+    process = _run(state, otlp_receiver, log)
     try:
         spans = len(otlp_receiver.wait_for_spans(1, timeout=30))
         process.send_signal(signal.SIGINT)
@@ -217,13 +205,13 @@ def test_run_started_from_a_terminal_stops_on_ctrl_c(
     state = tmp_path / "session-state"
     (state / "first").mkdir(parents=True)
     (state / "first" / "events.jsonl").write_bytes(_one_task("first"))
-    command = [sys.executable, "-m", "otel_bridge", "run", "--session-state", str(state)]
-    command += ["--no-checkpoints", "--prometheus-port", "0", "--poll-interval", "0.1"]
-    process = subprocess.Popen(
-        sigint_default(command),
+    process = start_bridge(
+        [
+            *("run", "--session-state", str(state), "--no-checkpoints"),
+            *("--prometheus-port", "0", "--poll-interval", "0.1"),
+        ],
         env=_environment(OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.http_endpoint),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        sigint="default",
         text=True,
     )
     try:
