@@ -49,19 +49,20 @@ def start_bridge(
     argv: Sequence[str],
     *,
     env: Mapping[str, str] | None = None,
-    log: Path | None = None,
+    log: Path | int | None = None,
     stdout: Path | int = subprocess.DEVNULL,
     sigint: Literal["default", "ignored"] | None = None,
     new_session: bool = False,
     text: bool = False,
     append: bool = False,
+    cwd: Path | None = None,
 ) -> subprocess.Popen:
     """`python -m otel_bridge argv...` in the background, the one way tests and bench/ start a
-    bridge. `env`: bridge_env() unless given. stderr to the file `log` (emptied first, unless
-    `append`), or a pipe to read without it; stdout to a file, or DEVNULL/PIPE. `sigint` sets
-    SIGINT in the child to its default or ignored (see _EXEC_WITH), else it is inherited.
-    `new_session`: its own process group, for terminate(group=True). The caller stops it
-    (terminate())."""
+    bridge. `env`: bridge_env() unless given. stderr: to the file `log` (emptied first, unless
+    `append`), or a subprocess constant (DEVNULL...), else a pipe to read. stdout: a file,
+    DEVNULL or PIPE. `sigint`: SIGINT in the child at its default or ignored (see _EXEC_WITH),
+    else inherited. `new_session`: its own process group, for terminate(group=True). stdin is
+    /dev/null. The caller stops it (terminate())."""
     command = [sys.executable, "-m", "otel_bridge", *argv]
     if sigint == "default":
         command = sigint_default(command)
@@ -69,7 +70,9 @@ def start_bridge(
         command = sigint_ignored(command)
     with contextlib.ExitStack() as files:
         mode = "ab" if append else "wb"
-        err = files.enter_context(log.open(mode)) if log is not None else subprocess.PIPE
+        err = subprocess.PIPE if log is None else log
+        if isinstance(log, Path):
+            err = files.enter_context(log.open(mode))
         out = files.enter_context(stdout.open(mode)) if isinstance(stdout, Path) else stdout
         return subprocess.Popen(
             command,
@@ -79,6 +82,7 @@ def start_bridge(
             stderr=err,
             text=text,
             start_new_session=new_session,
+            cwd=cwd,
         )
 
 

@@ -25,7 +25,7 @@ from otel_bridge.feed._parallel import (
 )
 from tests import paths
 from tests.corpus import metric_points, session_state, spans_in_order
-from tests.processes import sigint_default, terminate
+from tests.processes import bridge_env, start_bridge, terminate
 
 ROOT = paths.REPO
 
@@ -224,11 +224,16 @@ def _replay_with_workers(tmp_path: Path, stderr: int) -> subprocess.Popen[str]:
     for copy in range(19):  # enough logs that the workers are still at it when signalled
         for session in sessions:
             shutil.copytree(session, corpus / f"{copy}-{session.name}")
-    command = [sys.executable, "-m", "otel_bridge", "replay", str(corpus), "--no-progress"]
-    command += ["--jobs", "2", "--traces-file", str(tmp_path / "traces.jsonl")]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "none"}
-    process = subprocess.Popen(
-        sigint_default(command), env=env, stderr=stderr, text=True, start_new_session=True
+    process = start_bridge(
+        [
+            *("replay", str(corpus), "--no-progress"),
+            *("--jobs", "2", "--traces-file", str(tmp_path / "traces.jsonl")),
+        ],
+        env=bridge_env({"PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "none"}),
+        log=stderr,
+        sigint="default",
+        new_session=True,
+        text=True,
     )
     deadline = time.monotonic() + 60
     while not _workers(process.pid) and process.poll() is None:

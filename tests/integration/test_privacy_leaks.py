@@ -28,7 +28,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections import Counter, defaultdict
@@ -42,7 +41,7 @@ import pytest
 from otel_bridge.processors import Scrubber, ScrubberConfig
 from tests import paths
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import log_tail, terminate
+from tests.processes import log_tail, start_bridge, terminate
 from tests.prometheus import free_port
 from tests.secrets_corpus import CUSTOM_PATTERN, KINDS, Corpus, Leak, build_corpus
 
@@ -177,24 +176,13 @@ def _start(
         ]
     else:
         command = ["replay", str(corpus_dir), "--no-progress"]
-    with (work / "stdout").open("wb") as out, (work / "stderr").open("wb") as err:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "--log-level",
-                "DEBUG",
-                *command,
-                *files,
-                *config.flags,
-            ],
-            env=_environment(config, receiver),
-            stdout=out,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            cwd=work,
-        )
+    return start_bridge(
+        ["--log-level", "DEBUG", *command, *files, *config.flags],
+        env=_environment(config, receiver),
+        log=work / "stderr",
+        stdout=work / "stdout",
+        cwd=work,
+    )
 
 
 def _collect(
