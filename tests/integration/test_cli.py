@@ -152,9 +152,7 @@ def test_10000_hostile_lines_between_real_events_lose_nothing(tmp_path) -> None:
 
 
 def test_truncated_log_still_ends_every_span(tmp_path) -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.message([("c", "bash")])
     log.tool_start("c", "bash")

@@ -51,9 +51,7 @@ def session_log(root: Path, name: str, data: bytes) -> Path:
 
 
 def a_task() -> bytes:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.simple_turn("0", "u1", [("c1", "bash")])
     return log.jsonl()
 

@@ -46,9 +46,7 @@ def expected_name(span: SpanRecord) -> str:
 
 
 def test_a_41_turn_task_adds_no_name_per_turn() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     for n in range(41):
         log.simple_turn(str(n), f"u{n}", [(f"c{n}", "bash")])
     spans = assemble(log.events())
@@ -73,9 +71,7 @@ def test_every_span_of_a_real_log_is_named_by_its_kind_and_bounded_names(path: P
 def test_the_outline_shows_a_turn_index_from_its_attribute() -> None:
     """tests/spantree.outline writes `turn #n` (n: copilot.turn.index), so that the hand-drawn
     trees of the other tests still say which turn is which; the span's name is `turn`."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.simple_turn("0", "u0", [("c0", "view")])
     log.simple_turn("1", "u1")
     spans = assemble(log.events())

@@ -271,9 +271,7 @@ def two_segments() -> Log:
     """Segment 1: a main call (gpt-4.1, 1 premium request) and a sub-agent's call
     (claude, 0.33); shutdown at 1.33. Segment 2, resumed: one call (claude, 0.33); the second
     shutdown is cumulative: 1.66."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     billed(log, "u1", 1.0, 2e9)
     log.message([("call-t", "task")])
@@ -348,9 +346,7 @@ def test_session_snapshots_count_their_differences_only() -> None:
 
 
 def test_a_shutdown_with_the_task_still_open_puts_the_figures_on_its_root() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     billed(log, "u1", 1.0, 1e9)
     log.message([("call-1", "bash")])
@@ -387,9 +383,7 @@ def test_a_zero_cost_without_any_billed_call_is_not_shown_as_a_price() -> None:
 
 
 def test_a_snapshot_smaller_than_the_previous_counts_nothing_negative() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.simple_turn("0", "u1")
     log.add("session.shutdown", **snapshot(2.0, 0, 10, 5, 2, {"gpt-4.1": 2.0}))
     log.add("session.resume")
@@ -401,9 +395,7 @@ def test_a_snapshot_smaller_than_the_previous_counts_nothing_negative() -> None:
 
 
 def test_byok_calls_beside_billed_ones_count_no_cost_and_unreported_credits_are_absent() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1", cost=0.0, isByok=True, aiCreditsStatus="unavailable", model="local")
     log.message(turn="0")

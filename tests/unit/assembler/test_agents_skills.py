@@ -82,9 +82,7 @@ def test_deselecting_returns_to_the_default_agent() -> None:
 
 def test_a_subagents_own_selection_names_neither_the_root_nor_the_next_task() -> None:
     """An explore sub-agent writes subagent.selected with its agentId after subagent.started."""
-    log = Log()
-    log.start()
-    log.user(interaction="i1")
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("t1", "task")])
@@ -175,9 +173,7 @@ def skill_turn(log: Log, turn: str, call: str, usage: str, agent: str | None = N
 
 
 def test_skill_events_go_on_the_turn_and_are_counted_by_name() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     skill_turn(log, "0", "c1", "u1")
     log.turn("1")
     log.usage("u2")
@@ -219,9 +215,7 @@ def test_skill_events_go_on_the_turn_and_are_counted_by_name() -> None:
 
 def main_turn_spawning_a_subagent() -> Log:
     """A task whose first main turn calls `task` (t1), and its sub-agent a1 started."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("t1", "task")])
@@ -342,9 +336,7 @@ def test_end_of_input_without_shutdown_is_not_called_a_limit() -> None:
 
 
 def test_interactive_mode_and_task_complete_are_never_a_limit() -> None:
-    log = Log()
-    log.start()
-    log.user(interaction="i1")
+    log = Log.asked()
     log.simple_turn("0", "u1")
     log.add("session.shutdown", shutdownType="routine")
     log.add("session.resume", eventCount=5)

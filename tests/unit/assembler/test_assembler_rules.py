@@ -69,9 +69,7 @@ def test_autopilot_loop_that_stops_without_task_complete_ends_complete_at_end_of
 
 
 def test_interactive_loop_ends_at_the_turn_without_tool_requests() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.simple_turn("0", "u1", [("c1", "bash")])
     log.simple_turn("1", "u2")
     end = log.now
@@ -85,9 +83,7 @@ def test_interactive_loop_ends_at_the_turn_without_tool_requests() -> None:
 
 
 def test_each_top_level_message_is_its_own_trace_and_sub_agent_messages_are_not() -> None:
-    log = Log()
-    log.start()
-    log.user(interaction="i1")
+    log = Log.asked()
     log.simple_turn("0", "u1")
     log.add("user.message", "agent-x", content="sub prompt", parentToolCallId="t9")
     log.user(interaction="i2")
@@ -98,9 +94,7 @@ def test_each_top_level_message_is_its_own_trace_and_sub_agent_messages_are_not(
 
 
 def test_parallel_tools_complete_out_of_order_under_the_requesting_turn() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("a", "bash"), ("b", "view"), ("c", "grep")])
@@ -126,9 +120,7 @@ def test_parallel_tools_complete_out_of_order_under_the_requesting_turn() -> Non
 
 
 def test_failed_tool_is_an_error_and_nonzero_exit_is_not() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("v", "view"), ("b", "bash")])
@@ -150,9 +142,7 @@ def test_failed_tool_is_an_error_and_nonzero_exit_is_not() -> None:
 
 
 def test_failed_tool_message_only_with_content_capture() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.message([("v", "view")])
     log.tool_start("v", "view")
@@ -165,9 +155,7 @@ def test_failed_tool_message_only_with_content_capture() -> None:
 def test_session_error_after_a_turn_whose_calls_all_failed() -> None:
     """The turn opens and closes with no usage and no message, then session.error
     (docs/events.md)."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.turn_end("0")
     log.wait(17_000)
@@ -184,9 +172,7 @@ def test_session_error_after_a_turn_whose_calls_all_failed() -> None:
 
 
 def test_abort_closes_every_open_span_as_aborted() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("t1", "task"), ("b1", "bash")])
@@ -223,9 +209,7 @@ def test_abort_closes_every_open_span_as_aborted() -> None:
 
 
 def test_tool_that_never_completes_is_closed_with_its_turn() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.message([("x", "bash")])
     log.tool_start("x", "bash")
@@ -242,9 +226,7 @@ def test_subagents_nested_and_parallel() -> None:
     """main -> task t1 (agent A) -> task t3 (agent C, nested); main -> task t2 (agent B) in
     parallel with t1; the sub-agents' events interleave as they do in the real log, and
     subagent.* events carry the sub-agent's own agentId (tests/fixtures/subagent_*)."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u-main-0")
     log.message([("t1", "task"), ("t2", "task")])
@@ -330,9 +312,7 @@ def test_subagents_nested_and_parallel() -> None:
 
 
 def test_subagent_failure_sets_error() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.message([("t1", "task")])
     log.tool_start("t1", "task")
@@ -361,9 +341,7 @@ def test_subagent_failure_sets_error() -> None:
 
 
 def test_several_segments_and_a_crash_without_shutdown() -> None:
-    log = Log()
-    log.start()
-    log.user(interaction="i1")
+    log = Log.asked()
     log.turn("0")
     crash = log.now
     log.add("session.resume", resumeTime="x")  # the CLI died mid-turn, then was resumed
@@ -385,9 +363,7 @@ def test_several_segments_and_a_crash_without_shutdown() -> None:
 
 
 def test_compaction_and_truncation_are_span_events_on_the_interaction() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.add("session.compaction_start", trigger="threshold", currentTokens=90000)
     log.add(
@@ -433,9 +409,7 @@ def test_compaction_and_truncation_are_span_events_on_the_interaction() -> None:
     ],
 )
 def test_task_complete_outcome(data, outcome) -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.message([("c", "task_complete")])
     log.tool_start("c", "task_complete")
@@ -447,9 +421,7 @@ def test_task_complete_outcome(data, outcome) -> None:
 
 
 def test_end_of_input_closes_open_spans_at_the_last_event_marked_incomplete() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.message([("x", "bash")])
     log.tool_start("x", "bash")
@@ -468,9 +440,7 @@ def test_end_of_input_closes_open_spans_at_the_last_event_marked_incomplete() ->
 
 
 def test_old_logs_without_usage_records_get_one_chat_span_per_call() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.message([("x", "bash")], api_call="call-A")
     log.tool_start("x", "bash")
@@ -577,9 +547,7 @@ def test_an_abort_after_turn_end_aborts_the_cut_tool_even_past_an_ignored_event(
     """`copilot -p` under SIGINT may write turn_end before abort, and other events (a hook, a
     system message) between them: the tool the turn left running is still aborted, not
     incomplete."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("b1", "bash")])

@@ -20,9 +20,7 @@ def killed_then_resumed(*, synthetic: bool = True, then_work: bool = True) -> tu
     """A turn runs two tools; one completes, the CLI is SIGKILLed while the other runs (no
     turn_end, no shutdown); `copilot --resume` then reports on it and runs a new message.
     Returns the log and the time of the killed process's last event."""
-    log = Log()
-    log.start()
-    log.user(interaction="i1")
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("slow", "bash"), ("quick", "view")])
@@ -147,9 +145,7 @@ def test_killed_and_resumed_log_read_in_two_pieces_gives_the_same_spans() -> Non
 
 
 def permission_log(result: str, source: str | None, success: bool) -> Log:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("w", "bash")])
@@ -210,9 +206,7 @@ def test_an_approved_permission_is_on_a_successful_span() -> None:
 def test_a_decision_before_the_tool_starts_is_kept_for_it() -> None:
     """A permission asked (and answered) before tool.execution_start, naming the call only in
     the request's permissionRequest: the decision still lands on the tool's span."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("e", "edit")])
@@ -233,9 +227,7 @@ def test_a_decision_before_the_tool_starts_is_kept_for_it() -> None:
 
 
 def test_a_tool_refused_by_a_rule_is_denied_without_permission_events() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("rm", "bash")])
@@ -256,9 +248,7 @@ def test_a_tool_refused_by_a_rule_is_denied_without_permission_events() -> None:
 
 
 def mcp_log(*, crash: bool) -> Log:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("m1", "demo-lookup")])
@@ -318,9 +308,7 @@ def test_a_crashed_mcp_server_fails_its_call() -> None:
 
 
 def test_the_cli_s_own_tools_carry_no_mcp_attributes() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.simple_turn("0", "u1", [("c1", "bash")])
     tool = one(assemble(log.events()), "execute_tool bash")
     assert tool.attributes["gen_ai.tool.type"] == "function"

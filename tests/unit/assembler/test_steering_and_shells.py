@@ -125,9 +125,7 @@ def test_user_messages_are_counted_by_delivery() -> None:
 def shell_log(gap_ms: int = 3_000, result: str | None = None, detach: bool = False) -> Log:
     """An async bash, the final answer, then (`gap_ms` later) the shell's notification, the
     CLI's read_bash outside any turn and a new turn "0" under the old interactionId."""
-    log = Log()
-    log.start()
-    log.user(interaction="i1")
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("c1", "bash")], turn="0")
@@ -497,9 +495,7 @@ def test_replay_takes_the_background_wait_from_the_command_line(tmp_path: Path) 
 def test_a_steering_message_sent_as_its_task_stopped_still_joins_it() -> None:
     """The loop ended (the bridge closed the task) just as the user steered: the CLI runs the
     message under the task's interactionId, so its turn goes into that task's trace."""
-    log = Log()
-    log.start()
-    log.user(interaction="i1")
+    log = Log.asked()
     log.simple_turn("0", "u1")
     log.add("user.message", content="and", interactionId="i1", turnId="1", delivery="steering")
     log.simple_turn("1", "u2")
@@ -515,9 +511,7 @@ def test_the_checkpoint_carries_the_previous_tasks_interaction_ids() -> None:
     message as a reading of the whole log does."""
     from otel_bridge.assembler import SessionAssembler
 
-    log = Log()
-    log.start()
-    log.user(interaction="i1")
+    log = Log.asked()
     log.simple_turn("0", "u1")
     cut = len(log.raw)
     log.add("user.message", content="and", interactionId="i1", turnId="1", delivery="steering")

@@ -110,9 +110,7 @@ def test_kept_unknown_events_carry_their_data_with_content_capture_on() -> None:
 
 def test_kept_unknown_event_data_is_cut_to_the_content_limit_on_export() -> None:
 
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.add("future.big", items=["word"] * 500)
     log.simple_turn("0", "u1")
     spans, _ = _assemble(log, AssemblerConfig(keep_unknown_events=True, capture_content=True))
@@ -127,9 +125,7 @@ def test_kept_unknown_event_data_is_cut_to_the_content_limit_on_export() -> None
 
 def test_unknown_event_names_keep_a_bounded_shape() -> None:
     """A type that is not a dotted lower-case name (it could hold anything) is not copied."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.add("Not A Type: ghp_" + "x" * 40)
     log.simple_turn("0", "u1")
     spans, recorder = _assemble(log, AssemblerConfig(keep_unknown_events=True))
@@ -138,9 +134,7 @@ def test_unknown_event_names_keep_a_bounded_shape() -> None:
 
 
 def test_many_unknown_types_keep_the_metric_label_bounded_but_every_event_kept() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     count = MAX_UNKNOWN_TYPES + 20
     for i in range(count):  # as compactions write model.* types with hashes in their names
         log.add(f"model.c{i:024x}")
@@ -171,9 +165,7 @@ def _span_events(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_replay_keep_unknown_events_writes_them_on_the_root(tmp_path: Path) -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.add("future.thing", note="sk-" + "a" * 30)  # a secret-looking value: scrubbed
     log.usage("u1")
@@ -248,9 +240,7 @@ def test_a_cli_version_of_another_shape_is_bounded_where_it_is_read() -> None:
 
 
 def test_a_checkpoint_gives_back_a_bounded_version() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.simple_turn("0", "u1")
     assembler = Assembler(AssemblerConfig())
     assembler.feed("sess-1", log.events())

@@ -189,9 +189,7 @@ def test_cli_1_0_92_subagent_with_a_provider_error_fails_as_on_1_0_102() -> None
 
 def _subagent_log(end: str) -> Log:
     """A task call whose sub-agent (agent a1) hits a session.error, then ends with `end`."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.message([("t1", "task")])
     log.tool_start("t1", "task")
@@ -275,9 +273,7 @@ def test_stats_counts_llm_calls_of_logs_without_usage_records(
 def test_a_tool_its_turn_end_left_running_is_aborted_within_that_turn() -> None:
     """Seen on 1.0.92: `assistant.turn_end` 6 ms before the `abort` that cuts the tool short.
     The tool is aborted, and ends with its turn rather than after it."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.message([("b1", "bash")])
     log.tool_start("b1", "bash")

@@ -52,9 +52,7 @@ def test_partial_last_line_waits_for_its_newline() -> None:
 
 
 def test_any_split_of_the_input_gives_the_same_events() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.simple_turn("0", "u1", [("c", "bash")])
     data = log.jsonl()
     whole = JsonLinesDecoder("f").feed(data)

@@ -27,9 +27,7 @@ def _refusing_port() -> int:
 
 
 def _one_task() -> Log:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.simple_turn("0", "u1", [("c1", "bash")])
     return log
 

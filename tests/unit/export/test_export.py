@@ -28,9 +28,7 @@ from tests.spantree import assemble
 
 
 def spans_through_sink(**sink_args):
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("v", "view")])

@@ -376,9 +376,7 @@ def sdk_points(reader, *, zeros: bool = False) -> dict[str, list[tuple[dict, flo
 
 
 def many_tools_log(count: int) -> list:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     for turn in range(0, count, 100):
         tools = [(f"c{i}", f"mcp_tool_{i}") for i in range(turn, min(turn + 100, count))]
         log.simple_turn(str(turn), f"u{turn}", tools)

@@ -91,9 +91,7 @@ def test_a_handler_recording_an_unknown_name_fails_the_test_not_only_counts(
 ) -> None:
     """The session turns a handler's exception into a counted skip; not this one."""
     monkeypatch.setattr(sc, "METRIC_TURNS", sc.MetricName("copilot.made_up"))
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     session = SessionAssembler("s", metrics=Recorder())  # type: ignore[arg-type]
     with pytest.raises(UnknownMetric):

@@ -183,9 +183,7 @@ def test_line_counts_of_edits_saturate_rather_than_overflow() -> None:
 
 
 def real_task() -> Log:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.usage("u1")
     log.message([("t1", "task")])
@@ -410,9 +408,7 @@ def test_a_turn_that_never_ends_holds_a_bounded_amount_and_says_its_full_size() 
     """One turn, thousands of LLM calls and messages, with content capture: the messages kept
     for its chat spans, its answer's text and the chat spans held for their messages stay
     bounded; the answer's size on the turn is all of it."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     for n in range(3000):
         log.usage(f"u{n}", apiCallId=f"never{n}")  # their messages never come

@@ -95,9 +95,7 @@ def test_session_idle_ends_an_autopilot_interaction_at_once() -> None:
 
 
 def test_failed_calls_retries_and_interrupts() -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     log.wait(100)
     log.add(

@@ -35,9 +35,7 @@ def make_tailer(root: Path, clock: Clock, **options) -> tuple[Tailer, list]:
 
 
 def two_messages() -> bytes:
-    log = Log()
-    log.start()
-    log.user(interaction="i1")
+    log = Log.asked()
     log.simple_turn("0", "u1", [("c1", "bash")])
     log.simple_turn("1", "u2")
     log.user(interaction="i2")
@@ -98,9 +96,7 @@ def test_new_session_directories_are_picked_up(tmp_path) -> None:
 
 
 def test_quiet_open_interaction_is_closed_after_the_idle_timeout(tmp_path) -> None:
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     path = tmp_path / "s" / "events.jsonl"
     path.parent.mkdir()
@@ -266,9 +262,7 @@ def test_the_idle_timeout_counts_no_time_the_bridge_was_paused(tmp_path) -> None
     """A task is open and its log quiet; the bridge is stopped for an hour (SIGSTOP, a
     suspended laptop) while its clock runs on. The task is not closed as incomplete on
     waking: quiet time is time the bridge was looking."""
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     path = tmp_path / "s" / "events.jsonl"
     path.parent.mkdir()

@@ -665,9 +665,7 @@ def test_a_log_that_grew_while_the_machine_slept_is_read_before_its_task_is_judg
         manager_module, "time", types.SimpleNamespace(monotonic=lambda: mono[0], time=time.time)
     )
     monkeypatch.setattr(watch_module.Watcher, "degraded", property(lambda self: False))
-    log = Log()
-    log.start()
-    log.user()
+    log = Log.asked()
     log.turn("0")
     path = tmp_path / "s" / "events.jsonl"
     path.parent.mkdir()
