@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from otel_bridge import StatusCode
-from tests import paths
+from tests import outlines, paths
 from tests.spantree import assemble_file, by_name, check_invariants, children, label, outline, turns
 
 FIXTURES = paths.FIXTURES
@@ -42,14 +42,7 @@ def llm_calls(events: list[dict]) -> int:
 
 def test_run1_one_tool_call_then_answer() -> None:
     spans = assemble_file(FIXTURES / "run1_cli_prompt_basic" / "events.jsonl")
-    assert outline(spans) == [
-        "invoke_agent copilot",
-        "  turn #1",
-        "    chat gpt-4.1",
-        "    execute_tool bash",
-        "  turn #2",
-        "    chat gpt-4.1",
-    ]
+    assert outline(spans) == outlines.outline("one_tool_then_answer")
     check_invariants(spans)
     (root,) = by_name(spans, "invoke_agent")
     assert root.parent_span_id is None
