@@ -24,7 +24,7 @@ from otel_bridge.export import MetricsOptions, build_metrics, build_resource
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests import paths
-from tests.integration.test_cli import read_traces_file
+from tests.traces_file import read_traces_file
 
 FIXTURES = paths.FIXTURES
 REAL_LOG = FIXTURES / "run1_cli_prompt_basic" / "events.jsonl"

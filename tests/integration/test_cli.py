@@ -5,38 +5,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from google.protobuf import json_format
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_bridge.cli import main
 from tests import paths
 from tests.builder import Log
+from tests.traces_file import read_traces_file
 
 FIXTURES = paths.FIXTURES
 #: doctor without the machine's port 9464 and default state directory (not the test's)
 NOT_THE_MACHINES = ("--no-prometheus", "--no-checkpoints")
-
-
-def read_traces_file(path: Path) -> list[dict]:
-    """Decode an OTLP JSON Lines file with the official protobuf JSON mapping."""
-    spans = []
-    for line in path.read_text().splitlines():
-        request = json_format.Parse(line, ExportTraceServiceRequest())
-        for resource_spans in request.resource_spans:
-            for scope_spans in resource_spans.scope_spans:
-                for span in scope_spans.spans:
-                    spans.append(
-                        {
-                            "name": span.name,
-                            "trace_id": span.trace_id.hex(),
-                            "span_id": span.span_id.hex(),
-                            "parent": span.parent_span_id.hex(),
-                        }
-                    )
-    return spans
 
 
 def test_replay_session_state_dir_to_traces_file(tmp_path, caplog) -> None:

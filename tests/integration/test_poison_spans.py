@@ -35,7 +35,7 @@ from otel_bridge.export._sdk_logs import quiet_exporter_logs
 from tests import otlp_receiver as rx
 from tests import paths, spantree
 from tests.otlp_receiver import OtlpReceiver, ReceivedRequest
-from tests.unit.export.test_metrics import Recorder
+from tests.recorder import Recorder
 
 FIXTURES = paths.FIXTURES
 HEALTHY = ("one_tool_cli1092", "subagent", "abort")

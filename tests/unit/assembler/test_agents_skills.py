@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from otel_bridge import Assembler
 from tests.builder import Log
+from tests.recorder import Recorder
 from tests.spantree import assemble, by_name, check_invariants, children, turns
-from tests.unit.export.test_metrics import Recorder
 
 
 def roots_of(spans):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from otel_bridge import Assembler, AssemblerConfig, StatusCode
 from tests.builder import Log
+from tests.recorder import Recorder
 from tests.spantree import assemble, by_name, check_invariants
-from tests.unit.export.test_metrics import Recorder
 
 
 def one(spans, prefix):

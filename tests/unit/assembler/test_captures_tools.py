@@ -16,9 +16,9 @@ from otel_bridge._events import parse_timestamp_ns
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests import paths
+from tests.recorder import Recorder
 from tests.spantree import assemble_file, by_name, check_invariants
 from tests.unit.assembler.test_assembler_captures import raw_events
-from tests.unit.export.test_metrics import Recorder
 
 FIXTURES = paths.FIXTURES
 CRASH = FIXTURES / "crash_resume" / "events.jsonl"

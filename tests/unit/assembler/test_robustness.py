@@ -15,9 +15,9 @@ from otel_bridge.assembler import _session
 from otel_bridge.assembler.handlers import HANDLERS
 from otel_bridge.cli import main
 from tests import paths, spantree
-from tests.integration.test_cli import read_traces_file
+from tests.recorder import Recorder
 from tests.spantree import assemble_file, by_name, check_invariants, turns
-from tests.unit.export.test_metrics import Recorder
+from tests.traces_file import read_traces_file
 
 FIXTURES = paths.FIXTURES
 LOG = FIXTURES / "one_tool_cli1092" / "events.jsonl"

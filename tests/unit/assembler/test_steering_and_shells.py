@@ -107,7 +107,7 @@ def test_a_steering_message_of_another_interaction_is_a_new_task() -> None:
 
 
 def test_user_messages_are_counted_by_delivery() -> None:
-    from tests.unit.export.test_metrics import Recorder
+    from tests.recorder import Recorder
 
     recorder = Recorder()
     assembler = Assembler(metrics=recorder)

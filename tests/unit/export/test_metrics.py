@@ -15,44 +15,22 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from otel_bridge import Assembler, JsonLinesDecoder
+from otel_bridge import Assembler
 from otel_bridge._metrics import CATALOGUE, Instrument, prometheus_name
 from otel_bridge.cli import main
 from otel_bridge.export import OtelMetricsRecorder
 from otel_bridge.export._metric_recorder import DEFAULT_MAX_LABEL_VALUES, OTHER_LABEL_VALUE
 from tests import paths, spantree
 from tests.builder import Log
+from tests.recorder import Recorder
 
 FIXTURES = paths.FIXTURES
 LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
 
 
-class Recorder:
-    """Keeps every observation."""
-
-    def __init__(self) -> None:
-        self.points: list[tuple[str, str, float, dict, str]] = []
-
-    def add(self, name, value, attributes, session_id) -> None:
-        self.points.append(("add", name, value, dict(attributes), session_id))
-
-    def record(self, name, value, attributes, session_id) -> None:
-        self.points.append(("record", name, value, dict(attributes), session_id))
-
-    def values(self, name: str, **match) -> list[float]:
-        return [
-            v
-            for _, n, v, a, _ in self.points
-            if n == name and all(a.get(k.replace("__", ".")) == m for k, m in match.items())
-        ]
-
-
 def observe(path: Path) -> Recorder:
     recorder = Recorder()
-    assembler = Assembler(metrics=recorder)
-    decoder = JsonLinesDecoder(str(path))
-    assembler.feed("s", decoder.feed(path.read_bytes()) + decoder.finish(), path.parent.name)
-    assembler.end_stream("s")
+    spantree.assemble(path, "s", metrics=recorder)
     return recorder
 
 

@@ -20,7 +20,7 @@ from otel_bridge.assembler._meter import SessionMeter
 from otel_bridge.assembler._state import SessionFacts
 from tests import paths
 from tests.builder import Log
-from tests.unit.export.test_metrics import Recorder
+from tests.recorder import Recorder
 
 PACKAGE = paths.PACKAGE
 #: Where metric names are spelled: the names, and the catalogue that defines them.

@@ -15,8 +15,8 @@ from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, SpanRecord
 from otel_bridge import semconv as sc
 from tests import paths
 from tests.builder import Log, iso
+from tests.recorder import Recorder
 from tests.spantree import by_name, check_invariants, turns
-from tests.unit.export.test_metrics import Recorder
 
 FIXTURES = paths.FIXTURES
 UUID = "4b1d7a57-3c1e-4f5a-9d7e-0123456789ab"
