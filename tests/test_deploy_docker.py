@@ -2,6 +2,6 @@
 tests/test_deploy_kubernetes.py and tests/test_deploy_compose*.py import under this name, from
 tests/integration/deploy/test_deploy_docker.py where these tests now live."""
 
-from tests.integration.deploy.test_deploy_docker import cli_problem
+from tests.integration.deploy.test_deploy_docker import bridge_args, cli_problem
 
-__all__ = ["cli_problem"]
+__all__ = ["bridge_args", "cli_problem"]
