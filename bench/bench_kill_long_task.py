@@ -28,6 +28,7 @@ if str(REPO) not in sys.path:
 
 from tests.builder import Log  # noqa: E402
 from tests.otlp_receiver import OtlpReceiver  # noqa: E402
+from tests.processes import start_bridge  # noqa: E402
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 
@@ -54,23 +55,15 @@ def _start(work: Path, receiver: OtlpReceiver, pythonpath: Path) -> subprocess.P
         PYTHONSAFEPATH="1",
         OTEL_EXPORTER_OTLP_ENDPOINT=receiver.http_endpoint,
     )
-    with (work / "run.log").open("ab") as output:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(work / "session-state"),
-                "--state-dir",
-                str(work / "state"),
-                "--no-prometheus",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=output,
-        )
+    return start_bridge(
+        [
+            *("run", "--session-state", str(work / "session-state")),
+            *("--state-dir", str(work / "state"), "--no-prometheus"),
+        ],
+        env=env,
+        log=work / "run.log",
+        append=True,
+    )
 
 
 def _span_count(receiver: OtlpReceiver) -> int:

@@ -19,6 +19,8 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tests.processes import start_bridge
+
 __all__ = [
     "Bridge",
     "bridge_env",
@@ -72,13 +74,7 @@ class Bridge:
             full += ["--prometheus-host", "127.0.0.1", "--prometheus-port", str(port)]
         self.log = log
         self.started = time.monotonic()
-        with log.open("ab") as stderr:
-            self.process = subprocess.Popen(
-                command("run", full),
-                env=dict(env),
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-            )
+        self.process = start_bridge(["run", *full], env=env, log=log, append=True)
 
     @property
     def pid(self) -> int:
@@ -188,10 +184,7 @@ def run_to_end(
     CPU comes from wait4's rusage, so it is the child's own, whatever else the machine runs.
     """
     started = time.perf_counter()
-    with log.open("ab") as stderr:
-        process = subprocess.Popen(
-            command(sub, args), env=dict(env), stdout=subprocess.DEVNULL, stderr=stderr
-        )
+    process = start_bridge([sub, *args], env=env, log=log, append=True)
     deadline = time.monotonic() + timeout
     try:
         while True:

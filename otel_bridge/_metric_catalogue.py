@@ -3,7 +3,8 @@
 The export adapter creates its instruments from it, `stats` aggregates by it, docs/metrics.md
 defines each entry (a test checks that none is missing), and dashboards and alert rules query
 the Prometheus names derived from it. One list, so that these cannot drift. Names are
-`semconv.METRIC_*` only: no other module spells a metric's name (tests/test_metric_names.py).
+`semconv.METRIC_*` only: no other module spells a metric's name
+(tests/unit/repo/test_metric_names.py).
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ _INFERENCE = (*_GENAI, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL, *REPOS
 _RUNNING = (sc.COPILOT_MODE, *REPOSITORY_LABELS, sc.GEN_AI_AGENT_NAME)
 #: The further attribution labels `--metric-labels` may add to those same metrics, by the name
 #: the option takes. Off by default: each multiplies the series (docs/metrics.md). Paths,
-#: commits and session ids are never labels (tests/test_attribution.py goes over every label).
+#: commits and session ids are never labels (tests/unit/assembler/test_attribution.py goes over
+#: every label).
 OPTIONAL_LABELS: Mapping[str, str] = {
     "branch": sc.VCS_REF_HEAD_NAME,
     "host": sc.COPILOT_REPOSITORY_HOST,

@@ -237,7 +237,7 @@ ERROR_MODEL_CALL_FAILED: Final = "model_call_failure"  # a model.call_failure wi
 
 # --- metric names (METRIC_*, here and below): every metric the bridge records is named in this
 # module, as a `MetricName`, and defined once in the catalogue (`_metric_catalogue.py`,
-# docs/metrics.md); no other module spells one (tests/test_metric_names.py) ------------------
+# docs/metrics.md); no other module spells one (tests/unit/repo/test_metric_names.py) --------
 METRIC_TURNS_PER_MESSAGE: Final = MetricName("copilot.turns_per_message")
 METRIC_TASKS: Final = MetricName("copilot.tasks")
 METRIC_TURNS: Final = MetricName("copilot.turns")
@@ -469,7 +469,7 @@ SEMCONV_BOTH: Final = "both"
 SEMCONV_MODES: Final = (SEMCONV_RELEASED, SEMCONV_PREVIOUS, SEMCONV_BOTH)
 #: (previous name, released name, what changed): every name the bridge emitted under
 #: semantic-conventions 1.41.0 that it now emits under another. docs/metrics.md's table is
-#: checked against it (tests/test_semconv_versions.py).
+#: checked against it (tests/unit/export/test_semconv_versions.py).
 RENAMED: Final[tuple[tuple[str, str, str], ...]] = (
     (
         METRIC_TOKEN_USAGE + " (gen_ai.token.type=input)",

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# What the deployment tests (tests/test_deploy_*.py) need beyond the Python test extras:
+# What the deployment tests (tests/integration/deploy/, tests/test_deploy_*.py) need beyond the
+# Python test extras:
 #   - systemd-analyze (Debian's systemd package, which apt does not start), to verify the user
-#     unit that `otel-bridge install-service` writes (tests/test_deploy_service.py);
+#     unit that `otel-bridge install-service` writes
+#     (tests/integration/deploy/test_deploy_service.py);
 #   - kustomize, to build deploy/kubernetes (tests/test_deploy_kubernetes.py).
 # promtool, which tests/test_deploy_compose.py also uses, comes with scripts/test.sh's
 # prometheus. Needs root for apt-get, as scripts/test.sh. The image and the compose stack,

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Go programs some tests run for real, once, into a cache outside the repository:
 #   - Jaeger v2 (all-in-one), github.com/jaegertracing/jaeger/cmd/jaeger at $JAEGER_VERSION, the
-#     backend of tests/test_jaeger.py and tests/test_gateway.py;
+#     backend of tests/integration/test_jaeger.py and tests/integration/test_gateway.py;
 #   - an OpenTelemetry Collector built with the Collector's builder ($COLLECTOR_VERSION) from
-#     deploy/otelcol/builder-config.yaml: the gateway tier of tests/test_gateway.py, and the
-#     `validate` command that checks every shipped Collector configuration.
+#     deploy/otelcol/builder-config.yaml: the gateway tier of tests/integration/test_gateway.py, and
+#     the `validate` command that checks every shipped Collector configuration.
 # Neither has a Python or Debian package; both come from the Go module proxy (nothing else is
 # downloaded). The cache is $OTEL_BRIDGE_TEST_PARTS, by default
 # ${XDG_CACHE_HOME:-~/.cache}/otel-bridge/test-parts: GOMODCACHE and GOCACHE live there too, and a
@@ -16,7 +16,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Keep these in step with tests/goparts.py (tests/test_gateway.py checks that they agree).
+# Keep these in step with tests/goparts.py (tests/integration/test_gateway.py checks that they
+# agree).
 JAEGER_VERSION=v1.76.0
 BUILDER_VERSION=v0.161.0 # the Collector release of every module in the manifest
 

@@ -16,7 +16,7 @@ a normalised, byte-stable form and hashed, once per way of reading the log (`PAT
 - jobs: every fixture at once through `replay_logs_parallel` with two worker processes
   (one digest per configuration, under the fixture name "*").
 
-The digests are stored in tests/golden/digests.json; tests/test_golden_dump.py recomputes
+The digests are stored in tests/golden/digests.json; tests/unit/repo/test_golden_dump.py recomputes
 them and compares. A change that is meant to change the output regenerates them with
 
     python scripts/golden_dump.py --update

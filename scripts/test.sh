@@ -22,9 +22,9 @@ if ! command -v promtool >/dev/null 2>&1; then
     apt-get update -q && apt-get install -y -q prometheus
 fi
 # podman (with runc: crun needs cgroups a container or small VM may not delegate),
-# podman-compose and debootstrap: tests/test_deploy_docker.py and test_deploy_compose_up.py
-# build the images and run them for real, on a Debian base made once and cached beside the Go
-# parts (tests/podman.py).
+# podman-compose and debootstrap: tests/integration/deploy/test_deploy_docker.py and
+# tests/test_deploy_compose_up.py build the images and run them for real, on a Debian base made
+# once and cached beside the Go parts (tests/podman.py).
 for tool in podman runc podman-compose debootstrap; do
     if ! command -v "$tool" >/dev/null 2>&1; then
         apt-get update -q && apt-get install -y -q podman runc podman-compose debootstrap
@@ -40,7 +40,7 @@ for version in $older_clis; do
         "@github/copilot@$version"
 done
 python -m pip install -c constraints.txt -e ".[test]"
-bash scripts/build_deploy_tools.sh  # systemd-analyze (apt) and kustomize (Go) for tests/test_deploy_*
+bash scripts/build_deploy_tools.sh  # systemd-analyze (apt), kustomize (Go): the deployment tests
 
 python scripts/check_repo.py  # no tracked file over 5 MiB, none that .gitignore excludes
 ruff check otel_bridge tests scripts bench

@@ -28,6 +28,15 @@ class Log:
         self.step = step_ms * 1_000_000
         self.raw: list[dict[str, Any]] = []
 
+    @classmethod
+    def asked(cls, session: str = "sess-1") -> Log:
+        """A session started and one user message sent (interaction i1): how most hand-built
+        logs begin, before their turns."""
+        log = cls(session)
+        log.start()
+        log.user()
+        return log
+
     def add(self, type_: str, agent: str | None = None, **data: Any) -> dict[str, Any]:
         self.now += self.step
         obj: dict[str, Any] = {

@@ -46,7 +46,8 @@ MANIFEST = ROOT / "deploy" / "otelcol" / "builder-config.yaml"
 BUILD_SCRIPT = ROOT / "scripts" / "build_test_parts.sh"
 HOST = "127.0.0.1"
 
-# Keep in step with scripts/build_test_parts.sh (tests/test_gateway.py checks that they agree).
+# Keep in step with scripts/build_test_parts.sh (tests/integration/test_gateway.py checks that
+# they agree).
 JAEGER_VERSION = "v1.76.0"
 COLLECTOR_VERSION = "v0.161.0"
 

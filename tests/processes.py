@@ -8,8 +8,9 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 # A child inherits an ignored signal across exec (POSIX exec(3): "Signals set to be ignored
 # by the calling process image shall be set to be ignored by the new process image"), and a
@@ -34,6 +35,55 @@ def sigint_default(command: Sequence[str]) -> list[str]:
 def sigint_ignored(command: Sequence[str]) -> list[str]:
     """`command`, started with SIGINT ignored, as a script's background job is."""
     return [sys.executable, "-c", _EXEC_WITH.format("SIG_IGN"), *command]
+
+
+def bridge_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without OTEL_* and COPILOT_* (a developer's collector setting
+    must not change a result), and `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
+    env.update(extra or {})
+    return env
+
+
+def start_bridge(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    log: Path | int | None = None,
+    stdout: Path | int = subprocess.DEVNULL,
+    sigint: Literal["default", "ignored"] | None = None,
+    new_session: bool = False,
+    text: bool = False,
+    append: bool = False,
+    cwd: Path | None = None,
+) -> subprocess.Popen:
+    """`python -m otel_bridge argv...` in the background, the one way tests and bench/ start a
+    bridge. `env`: bridge_env() unless given. stderr: to the file `log` (emptied first, unless
+    `append`), or a subprocess constant (DEVNULL...), else a pipe to read. stdout: a file,
+    DEVNULL or PIPE. `sigint`: SIGINT in the child at its default or ignored (see _EXEC_WITH),
+    else inherited. `new_session`: its own process group, for terminate(group=True). stdin is
+    /dev/null. The caller stops it (terminate())."""
+    command = [sys.executable, "-m", "otel_bridge", *argv]
+    if sigint == "default":
+        command = sigint_default(command)
+    elif sigint == "ignored":
+        command = sigint_ignored(command)
+    with contextlib.ExitStack() as files:
+        mode = "ab" if append else "wb"
+        err = subprocess.PIPE if log is None else log
+        if isinstance(log, Path):
+            err = files.enter_context(log.open(mode))
+        out = files.enter_context(stdout.open(mode)) if isinstance(stdout, Path) else stdout
+        return subprocess.Popen(
+            command,
+            env=dict(bridge_env() if env is None else env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            text=text,
+            start_new_session=new_session,
+            cwd=cwd,
+        )
 
 
 def terminate(

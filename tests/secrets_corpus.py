@@ -1,4 +1,5 @@
-"""A planted-secret corpus for the privacy leak test (tests/test_privacy_leaks.py, issue 6).
+"""A planted-secret corpus for the privacy leak test (tests/integration/test_privacy_leaks.py,
+issue 6).
 
 The real Copilot CLI logs of tests/fixtures, with fake secrets of every common kind planted into
 every field of every event that can carry text, into the names that end up in span names and

@@ -6,21 +6,39 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from otel_bridge import Assembler, JsonLinesDecoder, SpanRecord
+from otel_bridge import Assembler, AssemblerConfig, Event, JsonLinesDecoder, SpanRecord
 from otel_bridge import semconv as sc
+from otel_bridge._metrics import MetricsRecorder
+from tests.builder import Log
 
 
-def assemble(events: Iterable, session: str = "sess-1") -> list[SpanRecord]:
-    """Feed events to a fresh assembler as one stream, then end it (replay semantics)."""
-    assembler = Assembler()
-    return assembler.feed(session, list(events)) + assembler.end_stream(session)
+def assemble(
+    source: Iterable[Event] | Path | Log,
+    stream: str | None = None,
+    session: str | None = None,
+    *,
+    config: AssemblerConfig | None = None,
+    metrics: MetricsRecorder | None = None,
+) -> list[SpanRecord]:
+    """Feed one stream to a fresh assembler, then end it: what `replay` does with one log, the
+    one way every test assembles spans. A path is decoded as `replay` decodes a file and is, unless
+    given, the stream, its directory the session; events (or a builder's Log) go to stream
+    `sess-1` with no session id unless given."""
+    if isinstance(source, Path):
+        decoder = JsonLinesDecoder(str(source))
+        events = decoder.feed(source.read_bytes()) + decoder.finish()
+        stream = stream or str(source)
+        session = source.parent.name if session is None else session
+    else:
+        events = source.events() if isinstance(source, Log) else list(source)
+    stream = stream or "sess-1"
+    assembler = Assembler(config, metrics=metrics)
+    return assembler.feed(stream, events, session) + assembler.end_stream(stream)
 
 
 def assemble_file(path: Path) -> list[SpanRecord]:
-    decoder = JsonLinesDecoder(str(path))
-    events = decoder.feed(path.read_bytes()) + decoder.finish()
-    assembler = Assembler()
-    return assembler.feed(str(path), events, path.parent.name) + assembler.end_stream(str(path))
+    """A log file replayed as `replay` does (`assemble(path)`)."""
+    return assemble(path)
 
 
 def by_name(spans: Sequence[SpanRecord], prefix: str) -> list[SpanRecord]:

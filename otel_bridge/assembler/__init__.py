@@ -21,7 +21,8 @@ streams (one per log or live session) to one `SessionAssembler` each.
     _config.py      AssemblerConfig, AssemblerStats, TroubleOptions
     _in_flight.py   what runs now: the open tasks' figures, the signals of a task in trouble
 
-Other packages import from here only, never from a module below (tests/test_boundaries.py).
+Other packages import from here only, never from a module below
+(tests/unit/repo/test_boundaries.py).
 
 A new event type: a handler in `handlers/` and a row in `handlers.HANDLERS`
 (docs/architecture.md, "Where a new event type goes").

@@ -2,7 +2,7 @@
 
 Handlers (`handlers/`) and the session's accounting get the session's parts, not the session:
 so they import the parts' modules only, and `_session`, which imports the handlers' table,
-is imported by none of them (tests/test_boundaries.py checks that the assembler's modules
+is imported by none of them (tests/unit/repo/test_boundaries.py checks that the assembler's modules
 import one another without a circle).
 """
 

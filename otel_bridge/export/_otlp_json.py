@@ -6,9 +6,9 @@ strings, what `json.dumps(..., separators=(",", ":"))` writes. That exporter bui
 per attribute (a generated message class, then its dict), then serializes the dicts; it was a
 quarter of a replay's time. This one writes the JSON text of each span directly, with the
 pieces `json.dumps` itself uses (its string escaper, `repr` of numbers), and the resource, the
-scope and each attribute key's prefix once. tests/test_otlp_json.py checks every fixture's
-spans, and values of every kind, against the SDK's own exporter, so a change of format there
-shows as a failing test here.
+scope and each attribute key's prefix once. tests/unit/export/test_otlp_json.py checks every
+fixture's spans, and values of every kind, against the SDK's own exporter, so a change of format
+there shows as a failing test here.
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ def encode_record(record: SpanRecord) -> str:
     What that mapping fixes, fixed here too: the span's context and its parent's are local
     (flags 256), links are remote (768), no trace state, nothing dropped; an ERROR status
     keeps its message, other statuses drop it (as the SDK's `Status` does).
-    tests/test_otlp_json.py checks both give the same text for every fixture span."""
+    tests/unit/export/test_otlp_json.py checks both give the same text for every fixture span."""
     parts = [
         '{"traceId":"',
         trace_id_hex(record.trace_id),

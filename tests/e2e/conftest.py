@@ -14,7 +14,6 @@ The CLI must be installed in the repository root (`npm install --no-save
 from __future__ import annotations
 
 import json
-import os
 import queue
 import signal
 import subprocess
@@ -44,6 +43,7 @@ from tests.e2e.copilot import (
     selected_version,
     version_tuple,
 )
+from tests.processes import bridge_env
 
 #: The `copilot -p` scenarios the tests run (tests/e2e/copilot.py SCENARIOS), each once.
 CLI_SCENARIOS = (
@@ -410,10 +410,6 @@ def bridge_command() -> list[str]:
     """`otel-bridge` as installed beside this Python (pip install -e .), else `-m otel_bridge`."""
     script = Path(sys.executable).with_name("otel-bridge")
     return [str(script)] if script.exists() else [sys.executable, "-m", "otel_bridge"]
-
-
-def bridge_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
 
 
 @dataclass

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from otel_bridge import parse_timestamp_ns
+from tests import outlines
 from tests.e2e.conftest import (
     CLI_SCENARIOS,
     E2E,
@@ -86,14 +87,7 @@ def test_one_tool_call(e2e: E2E) -> None:
     cli_ok(result)
     tree = result.tree
     tree.check_well_formed()
-    assert tree.outline() == [
-        "invoke_agent copilot",
-        "  turn #1",
-        "    chat gpt-4.1",
-        "    execute_tool bash",
-        "  turn #2",
-        "    chat gpt-4.1",
-    ]
+    assert tree.outline() == outlines.outline("one_tool_then_answer")
     (root,) = tree.roots()
     # interactive -p: the model answers and stops; it never calls task_complete
     check_root(result, root, mode="interactive", outcome="no_signal")

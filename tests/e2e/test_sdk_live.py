@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_bridge.sources import LiveBridge
+from tests import outlines
 from tests.e2e.conftest import SHELL_EXIT_CODES, Span, Tree, label, replay
 from tests.e2e.copilot import API_KEY, MODEL, Workspace, copilot_env
 from tests.e2e.fake_llm import FakeLLM
@@ -276,14 +277,7 @@ def test_live_one_tool_call(tmp_path: Path, copilot_binary: Path) -> None:
     script = {"responses": tool_then_answer("ONE", "echo one-tool")}
     run = drive(tmp_path, copilot_binary, script, body)
     live, _ = compare_with_tail(run, tmp_path)
-    assert live.outline() == [
-        "invoke_agent copilot",
-        "  turn #1",
-        "    chat gpt-4.1",
-        "    execute_tool bash",
-        "  turn #2",
-        "    chat gpt-4.1",
-    ]
+    assert live.outline() == outlines.outline("one_tool_then_answer")
     (root,) = live.roots()
     assert root.attrs["gen_ai.conversation.id"] == run.session_id
     assert root.status == "UNSET"
