@@ -4,8 +4,8 @@
 #   - systemd-analyze (Debian's systemd package, which apt does not start), to verify the user
 #     unit that `otel-bridge install-service` writes
 #     (tests/integration/deploy/test_deploy_service.py);
-#   - kustomize, to build deploy/kubernetes (tests/test_deploy_kubernetes.py).
-# promtool, which tests/test_deploy_compose.py also uses, comes with scripts/test.sh's
+#   - kustomize, to build deploy/kubernetes (tests/integration/deploy/test_deploy_kubernetes.py).
+# promtool, which tests/integration/deploy/test_deploy_compose.py also uses, comes with scripts/test.sh's
 # prometheus. Needs root for apt-get, as scripts/test.sh. The image and the compose stack,
 # built and run with podman (tests/podman.py), need what scripts/test.sh installs with apt
 # (podman, runc, podman-compose, debootstrap) and nothing from here.
@@ -19,7 +19,7 @@ fi
 
 # kustomize, built from the Go module proxy into the user's cache (a rerun, even from a fresh
 # clone, reuses it) and linked as .deploy-tools/bin/kustomize (git ignores it), for
-# tests/test_deploy_kubernetes.py's `kustomize build deploy/kubernetes`. About 1.5 minutes
+# tests/integration/deploy/test_deploy_kubernetes.py's `kustomize build deploy/kubernetes`. About 1.5 minutes
 # (45 CPU-seconds) the first time. v5.7.1: the newest, v5.8.3, needs Go 1.27.
 KUSTOMIZE_VERSION=v5.7.1
 cached="${XDG_CACHE_HOME:-$HOME/.cache}/otel-bridge/test-parts/kustomize-$KUSTOMIZE_VERSION"

@@ -23,7 +23,7 @@ if ! command -v promtool >/dev/null 2>&1; then
 fi
 # podman (with runc: crun needs cgroups a container or small VM may not delegate),
 # podman-compose and debootstrap: tests/integration/deploy/test_deploy_docker.py and
-# tests/test_deploy_compose_up.py build the images and run them for real, on a Debian base made
+# tests/integration/deploy/test_deploy_compose_up.py build the images and run them for real, on a Debian base made
 # once and cached beside the Go parts (tests/podman.py).
 for tool in podman runc podman-compose debootstrap; do
     if ! command -v "$tool" >/dev/null 2>&1; then

@@ -23,8 +23,8 @@ from tests.otlp_receiver import otlp_receiver  # noqa: F401  (a fixture, used by
 
 FIXTURES = paths.FIXTURES
 
-#: The markers of tiers, by the directory under tests/ (the deployment tests still at the top,
-#: tests/test_deploy_*.py, are integration tests: they run kustomize, promtool or podman).
+#: The markers of tiers, by the directory under tests/ (a test module left at the top would be
+#: an integration test).
 TIERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
 TOP_LEVEL_TIER = "integration"
 
@@ -39,14 +39,11 @@ EXTRAS = {
     "tests/unit/deploy/test_dashboards.py": ("grafana",),
     "tests/unit/deploy/test_deploy_dashboards.py": ("grafana",),
     "tests/integration/test_prometheus_e2e.py": ("grafana",),
-    "tests/test_deploy_compose.py": ("grafana",),
+    "tests/integration/deploy/test_deploy_compose.py": ("grafana",),
     "tests/unit/repo/test_import_contracts.py": ("import_linter",),
 }
 _missing = [name for name in EXTRAS if not (paths.REPO / name).is_file()]
 assert not _missing, f"conftest.EXTRAS names files that are not there: {_missing}"
-
-#: Not test modules: names the deployment tests import, re-exported (see each file).
-collect_ignore = ["test_alert_rules.py", "test_dashboards.py", "test_deploy_docker.py"]
 
 
 def _markers_of(path: Path) -> set[str]:

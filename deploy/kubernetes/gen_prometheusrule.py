@@ -5,8 +5,8 @@ The alert rules have one source, deploy/prometheus/alerts.yml, which promtool un
 the same `groups` under `spec`
 (https://prometheus-operator.dev/docs/api-reference/api/#monitoring.coreos.com/v1.PrometheusRuleSpec),
 so this copies the file's text, indented, below a PrometheusRule header: the rules keep their
-comments and block scalars. tests/test_deploy_kubernetes.py checks that the output is up to date
-and that its `spec` loads to exactly what alerts.yml loads to.
+comments and block scalars. tests/integration/deploy/test_deploy_kubernetes.py checks that the
+output is up to date and that its `spec` loads to exactly what alerts.yml loads to.
 
     python deploy/kubernetes/gen_prometheusrule.py
 """

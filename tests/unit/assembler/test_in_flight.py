@@ -11,9 +11,8 @@ import pytest
 
 from otel_bridge import semconv as sc
 from otel_bridge.assembler import Assembler, AssemblerConfig, TroubleOptions, label_dict
-
-from .builder import Log
-from .test_metrics import Recorder
+from tests.builder import Log
+from tests.recorder import Recorder
 
 STREAM = "sess-1"
 MAIN = (sc.MODE_INTERACTIVE, None, None, sc.MAIN_AGENT_NAME)

@@ -7,8 +7,8 @@ command line and the file of its --config, mounted from deploy/compose/otel-brid
 ones the CLI accepts; the Collector's pipeline goes from OTLP to Jaeger; Prometheus scrapes
 the bridge as job "otel-bridge" and loads deploy/prometheus/alerts.yml itself (promtool checks
 the configuration as the container sees it); Grafana gets Prometheus and Jaeger data sources
-and its dashboard provider reads the repository's dashboards/. tests/test_deploy_compose_up.py
-starts the stack for real.
+and its dashboard provider reads the repository's dashboards/.
+tests/integration/deploy/test_deploy_compose_up.py starts the stack for real.
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ import yaml
 
 from otel_bridge.cli._checks import prometheus_wanted
 from otel_bridge.cli._parser import build_parser
+from tests import paths
+from tests.integration.deploy.test_deploy_docker import bridge_args
+from tests.integration.test_alert_rules import alert_rules
 from tests.prometheus import find_binary
-from tests.test_alert_rules import alert_rules
-from tests.test_dashboards import DASHBOARD_FILES, load_dashboard
-from tests.test_deploy_docker import bridge_args
+from tests.unit.deploy.test_dashboards import DASHBOARD_FILES, load_dashboard
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = paths.REPO
 COMPOSE_DIR = ROOT / "deploy" / "compose"
 COMPOSE = COMPOSE_DIR / "compose.yaml"
 SERVICES = {"otel-bridge", "otel-collector", "jaeger", "prometheus", "grafana"}

@@ -3,7 +3,7 @@
 No registry is reachable here, so each image the compose file names is made locally under that
 name (tests/podman.py), from what the suite already has:
 
-- `otel-bridge:local`: the Dockerfile, as tests/test_deploy_docker.py builds it;
+- `otel-bridge:local`: the Dockerfile, as tests/integration/deploy/test_deploy_docker.py builds it;
 - `otel/opentelemetry-collector-contrib:0.156.0`: the Collector built from the Go module proxy
   with deploy/otelcol/builder-config.yaml (tests/goparts.py), at the contrib image's paths
   (`/otelcol-contrib --config /etc/otelcol-contrib/config.yaml`, uid 10001);
@@ -42,11 +42,11 @@ from typing import Any
 import pytest
 
 from otel_bridge.export import DEFAULT_SERVICE_NAME
-from tests import podman
+from tests import paths, podman
 from tests.goparts import jaeger_binary, otelcol_binary
-from tests.test_alert_rules import alert_rules
+from tests.integration.test_alert_rules import alert_rules
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = paths.REPO
 COMPOSE = ROOT / "deploy" / "compose" / "compose.yaml"
 FIXTURE = ROOT / "tests" / "fixtures" / "run1_cli_prompt_basic" / "events.jsonl"
 FIXTURE_SPANS = 6

@@ -29,9 +29,10 @@ import yaml
 
 from otel_bridge._version import __version__
 from otel_bridge.cli._checks import prometheus_wanted
-from tests.test_deploy_docker import bridge_args
+from tests import paths
+from tests.integration.deploy.test_deploy_docker import bridge_args
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = paths.REPO
 K8S = ROOT / "deploy" / "kubernetes"
 ALERTS = ROOT / "deploy" / "prometheus" / "alerts.yml"
 BENCH = ROOT / "bench" / "results-after.json"
