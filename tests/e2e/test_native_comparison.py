@@ -115,8 +115,15 @@ def test_the_same_llm_calls_appear_in_both(e2e: E2E, name: str) -> None:
     ]
     native_ids = [s["attributes"]["gen_ai.response.id"] for s in native_ok]
     bridge_ids = [s.attrs["gen_ai.response.id"] for s in result.tree.named("chat")]
-    assert len(native_ids) == len(bridge_ids) == len(answered)
-    assert set(native_ids) == set(bridge_ids) == answered
+    # the bridge: every answered call, once
+    assert len(bridge_ids) == len(answered) and set(bridge_ids) == answered
+    if not cli_at_least("1.0.102") and name in SUBAGENT_SCENARIOS:
+        # CLI 1.0.92's own exporter sometimes leaves out one of a sub-agent scenario's calls
+        # (2 runs of about 6 on a loaded machine: 5 chat spans for 6 answered calls, the log
+        # and the bridge having all 6); what it has must still be right
+        assert len(native_ids) == len(set(native_ids)) and set(native_ids) <= answered
+    else:
+        assert len(native_ids) == len(answered) and set(native_ids) == answered
     # the usage record's apiCallId is the id both report
     usage_ids = {
         e["data"]["usage"]["apiCallId"]
