@@ -96,19 +96,27 @@ def check_length(parts: Parts, interaction: Interaction, now_ns: int) -> None:
 
 def check_clock(parts: Parts, interaction: Interaction, now_ns: int) -> None:
     """What only a clock tells (`run`, between events): no event for long while the task is
-    open, and a task open past its mode's length. The span event goes at the task's last
-    event (the root span ends there if nothing more comes)."""
+    open, and a task open past its mode's length: counted and said, never put on a span (the
+    clock is not in the log)."""
     trouble = parts.config.trouble
     last = interaction.last_ns
     silence = (now_ns - last) / 1e9
     if trouble.stalled_seconds and silence >= trouble.stalled_seconds:
         raise_signal(
-            parts, interaction, sc.TROUBLE_STALLED, round(silence), trouble.stalled_seconds, last
+            parts,
+            interaction,
+            sc.TROUBLE_STALLED,
+            round(silence),
+            trouble.stalled_seconds,
+            last,
+            evidence=False,
         )
     threshold = trouble.long_task(parts.facts.mode)
     seconds = (now_ns - interaction.root.start_ns) / 1e9
     if threshold and seconds >= threshold:
-        raise_signal(parts, interaction, sc.TROUBLE_LONG, round(seconds), threshold, last)
+        raise_signal(
+            parts, interaction, sc.TROUBLE_LONG, round(seconds), threshold, last, evidence=False
+        )
 
 
 def raise_signal(
@@ -119,10 +127,14 @@ def raise_signal(
     threshold: float,
     ns: int,
     tool: str | None = None,
+    *,
+    evidence: bool = True,
 ) -> None:
     """Once per task and signal: a span event on the task's root (the evidence, there when it
     ends), a count in copilot.task.trouble, and a log line (never the tool's name or
-    arguments: they come from the log)."""
+    arguments: they come from the log). Without `evidence` (a signal the clock told, not the
+    log), no span event: a span is what its log says, the same however and whenever the log
+    is read (a re-export after a crash must be identical), and a clock is neither."""
     watch = interaction.watch
     if signal in watch.raised:
         return
@@ -134,7 +146,7 @@ def raise_signal(
     }
     if tool is not None:
         attributes[sc.GEN_AI_TOOL_NAME] = tool
-    if not interaction.root_exported:
+    if evidence and not interaction.root_exported:
         parts.spans.factory.add_event(
             interaction.root, SpanEventRecord(sc.EVENT_TROUBLE, ns, attributes)
         )

@@ -316,12 +316,10 @@ def test_a_silent_task_is_stalled_by_the_callers_clock(caplog: pytest.LogCapture
     }
     assert len([r for r in caplog.records if "stalled" in r.getMessage()]) == 1
     assert recorder.values(sc.METRIC_TASK_TROUBLE, copilot__trouble__signal="stalled") == [1]
+    # a signal the clock told puts nothing on the spans: they are what the log says, the same
+    # whenever it is read (a root exported again after a crash must be identical)
     spans = steps.spans + assembler.end_stream(STREAM)
-    (event,) = signals_of(spans)
-    assert event[sc.COPILOT_TROUBLE_SIGNAL] == sc.TROUBLE_STALLED
-    root = next(s for s in spans if s.parent_span_id is None)
-    (mark,) = [e for e in root.events if e.name == sc.EVENT_TROUBLE]
-    assert mark.timestamp_ns == last <= root.end_ns
+    assert signals_of(spans) == []
 
 
 def test_thresholds_at_zero_raise_nothing() -> None:
