@@ -30,36 +30,9 @@ from otel_bridge.sources._discovery import read_client_name
 from tests import processes
 from tests.builder import Log
 from tests.processes import terminate
+from tests.recorder import Clock, Counting
 
 ROOT_SPAN = "invoke_agent copilot"
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Counting:
-    """A metrics recorder that keeps what it was given."""
-
-    def __init__(self) -> None:
-        self.added: list[tuple[str, float, dict]] = []
-
-    def add(self, name, value, attributes, session_id) -> None:
-        self.added.append((name, value, dict(attributes)))
-
-    def record(self, name, value, attributes, session_id) -> None:
-        pass
-
-    def total(self, name: str, **attributes: str) -> float:
-        return sum(
-            v
-            for n, v, a in self.added
-            if n == name and all(a.get(k) == x for k, x in attributes.items())
-        )
 
 
 def session_log(session: str, tasks: int = 1) -> bytes:

@@ -26,15 +26,8 @@ from otel_bridge.app import (
     state_dir,
 )
 from otel_bridge.sources import TailOptions
+from tests.recorder import Clock
 from tests.unit.sources.test_tail import two_messages
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _ready(

@@ -10,17 +10,10 @@ from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests import paths
 from tests.builder import Log
+from tests.recorder import Clock
 from tests.spantree import label
 
 FIXTURES = paths.FIXTURES
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def make_tailer(root: Path, clock: Clock, **options) -> tuple[Tailer, list]:

@@ -25,34 +25,7 @@ from otel_bridge.sources._shard import Shard
 from otel_bridge.sources.tail import _finder as finder_module
 from otel_bridge.sources.tail import _manager as manager_module
 from tests.builder import Log
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Counting:
-    """A metrics recorder that keeps what it was given."""
-
-    def __init__(self) -> None:
-        self.added: list[tuple[str, float, dict]] = []
-
-    def add(self, name, value, attributes, session_id) -> None:
-        self.added.append((name, value, dict(attributes)))
-
-    def record(self, name, value, attributes, session_id) -> None:
-        pass
-
-    def total(self, name: str, **attributes: str) -> float:
-        return sum(
-            v
-            for n, v, a in self.added
-            if n == name and all(a.get(k) == x for k, x in attributes.items())
-        )
+from tests.recorder import Clock, Counting
 
 
 def task(log: Log, interaction: str, usage: str, call: str) -> None:
