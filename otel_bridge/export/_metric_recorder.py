@@ -108,17 +108,17 @@ class OtelMetricsRecorder:
     def add(
         self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
     ) -> None:
-        if not known_metric(name) or (not self._released and name in _RELEASED_ONLY):
-            return  # a name the catalogue lacks: raised in tests, counted and said once here
+        if not self._released and name in _RELEASED_ONLY:
+            return
         counter = self._counters.get(name)
         if counter is not None:  # the session id is never a label
             counter.add(value, self._labels(name, attributes))
+        else:  # only on a miss (the assembler checked its names already): raised in tests,
+            known_metric(name)  # counted and said once in production
 
     def record(
         self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
     ) -> None:
-        if not known_metric(name):
-            return
         previous = _PREVIOUS.get(name)
         if previous is not None and self._previous:
             old_name, extra = previous
@@ -130,6 +130,8 @@ class OtelMetricsRecorder:
         histogram = self._histograms.get(name)
         if histogram is not None:
             histogram.record(value, self._labels(name, attributes))
+        else:  # as in add: the catalogue is asked only on a miss
+            known_metric(name)
 
     def _labels(
         self, name: str, attributes: Mapping[str, AttributeValue]

@@ -116,3 +116,31 @@ def test_in_production_an_unknown_name_is_dropped_counted_and_logged_once(
     said = [r for r in caplog.records if "copilot.made_up" in r.getMessage()]
     assert len(said) == 1
     assert known_metric(sc.METRIC_TASKS)
+
+
+def test_the_sdk_recorder_asks_the_catalogue_of_a_name_it_has_no_instrument_for() -> None:
+    """Daemon and sink counts reach the SDK's recorder without the assembler's meter: a name
+    it has no instrument for raises in tests too, and a known one is recorded."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from otel_bridge.export import OtelMetricsRecorder
+
+    reader = InMemoryMetricReader()
+    recorder = OtelMetricsRecorder(MeterProvider(metric_readers=[reader]))
+    with pytest.raises(UnknownMetric):
+        recorder.add("copilot.made_up", 1, {}, "")
+    with pytest.raises(UnknownMetric):
+        recorder.record("copilot.made_up", 1.0, {}, "")
+    recorder.add(sc.METRIC_SPANS_EXPORTED, 2, {}, "")
+    data = reader.get_metrics_data()
+    assert data is not None
+    points = [
+        point.value
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+        if metric.name == sc.METRIC_SPANS_EXPORTED
+        for point in metric.data.data_points
+    ]
+    assert points == [2]
