@@ -136,14 +136,24 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
 
         log.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
         write()
-        wait_for(
+        permission = {"copilot_wait_kind": "permission", **main}
+        text = wait_for(
             process,
             port,
             err,
-            lambda t: (
-                value(t, "copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 1
-            ),
+            lambda t: value(t, "copilot_tasks_waiting_for_user", **permission) == 1,
             "a task waiting for a permission",
+        )
+        waited = value(text, "copilot_tasks_waiting_for_user_oldest_seconds", **permission)
+        assert waited is not None and waited > 0
+        assert (
+            value(
+                text,
+                "copilot_tasks_waiting_for_user_oldest_seconds",
+                copilot_wait_kind="question",
+                **main,
+            )
+            == 0
         )
 
         log.add(
@@ -160,6 +170,7 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
             ),
             "the permission answered",
         )
+        assert value(text, "copilot_tasks_waiting_for_user_oldest_seconds", **permission) == 0
         assert value(text, "copilot_tasks_open_tool_calls", **main) == 1
         assert value(text, "copilot_tasks_open", **main) == 1
 
