@@ -148,14 +148,8 @@ class Tailer:
         return len(self._tracker.catching)
 
     def catching_streams(self) -> frozenset[str]:
-        """The logs not yet read to their end once (a scrape's thread asks: a copy, taken
-        again if the reading thread changed the set under it)."""
-        for _ in range(3):
-            try:
-                return frozenset(self._tracker.catching)
-            except RuntimeError:
-                continue
-        return frozenset()
+        """The logs not yet read to their end once (`Tracker.catching_now`)."""
+        return self._tracker.catching_now()
 
     @property
     def resident(self) -> int:
