@@ -9,7 +9,7 @@ from .._events import Event
 from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanRecord
 from ._config import AssemblerConfig, AssemblerStats
-from ._in_flight import InFlight, in_flight
+from ._in_flight import InFlight, in_flight, waits
 from ._session import SessionAssembler
 
 __all__ = ["Assembler"]
@@ -121,6 +121,12 @@ class Assembler:
             except RuntimeError:  # a dict changed size while copied: the feeding thread
                 continue
         return {}
+
+    def asks_person(self, stream: str) -> bool:
+        """Does the stream's open task wait for a person's answer (`_in_flight.waits`)?"""
+        session = self._sessions.get(stream)
+        task = None if session is None else session.lifecycle.interaction
+        return task is not None and session is not None and bool(waits(task, session.permissions))
 
     def watch(self, now_ns: int) -> None:
         """Raise the signals only a clock tells (`SessionAssembler.watch`) of every open task."""
