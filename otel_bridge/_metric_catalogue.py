@@ -217,6 +217,14 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         (sc.COPILOT_WAIT_KIND, *_RUNNING),
     ),
     MetricSpec(
+        sc.METRIC_TASKS_WAITING_OLDEST,
+        Instrument.GAUGE,
+        "s",
+        "How long the oldest open wait for a person has lasted, by what it waits for "
+        "(0 when nothing waits)",
+        (sc.COPILOT_WAIT_KIND, *_RUNNING),
+    ),
+    MetricSpec(
         sc.METRIC_TASKS_OPEN_SILENCE,
         Instrument.GAUGE,
         "s",

@@ -520,6 +520,7 @@ METRIC_TASKS_OPEN_TOOL_CALLS: Final = MetricName("copilot.tasks.open.tool_calls"
 METRIC_SUBAGENTS_RUNNING: Final = MetricName("copilot.subagents.running")
 METRIC_SHELLS_RUNNING: Final = MetricName("copilot.shells.running")
 METRIC_TASKS_WAITING_FOR_USER: Final = MetricName("copilot.tasks.waiting_for_user")
+METRIC_TASKS_WAITING_OLDEST: Final = MetricName("copilot.tasks.waiting_for_user.oldest")
 METRIC_TASKS_OPEN_SILENCE: Final = MetricName("copilot.tasks.open.silence")
 METRIC_TASKS_OPEN_REPEATS: Final = MetricName("copilot.tasks.open.repeated_calls")
 METRIC_TASKS_OPEN_TOOL_FAILURES: Final = MetricName("copilot.tasks.open.tool_failures")

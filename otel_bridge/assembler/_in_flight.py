@@ -33,7 +33,7 @@ MAX_CALLS = 2_000
 MAX_TOOLS = 200
 #: A label set of the running-now gauges: (mode, repository owner, repository name, agent).
 Labels = tuple[str, str | None, str | None, str]
-#: The gauges' values: metric name -> label set (a wait kind or signal first for the two
+#: The gauges' values: metric name -> label set (a wait kind or signal first for the
 #: metrics that have one) -> value.
 InFlight = dict[str, dict[tuple[str | None, ...], float]]
 
@@ -211,25 +211,37 @@ def in_flight(
         for kind in sc.WAIT_KINDS:  # at 0 too: a wait answered goes back to 0
             key: tuple[str | None, ...] = (kind, *labels)
             out[sc.METRIC_TASKS_WAITING_FOR_USER][key] += kind in waiting
+            since = waiting.get(kind)
+            waited = 0.0 if since is None else (now_ns - since) / 1e9
+            _max(out, sc.METRIC_TASKS_WAITING_OLDEST, key, waited)
         for signal in sc.TROUBLE_SIGNALS:
             key = (signal, *labels)
             out[sc.METRIC_TASKS_TROUBLED][key] += signal in watch.raised
     return out
 
 
-def waits(interaction: Interaction, permissions: Mapping[str, tuple[int, str | None]]) -> set[str]:
-    """What the task waits for a person for now (`semconv.WAIT_KINDS`): a permission asked
-    during it and not answered, a tool that asks (ask_user, exit_plan_mode) still running, a
-    live request not answered."""
-    kinds = set(interaction.watch.questions.values())
+def waits(
+    interaction: Interaction, permissions: Mapping[str, tuple[int, str | None]]
+) -> dict[str, int]:
+    """What the task waits for a person for now (`semconv.WAIT_KINDS`), each with when its
+    oldest open wait began (ns): a permission asked during it and not answered, a tool that
+    asks (ask_user, exit_plan_mode) still running, a live request not answered."""
+    since: dict[str, int] = {}
+
+    def wait(kind: str, ns: int) -> None:
+        since[kind] = min(since.get(kind, ns), ns)
+
+    for kind, asked in list(interaction.watch.questions.values()):
+        wait(kind, asked)
     start = interaction.root.start_ns
-    if any(asked >= start for asked, _ in list(permissions.values())):
-        kinds.add(sc.WAIT_PERMISSION)
+    for asked, _ in list(permissions.values()):
+        if asked >= start:
+            wait(sc.WAIT_PERMISSION, asked)
     for tool in list(interaction.tools.values()):
-        kind = sc.WAITING_TOOLS.get(str(tool.span.attributes.get(sc.GEN_AI_TOOL_NAME)))
-        if kind is not None:
-            kinds.add(kind)
-    return kinds
+        asks = sc.WAITING_TOOLS.get(str(tool.span.attributes.get(sc.GEN_AI_TOOL_NAME)))
+        if asks is not None:
+            wait(asks, tool.span.start_ns)
+    return since
 
 
 #: The gauges `in_flight` computes.
@@ -244,6 +256,7 @@ TASK_METRICS = (
     sc.METRIC_TASKS_OPEN_REPEATS,
     sc.METRIC_TASKS_OPEN_TOOL_FAILURES,
     sc.METRIC_TASKS_WAITING_FOR_USER,
+    sc.METRIC_TASKS_WAITING_OLDEST,
     sc.METRIC_TASKS_TROUBLED,
 )
 
@@ -266,7 +279,7 @@ def _add(out: InFlight, name: str, labels: Labels, value: float) -> None:
     out[name][labels] += value
 
 
-def _max(out: InFlight, name: str, labels: Labels, value: float) -> None:
+def _max(out: InFlight, name: str, labels: tuple[str | None, ...], value: float) -> None:
     series = out[name]
     series[labels] = max(series.get(labels, 0.0), value, 0.0)
 
@@ -280,7 +293,7 @@ def label_dict(name: str, key: tuple[str | None, ...]) -> dict[str, AttributeVal
         sc.VCS_REPOSITORY_NAME,
         sc.GEN_AI_AGENT_NAME,
     )
-    if name == sc.METRIC_TASKS_WAITING_FOR_USER:
+    if name in (sc.METRIC_TASKS_WAITING_FOR_USER, sc.METRIC_TASKS_WAITING_OLDEST):
         keys = (sc.COPILOT_WAIT_KIND, *keys)
     elif name == sc.METRIC_TASKS_TROUBLED:
         keys = (sc.COPILOT_TROUBLE_SIGNAL, *keys)

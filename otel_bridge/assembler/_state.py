@@ -182,8 +182,8 @@ class TaskWatch:
     failures: int = 0  # the most failures in a row of one tool
     raised: set[str] = field(default_factory=set)  # the signals raised (TROUBLE_*)
     #: live requests for a person's answer not answered yet (user_input, elicitation,
-    #: exit_plan_mode), by request id: what they wait for
-    questions: dict[str, str] = field(default_factory=dict)
+    #: exit_plan_mode), by request id: what they wait for, and since when (ns)
+    questions: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 @dataclass(eq=False, slots=True)

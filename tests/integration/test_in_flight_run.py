@@ -11,13 +11,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.builder import Log
+from tests.builder import GrowingLog
 from tests.processes import terminate
 from tests.prometheus import free_port
 
@@ -87,24 +86,6 @@ def start(state: Path, port: int, err: Path, *more: str) -> subprocess.Popen[byt
         )
 
 
-class GrowingLog:
-    """A session log of now, written as its events are added."""
-
-    def __init__(self, state: Path) -> None:
-        session = str(uuid.uuid4())
-        (state / session).mkdir(parents=True)
-        self.path = state / session / "events.jsonl"
-        self.log = Log(session)
-        self.log.now = time.time_ns() - 5 * 10**9  # of now: run reads it from its start
-        self.written = 0
-
-    def write(self) -> None:
-        with self.path.open("ab") as handle:
-            for obj in self.log.raw[self.written :]:
-                handle.write(log_line(obj))
-        self.written = len(self.log.raw)
-
-
 MAIN = {"copilot_mode": "interactive", "gen_ai_agent_name": "copilot"}
 
 
@@ -136,14 +117,24 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
 
         log.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
         write()
-        wait_for(
+        permission = {"copilot_wait_kind": "permission", **main}
+        text = wait_for(
             process,
             port,
             err,
-            lambda t: (
-                value(t, "copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 1
-            ),
+            lambda t: value(t, "copilot_tasks_waiting_for_user", **permission) == 1,
             "a task waiting for a permission",
+        )
+        waited = value(text, "copilot_tasks_waiting_for_user_oldest_seconds", **permission)
+        assert waited is not None and waited > 0
+        assert (
+            value(
+                text,
+                "copilot_tasks_waiting_for_user_oldest_seconds",
+                copilot_wait_kind="question",
+                **main,
+            )
+            == 0
         )
 
         log.add(
@@ -160,6 +151,7 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
             ),
             "the permission answered",
         )
+        assert value(text, "copilot_tasks_waiting_for_user_oldest_seconds", **permission) == 0
         assert value(text, "copilot_tasks_open_tool_calls", **main) == 1
         assert value(text, "copilot_tasks_open", **main) == 1
 
@@ -180,10 +172,6 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
         assert value(text, "copilot_tasks_open_tool_calls", **main) == 0
     finally:
         terminate(process, 20)
-
-
-def log_line(obj: dict[str, object]) -> bytes:
-    return json.dumps(obj).encode() + b"\n"
 
 
 def test_after_a_restart_from_checkpoints_the_open_task_is_counted_again(tmp_path: Path) -> None:

@@ -115,7 +115,10 @@ def on_question(parts: Parts, event: Event) -> None:
         return
     questions = interaction.watch.questions
     if len(questions) < MAX_QUESTIONS:
-        questions[request] = QUESTIONS.get(event.type, sc.WAIT_QUESTION)
+        # the first request of an id says since when it waits
+        questions.setdefault(
+            request, (QUESTIONS.get(event.type, sc.WAIT_QUESTION), event.timestamp_ns)
+        )
 
 
 def on_answer(parts: Parts, event: Event) -> None:

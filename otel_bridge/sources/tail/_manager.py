@@ -147,6 +147,16 @@ class Tailer:
         """Logs not yet read to their end once (read by probes' threads)."""
         return len(self._tracker.catching)
 
+    def catching_streams(self) -> frozenset[str]:
+        """The logs not yet read to their end once (a scrape's thread asks: a copy, taken
+        again if the reading thread changed the set under it)."""
+        for _ in range(3):
+            try:
+                return frozenset(self._tracker.catching)
+            except RuntimeError:
+                continue
+        return frozenset()
+
     @property
     def resident(self) -> int:
         """Sessions whose state is in memory."""

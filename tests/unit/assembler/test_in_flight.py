@@ -116,6 +116,40 @@ def test_the_oldest_task_is_timed_from_its_first_event_to_now() -> None:
     assert gauges(steps.assembler, now)[sc.METRIC_TASKS_OPEN_OLDEST] == {MAIN: 125.0}
 
 
+def test_the_oldest_wait_of_each_kind_is_timed_from_its_request_until_it_is_answered() -> None:
+    log = Log()
+    log.start()
+    open_task(log)
+    log.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
+    log.wait(40_000)
+    log.add("permission.requested", requestId="p2", permissionRequest={"toolCallId": "c9"})
+    log.wait(20_000)
+    steps = Stepper(log)
+    waited = steps.step()[sc.METRIC_TASKS_WAITING_OLDEST]
+    assert waited == {(sc.WAIT_PERMISSION, *MAIN): pytest.approx(60.0, abs=0.1)}  # p1
+    assert steps.step()[sc.METRIC_TASKS_WAITING_FOR_USER] == {(sc.WAIT_PERMISSION, *MAIN): 1}
+
+    # the first is answered: the second has waited 20 s so far, and goes on
+    log.add("permission.completed", requestId="p1", toolCallId="c1", result={"kind": "approved"})
+    log.wait(5_000)
+    waited = steps.step()[sc.METRIC_TASKS_WAITING_OLDEST]
+    assert waited == {(sc.WAIT_PERMISSION, *MAIN): pytest.approx(25.0, abs=0.1)}
+
+    # a live question beside it has its own series, from its own request
+    log.add("user_input.requested", requestId="q1", question="which branch?")
+    log.wait(3_000)
+    waited = steps.step()[sc.METRIC_TASKS_WAITING_OLDEST]
+    assert waited[(sc.WAIT_QUESTION, *MAIN)] == pytest.approx(3.0, abs=0.1)
+    assert waited[(sc.WAIT_PERMISSION, *MAIN)] == pytest.approx(28.0, abs=0.1)
+
+    # both answered: every kind's series is there, at 0
+    log.add("permission.completed", requestId="p2", toolCallId="c9", result={"kind": "approved"})
+    log.add("user_input.completed", requestId="q1")
+    steps.step()
+    view = steps.assembler.in_flight(log.now)[sc.METRIC_TASKS_WAITING_OLDEST]
+    assert view == {(kind, *MAIN): 0.0 for kind in sc.WAIT_KINDS}
+
+
 def test_a_permission_left_unanswered_by_an_earlier_task_is_not_a_wait_of_this_one() -> None:
     log = Log()
     log.start()
