@@ -12,16 +12,20 @@ from tests.builder import Log
 OWNER, REPOSITORY = "octo-org", "demo-project"
 #: How long ago the task started: past `run --trouble-task-minutes` (60) by its events' times.
 STARTED_MINUTES_AGO = 61
-#: How long ago the task asked for the permission it still waits for.
-ASKED_SECONDS_AGO = 30
+#: How long ago the task asked for the permission it still waits for, and wrote its last
+#: event: past the alerts' 10 minutes (and `run --trouble-stalled-seconds`, 600), within
+#: `run --idle-timeout` (900 s of the bridge's reading, not of the events' times).
+ASKED_SECONDS_AGO = 11 * 60
 
 
 def running_log(session: str, now_ns: int | None = None) -> Log:
     """One open interactive task, in a git checkout of octo-org/demo-project, that started
     61 minutes ago (long_running, by its events' times), called bash 5 times with the same
     arguments (repeated_call at the default threshold), saw view fail 5 times in a row
-    (tool_failures), and has waited 30 s for a permission to run a shell command, in its third
-    turn: its first two turns are finished (and exported), the task's root is not."""
+    (tool_failures), and has waited 11 minutes, silent, for a permission to run a shell command,
+    in its third turn: its first two turns are finished (and exported), the task's root is not.
+    So CopilotAgentWaitingForPerson, CopilotAgentLooping and CopilotTaskRunaway fire on it, and
+    CopilotAgentStalled does not (a person is asked)."""
     now_ns = time.time_ns() if now_ns is None else now_ns
     log = Log(session)
     log.now = now_ns - STARTED_MINUTES_AGO * 60 * 10**9
