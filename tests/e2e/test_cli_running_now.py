@@ -31,11 +31,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests import processes
+from tests import paths, processes
 from tests.e2e.copilot import BASE_ARGS, Tui, Workspace, copilot_env
 from tests.e2e.fake_llm import FakeLLM
+from tests.prometheus import (  # noqa: F401  (prometheus_factory: a fixture, used by name)
+    Prometheus,
+    prometheus_factory,
+)
 
 #: Calls of one tool with the same arguments that make a task `repeated_call` (the flag).
 REPEATS = 3
@@ -486,3 +491,118 @@ def test_a_model_calling_the_same_tool_again_and_again_is_a_task_in_trouble(
         for tool in request.body.get("tools") or []
     }
     assert "bash" in offered and "ask_user" not in offered
+
+
+# --- the alerts on these gauges, in a real Prometheus ------------------------------------------
+
+ALERTS = paths.REPO / "deploy" / "prometheus" / "alerts.yml"
+WAITING_ALERT = "CopilotAgentWaitingForPerson"
+LOOPING_ALERT = "CopilotAgentLooping"
+STALLED_ALERT = "CopilotAgentStalled"
+#: Seconds the test's copy of the waiting and stalled rules thresholds, instead of the shipped
+#: 600: a prompt left open crosses it within the test.
+SHORT = 2
+
+
+def short_rules(directory: Path) -> Path:
+    """The shipped rules of these three alerts, copied for the test with `for: 0s` and the
+    thresholds of the waiting and stalled rules (`> 600`) at SHORT seconds; otherwise as
+    shipped (deploy/prometheus/alerts.yml)."""
+    document = yaml.safe_load(ALERTS.read_text())
+    rules = {
+        rule["alert"]: rule
+        for group in document["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }
+    wanted = (WAITING_ALERT, LOOPING_ALERT, STALLED_ALERT)
+    missing = [name for name in wanted if name not in rules]
+    assert not missing, f"{ALERTS} has no rule {missing}"
+    copies = []
+    for name in wanted:
+        rule = dict(rules[name], **{"for": "0s"})
+        if name != LOOPING_ALERT:
+            rule["expr"], changed = re.subn(r">\s*600\b", f"> {SHORT}", rule["expr"])
+            assert changed == 1, f"{name}: no `> 600` threshold to shorten in {rule['expr']!r}"
+        copies.append(rule)
+    path = directory / "running-now-alerts.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "running-now", "rules": copies}]}))
+    return path
+
+
+def active(prometheus: Prometheus) -> dict[str, set[str]]:
+    """Alert name -> the states (pending, firing) of its active alerts."""
+    out: dict[str, set[str]] = {}
+    for alert in prometheus.alerts():
+        out.setdefault(alert["labels"]["alertname"], set()).add(alert["state"])
+    return out
+
+
+def until_alert(prometheus: Prometheus, name: str, *, on: bool) -> dict[str, set[str]]:
+    """Wait until the alert `name` is active (pending or firing), or (`on=False`) is not."""
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        now = active(prometheus)
+        if (name in now) == on:
+            return now
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"{name} never {'went active' if on else 'went away'}: {now}; "
+                f"targets {prometheus.target_health()}\n{prometheus.log_tail()}"
+            )
+        time.sleep(0.25)
+
+
+def for_prompt(word: str, script: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rules of `script`, each for the session whose prompt has `word` only."""
+    return [
+        dict(rule, when={**rule.get("when", {}), "first_user_contains": word})
+        for rule in script["responses"]
+    ]
+
+
+def test_the_running_now_alerts_fire_while_a_person_is_waited_for_and_while_a_model_loops(
+    setup_for: Callable[[dict[str, Any]], Setup],
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+) -> None:
+    """deploy/prometheus/alerts.yml's CopilotAgentWaitingForPerson, CopilotAgentStalled and
+    CopilotAgentLooping on a real Prometheus scraping the bridge every second, while the real
+    CLI waits for a permission (TUI) and then loops (`copilot -p`)."""
+    script = {
+        "responses": [
+            *for_prompt("PERM-PROMPT", PERMISSION_SCRIPT),
+            *for_prompt("LOOP-PROMPT", loop_script()),
+        ]
+    }
+    setup = setup_for(script)
+    bridge, fake = setup.bridge, setup.fake
+    start_prometheus: Callable[..., Prometheus] = request.getfixturevalue("prometheus_factory")
+    prometheus = start_prometheus([bridge.target], rule_files=[short_rules(tmp_path)])
+
+    with Tui(setup.binary, setup.workspace, fake).start("PERM-PROMPT: write a file.") as tui:
+        tui.wait_for_screen("Do you want to run this command?")
+        now = until_alert(prometheus, WAITING_ALERT, on=True)
+        # silent past the threshold too, but waiting for a person: not stalled
+        assert STALLED_ALERT not in now, now
+        assert LOOPING_ALERT not in now, now
+        tui.keys("Enter")
+        fake.wait_held("after-shell")
+        until_alert(prometheus, WAITING_ALERT, on=False)
+        fake.release("after-shell")
+        tui.wait_for_screen("Done.")
+
+    for n in range(2, REPEATS + 1):  # the calls before the threshold go on at once
+        fake.release(f"call-{n}")
+    cli = start_prompt_mode(setup, "LOOP-PROMPT: read the readme.")
+    try:
+        fake.wait_held(f"call-{REPEATS + 1}")  # REPEATS calls done: the task is looping
+        until_alert(prometheus, LOOPING_ALERT, on=True)
+        for n in range(REPEATS + 1, LOOP_CALLS + 1):
+            fake.release(f"call-{n}")
+        fake.release("final")
+        assert end(cli) == 0, (setup.workspace.root / "stderr.txt").read_text()[-2000:]
+    finally:
+        processes.terminate(cli, group=True)
+    until_alert(prometheus, LOOPING_ALERT, on=False)
+    bridge.expect("the looping task ended", {OPEN: 0, REPEATED: 0})
