@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import time
+import uuid
+from pathlib import Path
 from typing import Any
 
 from otel_bridge import Event, event_from_json
@@ -169,3 +172,23 @@ class Log:
 
     def jsonl(self) -> bytes:
         return b"".join(json.dumps(obj).encode() + b"\n" for obj in self.raw)
+
+
+class GrowingLog:
+    """A session log of now in a session-state directory, written as its events are added
+    (for `run` to follow while it grows)."""
+
+    def __init__(self, state: Path) -> None:
+        session = str(uuid.uuid4())
+        (state / session).mkdir(parents=True)
+        self.path = state / session / "events.jsonl"
+        self.log = Log(session)
+        self.log.now = time.time_ns() - 5 * 10**9  # of now: run reads it from its start
+        self.written = 0
+
+    def write(self) -> None:
+        """Append the events added since the last write."""
+        with self.path.open("ab") as handle:
+            for obj in self.log.raw[self.written :]:
+                handle.write(json.dumps(obj).encode() + b"\n")
+        self.written = len(self.log.raw)

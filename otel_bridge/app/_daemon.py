@@ -119,7 +119,7 @@ class Daemon:
             metrics.server.liveness = self.liveness
         self.status = StatusLine(self.tailer, sink, options.status_interval)
         sink.on_delivered = self.tailer.wake.set  # a delivery moves checkpoints: save soon
-        self.running = RunningNow(pipeline.assembler)
+        self.running = RunningNow(pipeline.assembler, catching=self.tailer.catching_streams)
         if recorder is not None:
             register_gauges(recorder, pipeline.assembler, self.tailer, self.running)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 
 from .._records import AttributeValue
 from ..assembler import TASK_METRICS, Assembler, InFlight, label_dict
@@ -33,9 +33,18 @@ class RunningNow:
     """The running-now gauges over an assembler, and `watch`, called from the loop that
     feeds it, for the signals only a clock tells."""
 
-    def __init__(self, assembler: Assembler, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        assembler: Assembler,
+        clock: Callable[[], float] = time.time,
+        catching: Callable[[], Container[str]] = frozenset,
+    ) -> None:
         self._assembler = assembler
         self._clock = clock
+        # the logs still being caught up: their tasks are not counted as running now, so
+        # that a restart does not show (and alert on) a task read half-way, an hour old and
+        # waiting for a permission answered further down its log
+        self._catching = catching
         self._lock = threading.Lock()
         self._view: InFlight = {}
         self._at = float("-inf")
@@ -60,7 +69,9 @@ class RunningNow:
         with self._lock:
             now = time.monotonic()
             if now - self._at > FRESH_SECONDS:
-                self._view = self._assembler.in_flight(int(self._clock() * 1e9))
+                self._view = self._assembler.in_flight(
+                    int(self._clock() * 1e9), skip=self._catching()
+                )
                 self._at = now
             values = self._view.get(name, {})
             seen = self._seen[name]

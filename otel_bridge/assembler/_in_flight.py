@@ -97,11 +97,16 @@ def check_length(parts: Parts, interaction: Interaction, now_ns: int) -> None:
 def check_clock(parts: Parts, interaction: Interaction, now_ns: int) -> None:
     """What only a clock tells (`run`, between events): no event for long while the task is
     open, and a task open past its mode's length: counted and said, never put on a span (the
-    clock is not in the log)."""
+    clock is not in the log). A task waiting for a person is silent because of that person,
+    not stalled: the waiting gauges tell it (`copilot.tasks.waiting_for_user.oldest`)."""
     trouble = parts.config.trouble
     last = interaction.last_ns
     silence = (now_ns - last) / 1e9
-    if trouble.stalled_seconds and silence >= trouble.stalled_seconds:
+    if (
+        trouble.stalled_seconds
+        and silence >= trouble.stalled_seconds
+        and not waits(interaction, parts.permissions)
+    ):
         raise_signal(
             parts,
             interaction,

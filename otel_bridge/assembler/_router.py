@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import Any
 
 from .._events import Event
 from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanRecord
 from ._config import AssemblerConfig, AssemblerStats
-from ._in_flight import InFlight, in_flight
+from ._in_flight import InFlight, in_flight, waits
 from ._session import SessionAssembler
 
 __all__ = ["Assembler"]
@@ -101,23 +101,32 @@ class Assembler:
         """How many interactions are open across all streams."""
         return sum(1 for s in self._sessions.values() if s.has_open_interaction)
 
-    def in_flight(self, now_ns: int) -> InFlight:
-        """The running-now gauges' values (`_in_flight.in_flight`) at `now_ns`. O(open
-        tasks); safe to call from another thread than the one feeding (a scrape's): it
-        reads copies of the containers it walks, and tries again if one changed under it."""
+    def in_flight(self, now_ns: int, skip: Container[str] = frozenset()) -> InFlight:
+        """The running-now gauges' values (`_in_flight.in_flight`) at `now_ns`, leaving out
+        the streams in `skip` (logs still being caught up: a task read half-way is not
+        running now, its next events are on disk). O(open tasks); safe to call from another
+        thread than the one feeding (a scrape's): it reads copies of the containers it
+        walks, and tries again if one changed under it."""
         for _ in range(3):
             try:
                 return in_flight(
                     (
                         (s.facts, interaction, s.permissions)
-                        for s in list(self._sessions.values())
+                        for stream, s in list(self._sessions.items())
                         if (interaction := s.lifecycle.interaction) is not None
+                        and stream not in skip
                     ),
                     now_ns,
                 )
             except RuntimeError:  # a dict changed size while copied: the feeding thread
                 continue
         return {}
+
+    def asks_person(self, stream: str) -> bool:
+        """Does the stream's open task wait for a person's answer (`_in_flight.waits`)?"""
+        session = self._sessions.get(stream)
+        task = None if session is None else session.lifecycle.interaction
+        return task is not None and session is not None and bool(waits(task, session.permissions))
 
     def watch(self, now_ns: int) -> None:
         """Raise the signals only a clock tells (`SessionAssembler.watch`) of every open task."""

@@ -59,6 +59,15 @@ def sources(run: argparse.ArgumentParser) -> None:
         help="close an interaction whose log has been quiet for S seconds (default: 900; "
         "logs never say when an agent stopped for good)",
     )
+    sources.add_argument(
+        "--person-timeout",
+        type=non_negative_float,
+        default=86400.0,
+        metavar="S",
+        help="but keep open up to S seconds an interaction whose agent waits for a person (a "
+        "permission, a question, a plan to approve), so that it goes on counting as waiting "
+        "(default: 86400, a day; a CLI closed meanwhile writes nothing either)",
+    )
     background_wait(sources)
     sources.add_argument(
         "--no-progress",

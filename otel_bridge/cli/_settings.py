@@ -153,6 +153,7 @@ def daemon_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Daem
             backfill=args.backfill,
             catch_up_seconds=args.catch_up_minutes * 60,
             idle_timeout_seconds=args.idle_timeout,
+            person_timeout_seconds=args.person_timeout,
             rescan_seconds=args.rescan_interval,
             max_line_bytes=args.max_line_bytes,
             shard=args.shard,

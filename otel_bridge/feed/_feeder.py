@@ -233,6 +233,10 @@ class StreamFeeder:
         """Has the stream's task stopped its agent loop, waiting for background work?"""
         return self.assembler.session(stream).waiting
 
+    def asks_person(self, stream: str) -> bool:
+        """Does the stream's open task wait for a person's answer?"""
+        return self.assembler.asks_person(stream)
+
     def expire(self, stream: str, ledger: Ledger, offset: int, now: float) -> bool:
         """End the waiting task of a stream whose background wait is over (counted from its
         last event, as replay counts it); False if it is not over yet."""

@@ -11,13 +11,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.builder import Log
+from tests.builder import GrowingLog
 from tests.processes import terminate
 from tests.prometheus import free_port
 
@@ -85,24 +84,6 @@ def start(state: Path, port: int, err: Path, *more: str) -> subprocess.Popen[byt
             stderr=stderr,
             stdin=subprocess.DEVNULL,
         )
-
-
-class GrowingLog:
-    """A session log of now, written as its events are added."""
-
-    def __init__(self, state: Path) -> None:
-        session = str(uuid.uuid4())
-        (state / session).mkdir(parents=True)
-        self.path = state / session / "events.jsonl"
-        self.log = Log(session)
-        self.log.now = time.time_ns() - 5 * 10**9  # of now: run reads it from its start
-        self.written = 0
-
-    def write(self) -> None:
-        with self.path.open("ab") as handle:
-            for obj in self.log.raw[self.written :]:
-                handle.write(log_line(obj))
-        self.written = len(self.log.raw)
 
 
 MAIN = {"copilot_mode": "interactive", "gen_ai_agent_name": "copilot"}
@@ -191,10 +172,6 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
         assert value(text, "copilot_tasks_open_tool_calls", **main) == 0
     finally:
         terminate(process, 20)
-
-
-def log_line(obj: dict[str, object]) -> bytes:
-    return json.dumps(obj).encode() + b"\n"
 
 
 def test_after_a_restart_from_checkpoints_the_open_task_is_counted_again(tmp_path: Path) -> None:

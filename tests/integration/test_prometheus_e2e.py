@@ -5,11 +5,13 @@ The bridge gets every capture in tests/fixtures (tasks of every outcome, tools t
 provider error, aborts, sub-agents, autopilot, code changes, a session in a git checkout), plus
 one log with a malformed line and an event of an unknown type, and one built log of billed calls
 (premium requests, AI credits; the captures' calls are bring-your-own-key, which cost nothing
-countable) and code changes in another repository; its OTLP trace exporter points at a port
-where nothing listens, so exports fail and spans are dropped (a file exporter beside it
-succeeds). So every metric of the
-dashboards has something to show, and a query that finds nothing is a wrong query: a misspelt
-metric or label, a label the bridge does not set, a unit suffix the exporter does not add.
+countable) and code changes in another repository, and one log of now whose task is still
+open when Prometheus scrapes (tests/running_log.py: waiting for a permission, looping, long:
+the running-now gauges, their dashboard row and the alerts while a task runs); its OTLP trace
+exporter points at a port where nothing listens, so exports fail and spans are dropped (a file
+exporter beside it succeeds). So every metric of the dashboards has something to show, and a
+query that finds nothing is a wrong query: a misspelt metric or label, a label the bridge does
+not set, a unit suffix the exporter does not add.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +42,9 @@ from tests.prometheus import (  # noqa: F401  (prometheus_factory: a fixture, us
     promql_label_names,
     promql_selectors,
 )
+from tests.running_log import OWNER as RUNNING_OWNER
+from tests.running_log import REPOSITORY as RUNNING_REPOSITORY
+from tests.running_log import running_log
 from tests.unit.assembler.test_accounting import two_segments
 from tests.unit.deploy.test_dashboards import (
     DASHBOARD_FILES,
@@ -192,6 +198,7 @@ def scraped_bridge(
         }
         logs["bad_input"] = bad_input_log()
         logs["billed"] = billed_log()
+        logs["running"] = running_log(str(uuid.uuid4())).jsonl()
         for name, data in logs.items():
             (state / name).mkdir()
             (state / name / "events.jsonl").write_bytes(data[: data.index(b"\n") + 1])
@@ -297,6 +304,50 @@ def test_alert_rules_evaluate_without_errors(scraped_bridge) -> None:
         time.sleep(0.25)
     assert sorted(r["name"] for r in group["rules"]) == sorted(a["alert"] for a in alert_rules())
     assert [(r["name"], r.get("lastError")) for r in group["rules"] if r["health"] != "ok"] == []
+
+
+def test_the_alerts_on_the_open_task_fire_in_prometheus(scraped_bridge) -> None:
+    """The open task of tests/running_log.py, as Prometheus sees it through the bridge: waiting
+    11 minutes for a permission, looping, open an hour. The alerts on it fire, each with the
+    task's labels, and the stalled one does not: its silence is a person's wait."""
+    prometheus, _, _, _ = scraped_bridge
+    expected = {
+        ("CopilotAgentWaitingForPerson", "permission"),
+        ("CopilotAgentLooping", "repeated_call"),
+        ("CopilotAgentLooping", "tool_failures"),
+        ("CopilotTaskRunaway", "long_running"),
+    }
+
+    def alerts(result: list[dict[str, Any]]) -> set[tuple[str, str]]:
+        return {
+            (
+                series["metric"]["alertname"],
+                series["metric"].get("copilot_wait_kind")
+                or series["metric"].get("copilot_trouble_signal", ""),
+            )
+            for series in result
+            if series["metric"].get("vcs_repository_name") == RUNNING_REPOSITORY
+        }
+
+    found = prometheus.wait_for(
+        'ALERTS{alertstate="firing"}',
+        timeout=DEADLINE_S,
+        check=lambda result: expected <= alerts(result),
+    )
+    assert alerts(found) == expected
+    for series in found:
+        if series["metric"]["alertname"] in {name for name, _ in expected}:
+            labels = series["metric"]
+            assert labels["vcs_owner_name"] == RUNNING_OWNER, labels
+            assert (labels["copilot_mode"], labels["gen_ai_agent_name"]) == (
+                "interactive",
+                "copilot",
+            )
+    # the silence is over the stalled threshold, and the bridge said so; the rule leaves it out
+    silent = prometheus.query(
+        f'copilot_tasks_open_silence_seconds{{vcs_repository_name="{RUNNING_REPOSITORY}"}} > 600'
+    )
+    assert len(silent) == 1
 
 
 def test_metrics_endpoint_passes_promtool_lint(scraped_bridge) -> None:

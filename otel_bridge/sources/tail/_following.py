@@ -257,7 +257,7 @@ class Following:
         of the process or of the machine is not the log being quiet), and a log that has grown
         beyond what was read is not quiet, whatever the time says (after a pause, its
         notification may not have been taken yet): it is read first."""
-        timeout = self._options.idle_timeout_seconds
+        options = self._options
         awake = now - self.reading.paused
         tracker, downstream = self._tracker, self._downstream
         for stream in sorted(tracker.open):
@@ -267,12 +267,19 @@ class Following:
                     continue
                 if not downstream.expire(stream, reader.ledger, reader.decoder.offset, now):
                     continue
-            elif awake - reader.last_activity >= timeout:
+            elif awake - reader.last_activity >= options.idle_timeout_seconds:
+                person = downstream.asks_person(stream)
+                timeout = options.person_timeout_seconds if person else options.idle_timeout_seconds
+                if awake - reader.last_activity < timeout:
+                    continue
                 if _grown(reader):
                     tracker.behind.add(stream)
                     continue
                 logger.info(
-                    "%s quiet for %.0fs; closing its open interaction", reader.log.path, timeout
+                    "%s quiet for %.0fs%s; closing its open interaction",
+                    reader.log.path,
+                    timeout,
+                    " while its agent waited for a person" if person else "",
                 )
                 downstream.close(stream, reader.ledger, reader.decoder.offset)
             else:

@@ -147,6 +147,10 @@ class Tailer:
         """Logs not yet read to their end once (read by probes' threads)."""
         return len(self._tracker.catching)
 
+    def catching_streams(self) -> frozenset[str]:
+        """The logs not yet read to their end once (`Tracker.catching_now`)."""
+        return self._tracker.catching_now()
+
     @property
     def resident(self) -> int:
         """Sessions whose state is in memory."""

@@ -28,6 +28,9 @@ class TailOptions:
             (the process stopped, the machine asleep) does not count. One whose loop has stopped and
             only waits for background work ends instead when the assembler's background wait
             has passed since its last event (`AssemblerConfig.background_wait_seconds`).
+        person_timeout_seconds: the idle timeout of an interaction whose agent waits for a
+            person (a permission, a question, a plan to approve): its log is quiet because
+            nobody answered, and the task is still running (the waiting gauges say so).
         rescan_seconds: how often the session-state directories are looked at for new
             sessions without a hint, and every log for growth when there are no file-system
             notifications (with them, every log is looked at every 12th rescan as a safety
@@ -48,6 +51,7 @@ class TailOptions:
     backfill: bool = False
     catch_up_seconds: float = 3600.0
     idle_timeout_seconds: float = 900.0
+    person_timeout_seconds: float = 86_400.0
     rescan_seconds: float = 5.0
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     watch: bool = True
@@ -62,6 +66,7 @@ class TailOptions:
         for name in (
             "catch_up_seconds",
             "idle_timeout_seconds",
+            "person_timeout_seconds",
             "rescan_seconds",
             "checkpoint_seconds",
             "evict_seconds",

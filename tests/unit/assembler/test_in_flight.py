@@ -356,6 +356,30 @@ def test_a_silent_task_is_stalled_by_the_callers_clock(caplog: pytest.LogCapture
     assert signals_of(spans) == []
 
 
+def test_a_task_silent_while_it_waits_for_a_person_is_waiting_not_stalled() -> None:
+    assembler, recorder = trouble_assembler(stalled_seconds=300)
+    log = Log()
+    log.start()
+    open_task(log)
+    log.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
+    steps = Stepper(log, assembler)
+    steps.step()
+    later = log.now + 1800 * 10**9  # under the long task's hour
+    assembler.watch(later)
+    now = gauges(assembler, later)
+    assert sc.METRIC_TASKS_TROUBLED not in now
+    assert now[sc.METRIC_TASKS_WAITING_OLDEST] == {
+        (sc.WAIT_PERMISSION, *MAIN): pytest.approx(1800.0, abs=0.1)
+    }
+    assert recorder.values(sc.METRIC_TASK_TROUBLE) == []
+    # answered, then silent again: now it is stalled
+    log.add("permission.completed", requestId="p1", toolCallId="c1", result={"kind": "approved"})
+    log.tool_start("c1", "bash")
+    steps.step()
+    assembler.watch(log.now + 301 * 10**9)
+    assert recorder.values(sc.METRIC_TASK_TROUBLE, copilot__trouble__signal="stalled") == [1]
+
+
 def test_thresholds_at_zero_raise_nothing() -> None:
     assembler, recorder = trouble_assembler(
         repeated_calls=0, tool_failures=0, turns=0, stalled_seconds=0, long_task_seconds=()
@@ -380,7 +404,11 @@ def test_negative_thresholds_are_refused() -> None:
 
 def test_run_s_flags_set_the_thresholds_and_replay_keeps_the_defaults(tmp_path) -> None:
     from otel_bridge.cli._parser import build_parser
-    from otel_bridge.cli._settings import replay_pipeline_config, run_pipeline_config
+    from otel_bridge.cli._settings import (
+        daemon_options,
+        replay_pipeline_config,
+        run_pipeline_config,
+    )
 
     flags = ["--trouble-repeated-calls", "7", "--trouble-tool-failures", "0"]
     flags += ["--trouble-turns", "9", "--trouble-stalled-seconds", "30"]
@@ -392,6 +420,10 @@ def test_run_s_flags_set_the_thresholds_and_replay_keeps_the_defaults(tmp_path) 
     assert trouble.long_task(sc.MODE_PLAN) == 120 and trouble.long_task(sc.MODE_AUTOPILOT) == 180
     replay = build_parser().parse_args(["replay", str(tmp_path)])
     assert replay_pipeline_config(replay, {}).assembler.trouble == TroubleOptions()
+    # how long a task waiting for a person stays open without an event
+    assert daemon_options(args, {}).tail.person_timeout_seconds == 86_400
+    waits = build_parser().parse_args(["run", "--no-checkpoints", "--person-timeout", "7200"])
+    assert daemon_options(waits, {}).tail.person_timeout_seconds == 7200
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--trouble-turns", "-1"])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -103,6 +104,31 @@ def test_quiet_open_interaction_is_closed_after_the_idle_timeout(tmp_path) -> No
     tailer.poll_once()
     root = next(s for s in out if s.name == "invoke_agent copilot")
     assert root.attributes["copilot.incomplete"] is True
+    tailer.close()
+
+
+def test_a_task_waiting_for_a_person_stays_open_past_the_idle_timeout(tmp_path, caplog) -> None:
+    log = Log.asked()
+    log.turn("0")
+    log.message([("c1", "bash")], turn="0")
+    log.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(log.jsonl())
+    clock = Clock(os.path.getmtime(path))
+    tailer, out = make_tailer(tmp_path, clock, idle_timeout_seconds=60, person_timeout_seconds=300)
+    tailer.start()
+    tailer.poll_once()
+    for _ in range(4):  # 240 s quiet: past the idle timeout, the prompt still unanswered
+        clock.now += 60
+        tailer.poll_once()
+    assert not any(s.name == "invoke_agent copilot" for s in out)
+    with caplog.at_level(logging.INFO):
+        clock.now += 60
+        tailer.poll_once()
+    root = next(s for s in out if s.name == "invoke_agent copilot")
+    assert root.attributes["copilot.incomplete"] is True
+    assert any("waited for a person" in r.getMessage() for r in caplog.records)
     tailer.close()
 
 
