@@ -22,14 +22,17 @@ No pytest in here: the recording script imports it too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +52,7 @@ __all__ = [
     "CopilotMissing",
     "Scenario",
     "ScenarioRun",
+    "Tui",
     "Workspace",
     "copilot_env",
     "find_copilot",
@@ -309,6 +313,102 @@ def run_copilot(
             process.wait()
             raise
     return CliRun(args, returncode, time.monotonic() - started, stdout, stderr, note, env)
+
+
+class Tui:
+    """The interactive CLI (no `-p`) in a tmux session of its own, as a person runs it.
+
+    tmux gives the CLI the terminal a test run may not have (a background job, no TTY), and
+    lets the test read the screen (`screen`, `wait_for_screen`) and type (`keys`). The tmux
+    server has its own socket in a fresh directory (never the user's tmux), no configuration
+    file, and the CLI's environment (`copilot_env`). The project folder is trusted beforehand
+    in COPILOT_HOME's config.json (`trustedFolders`), else the CLI asks that first. `stop()`
+    ends the tmux server and the CLI with it (its process group, by its pid, if it lingers).
+    """
+
+    SESSION = "cli"
+
+    def __init__(self, binary: Path, workspace: Workspace, fake: FakeLLM) -> None:
+        self.binary = binary
+        self.workspace = workspace
+        self.fake = fake
+        self._dir = Path(tempfile.mkdtemp(prefix="cli-tmux-"))  # short: a socket path is
+        self.socket = self._dir / "sock"  # limited to ~100 bytes (sun_path)
+        self.pid: int | None = None
+
+    def _tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["tmux", "-S", str(self.socket), "-f", os.devnull, *args],
+            env=copilot_env(self.workspace, self.fake.url),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=check,
+        )
+
+    def start(self, prompt: str, extra: Sequence[str] = ()) -> Tui:
+        """Start `copilot -i prompt` (interactive, the prompt sent at once) in the project."""
+        config = self.workspace.home / "config.json"
+        config.write_text(json.dumps({"trustedFolders": [str(self.workspace.project)]}))
+        self._tmux(
+            "new-session", "-d", "-s", self.SESSION, "-x", "160", "-y", "50",
+            "-c", str(self.workspace.project),
+            "--", str(self.binary), "--no-auto-update", "-i", prompt, *extra,
+        )  # fmt: skip
+        shown = self._tmux("display-message", "-p", "-t", self.SESSION, "#{pane_pid}")
+        self.pid = int(shown.stdout.strip())
+        return self
+
+    def screen(self) -> str:
+        """The text on the CLI's screen now ("" once its session is gone)."""
+        done = self._tmux("capture-pane", "-p", "-J", "-t", self.SESSION, check=False)
+        return done.stdout if done.returncode == 0 else ""
+
+    def wait_for_screen(self, text: str, timeout: float = 90.0) -> str:
+        """Wait until `text` is on the screen; the screen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"{text!r} never showed on the CLI's screen:\n{screen}")
+            time.sleep(0.2)
+
+    def keys(self, *keys: str) -> None:
+        """Type keys (tmux names: `Enter`, `Down`, `C-c`...)."""
+        self._tmux("send-keys", "-t", self.SESSION, *keys)
+
+    def stop(self) -> None:
+        """End the tmux server (the CLI gets SIGHUP), then SIGKILL the CLI's process group if
+        it is still there after a while; remove the socket's directory."""
+        self._tmux("kill-server", check=False)
+        if self.pid is not None:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and _alive(self.pid):
+                time.sleep(0.1)
+            if _alive(self.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.pid, signal.SIGKILL)  # tmux made it a session leader
+            self.pid = None
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> Tui:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process took the number
+        return False
+    return True
 
 
 def _when_tool_runs(rule: str, after: float, act: Callable[[subprocess.Popen], str]) -> Interrupt:

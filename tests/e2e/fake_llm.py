@@ -25,6 +25,10 @@ A rule has any of:
 `tool_calls`     `[{"name", "arguments": object | JSON text, "id"?}]`; several = parallel calls
 `status`         answer with this HTTP error status instead (`body`: the error JSON)
 `delay`          seconds to wait before answering (a slow model)
+`hold`           true: the answer waits until the test calls `release(name)` (or the server
+                 stops), so that a test can look at what runs while the model "thinks", for as
+                 long as it needs, without racing a delay; `wait_held(name)` waits until a
+                 request for the rule is being held
 `usage`          `{"prompt_tokens", "completion_tokens", "cached_tokens"}`; the default differs
                  per request (see `usage_for`), so that token counts can be traced to one call
 `finish_reason`  instead of "stop" / "tool_calls"
@@ -181,6 +185,8 @@ class FakeLLM:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._stopping = threading.Event()
+        self._held: set[str] = set()  # rules whose answer waits for release()
+        self._released: set[str] = set()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -258,7 +264,34 @@ class FakeLLM:
                     raise TimeoutError(f"the fake LLM never handed out {name!r}")
                 self._changed.wait(left)
 
+    def wait_held(self, name: str, timeout: float = 60.0) -> None:
+        """Wait until a request for the `hold` rule `name` is being held."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while name not in self._held:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"the fake LLM never held {name!r}")
+                self._changed.wait(left)
+
+    def release(self, name: str) -> None:
+        """Let the held answer of the rule `name` go (now, or as soon as it is asked for)."""
+        with self._changed:
+            self._released.add(name)
+            self._changed.notify_all()
+
     # --- used by the handler ----------------------------------------------------------------
+
+    def _hold(self, name: str) -> bool:
+        """Wait until the rule `name` is released; False when the server is stopping."""
+        with self._changed:
+            self._held.add(name)
+            self._changed.notify_all()
+            while name not in self._released:
+                if self._stopping.is_set():
+                    return False
+                self._changed.wait(0.1)
+        return True
 
     def _pick(self, body: dict[str, Any]) -> tuple[int | None, dict[str, Any], int]:
         """The rule for a request, and the request's number among chat completions."""
@@ -331,6 +364,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         index, rule, n = fake._pick(body)
         if rule.get("delay") and not fake._sleep(float(rule["delay"])):
+            return  # stopping
+        if rule.get("hold") and not fake._hold(str(rule.get("name"))):
             return  # stopping
         request = Request(
             0, time.time(), "POST", self.path, rule=index, name=rule.get("name"), body=body

@@ -1,0 +1,608 @@
+"""The running-now gauges of `otel-bridge run` (docs/metrics.md, "Running now") while a real
+Copilot CLI session runs: a permission prompt and an `ask_user` question left open in the
+interactive CLI (in tmux), and a model that calls the same tool again and again (`copilot -p`).
+The bridge follows the session's COPILOT_HOME and serves /metrics; the test scrapes it again and
+again and waits for each figure, then answers the prompt (tmux keys) or lets the model go on,
+and waits for the figures to go back.
+
+The fake model holds its answer (`hold`) where the test looks, so what the test waits for stays
+true until it lets go: no figure has to be caught in a window of time. What the CLI writes for
+each case is asserted on its events.jsonl too:
+
+- a shell command waiting for approval: `permission.requested`, then on the answer
+  `permission.completed` (`result.kind` approved, `decisionSource` human_response);
+- `ask_user`: only the tool call (`tool.execution_start`, and on the answer
+  `human_response.recorded` then `tool.execution_complete`); no `user_input.requested` nor
+  `elicitation.requested` in the log. `copilot -p` does not offer the model `ask_user` at all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests import paths, processes
+from tests.e2e.copilot import BASE_ARGS, Tui, Workspace, copilot_env
+from tests.e2e.fake_llm import FakeLLM
+from tests.prometheus import (  # noqa: F401  (prometheus_factory: a fixture, used by name)
+    Prometheus,
+    prometheus_factory,
+)
+
+#: Calls of one tool with the same arguments that make a task `repeated_call` (the flag).
+REPEATS = 3
+#: Seconds to wait for anything (a busy 2-core machine, a CLI starting): generous on purpose.
+DEADLINE = 120.0
+
+
+# --- the bridge and its /metrics -----------------------------------------------------------------
+
+
+@dataclass
+class Scrape:
+    """One /metrics answer: (sample name, labels, value) of every sample."""
+
+    samples: list[tuple[str, dict[str, str], float]]
+    text: str
+
+    def value(self, name: str, **labels: str) -> float | None:
+        """The sum of `name`'s samples whose labels include `labels`; None when none has."""
+        found = [
+            value
+            for sample, have, value in self.samples
+            if sample == name and all(have.get(k) == v for k, v in labels.items())
+        ]
+        return sum(found) if found else None
+
+    def lines(self) -> str:
+        """The running-now series, for a failure message."""
+        shown = ("copilot_tasks_open", "copilot_tasks_waiting", "copilot_tasks_troubled")
+        return "\n".join(line for line in self.text.splitlines() if line.startswith(shown))
+
+
+class Bridge:
+    """`otel-bridge run` following a COPILOT_HOME's session-state, /metrics on a port it picks."""
+
+    def __init__(self, state: Path, out: Path, *extra: str) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.log = out / "bridge.err"
+        self.process = processes.start_bridge(
+            [
+                "run",
+                "--session-state",
+                str(state),
+                "--prometheus-port",
+                "0",
+                "--no-checkpoints",
+                "--poll-interval",
+                "0.1",
+                "--rescan-interval",
+                "0.3",
+                "--idle-timeout",
+                "600",
+                "--traces-file",
+                str(out / "traces.jsonl"),
+                "--trouble-repeated-calls",
+                str(REPEATS),
+                *extra,
+            ],
+            log=self.log,
+            stdout=out / "bridge.out",
+        )
+        self.port = self._port()
+
+    def _port(self) -> int:
+        deadline = time.monotonic() + DEADLINE
+        while time.monotonic() < deadline and self.process.poll() is None:
+            found = re.search(r"serving http://127\.0\.0\.1:(\d+)/metrics", self._log())
+            if found:
+                return int(found.group(1))
+            time.sleep(0.1)
+        self.stop()
+        raise AssertionError(f"otel-bridge run never served /metrics:\n{self._log()}")
+
+    def _log(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def scrape(self) -> Scrape:
+        with urllib.request.urlopen(f"http://{self.target}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        samples = [
+            (sample.name, dict(sample.labels), float(sample.value))
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        ]
+        return Scrape(samples, text)
+
+    def until(self, what: str, check: Callable[[Scrape], bool]) -> Scrape:
+        """Scrape until `check` holds; the scrape. Fails (saying `what`) after DEADLINE."""
+        deadline = time.monotonic() + DEADLINE
+        last: Scrape | None = None
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError(f"otel-bridge run exited:\n{self._log()[-3000:]}")
+            try:
+                last = self.scrape()
+            except (OSError, urllib.error.URLError):
+                last = None
+            if last is not None and check(last):
+                return last
+            if time.monotonic() >= deadline:
+                shown = last.lines() if last is not None else "(no scrape)"
+                raise AssertionError(
+                    f"never: {what}\n{shown}\n--- bridge log:\n{self._log()[-3000:]}"
+                )
+            time.sleep(0.25)
+
+    def expect(self, what: str, want: dict[str, float]) -> Scrape:
+        """Scrape until every series of `want` has its value (see `gauges`)."""
+        return self.until(what, lambda scrape: gauges(scrape, want))
+
+    def stop(self) -> None:
+        processes.terminate(self.process, 20)
+
+
+_SELECTOR = re.compile(r"^(\w+)(?:\{(.*)\})?$")
+
+
+def value(scrape: Scrape, selector: str) -> float:
+    """The value of `selector` (`name` or `name{label="value",...}`, summed over the series it
+    matches); NaN when no series matches (never equal to anything)."""
+    found = _SELECTOR.match(selector)
+    assert found, selector
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', found.group(2) or ""))
+    total = scrape.value(found.group(1), **labels)
+    return math.nan if total is None else total
+
+
+def gauges(scrape: Scrape, want: dict[str, float]) -> bool:
+    """Every series of `want` (selector -> value) has its value in the scrape."""
+    return all(value(scrape, selector) == expected for selector, expected in want.items())
+
+
+OPEN = "copilot_tasks_open"
+PERMISSION = 'copilot_tasks_waiting_for_user{copilot_wait_kind="permission"}'
+QUESTION_WAIT = 'copilot_tasks_waiting_for_user{copilot_wait_kind="question"}'
+REPEATED = 'copilot_tasks_troubled{copilot_trouble_signal="repeated_call"}'
+PERMISSION_OLDEST = 'copilot_tasks_waiting_for_user_oldest_seconds{copilot_wait_kind="permission"}'
+QUESTION_OLDEST = 'copilot_tasks_waiting_for_user_oldest_seconds{copilot_wait_kind="question"}'
+
+
+def events(workspace: Workspace) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for line in workspace.session_log().read_text().splitlines()
+        if line.strip()
+    ]
+
+
+def kinds(workspace: Workspace) -> list[str]:
+    return [event["type"] for event in events(workspace)]
+
+
+def until_logged(workspace: Workspace, kind: str) -> list[dict[str, Any]]:
+    """Wait until the session's log has an event of `kind`; those events."""
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        logs = workspace.event_logs()
+        if logs:
+            found = [e for e in events(workspace) if e["type"] == kind]
+            if found:
+                return found
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"the CLI never wrote {kind}: {logs and kinds(workspace)}")
+        time.sleep(0.2)
+
+
+def rising(bridge: Bridge, selector: str) -> None:
+    """The gauge `selector` (one that the clock drives) is above 0 and grows."""
+    first = bridge.until(f"{selector} above 0", lambda s: value(s, selector) > 0)
+    then = value(first, selector)
+    bridge.until(f"{selector} grows past {then}", lambda s: value(s, selector) > then)
+
+
+# --- fixtures ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Setup:
+    workspace: Workspace
+    bridge: Bridge
+    fake: FakeLLM
+    binary: Path
+
+
+@pytest.fixture
+def setup_for(tmp_path: Path, copilot_binary: Path) -> Iterator[Callable[[dict[str, Any]], Setup]]:
+    """A workspace, the bridge following its COPILOT_HOME and the fake model with `script`;
+    all stopped at teardown, whatever happened."""
+    started: list[Setup] = []
+
+    def make(script: dict[str, Any]) -> Setup:
+        workspace = Workspace.create(tmp_path / "run")
+        fake = FakeLLM(script, log_path=tmp_path / "requests.jsonl").start()
+        try:
+            bridge = Bridge(workspace.session_state, tmp_path / "bridge")
+        except BaseException:
+            fake.stop()
+            raise
+        setup = Setup(workspace, bridge, fake, copilot_binary)
+        started.append(setup)
+        return setup
+
+    try:
+        yield make
+    finally:
+        for setup in started:
+            setup.fake.stop()
+            setup.bridge.stop()
+
+
+def answer_then(name: str, text: str) -> dict[str, Any]:
+    """The model's answer after the tool, held until the test lets it go."""
+    return {"name": name, "when": {"assistant_count": 1}, "text": text, "hold": True}
+
+
+# --- a permission prompt -------------------------------------------------------------------------
+
+PERMISSION_SCRIPT = {
+    "responses": [
+        {
+            "name": "ask-shell",
+            "when": {"assistant_count": 0},
+            "text": "Writing it.",
+            "tool_calls": [
+                {
+                    "name": "bash",
+                    "arguments": {
+                        "command": "echo perm-check > out.txt",
+                        "description": "Write a file",
+                    },
+                }
+            ],
+        },
+        answer_then("after-shell", "Done."),
+    ]
+}
+
+
+def test_a_permission_prompt_left_open_is_a_task_waiting_for_a_person(
+    setup_for: Callable[[dict[str, Any]], Setup],
+) -> None:
+    setup = setup_for(PERMISSION_SCRIPT)
+    bridge, workspace = setup.bridge, setup.workspace
+    with Tui(setup.binary, workspace, setup.fake).start("PERM-PROMPT: write a file.") as tui:
+        tui.wait_for_screen("Do you want to run this command?")
+        # the TUI wrote the request, and no answer yet
+        (requested,) = until_logged(workspace, "permission.requested")
+        assert requested["data"]["permissionRequest"]["kind"] == "shell"
+        assert "permission.completed" not in kinds(workspace)
+        bridge.expect(
+            "one task open, waiting for a permission",
+            {OPEN: 1, PERMISSION: 1, QUESTION_WAIT: 0},
+        )
+        rising(bridge, PERMISSION_OLDEST)
+        assert not (workspace.project / "out.txt").exists()
+
+        tui.keys("Enter")  # 1. Yes (the first choice)
+        setup.fake.wait_held("after-shell")  # the command ran; the model is asked again
+        (completed,) = until_logged(workspace, "permission.completed")
+        assert completed["data"]["requestId"] == requested["data"]["requestId"]
+        assert completed["data"]["result"]["kind"] == "approved"
+        assert completed["data"]["decisionSource"] == "human_response"
+        assert (workspace.project / "out.txt").read_text().strip() == "perm-check"
+        bridge.expect(
+            "the task still open, no longer waiting",
+            {OPEN: 1, PERMISSION: 0, PERMISSION_OLDEST: 0},
+        )
+
+        setup.fake.release("after-shell")
+        tui.wait_for_screen("Done.")
+        bridge.expect(
+            "no task open once the model answered",
+            {OPEN: 0, PERMISSION: 0, PERMISSION_OLDEST: 0},
+        )
+
+
+# --- an ask_user question ------------------------------------------------------------------------
+
+QUESTION = "Which colour should the button be?"
+QUESTION_SCRIPT = {
+    "responses": [
+        {
+            "name": "ask",
+            "when": {"assistant_count": 0},
+            "text": "I need to know.",
+            "tool_calls": [
+                {
+                    "name": "ask_user",
+                    "arguments": {
+                        "message": QUESTION,
+                        "requestedSchema": {
+                            "properties": {
+                                "colour": {
+                                    "type": "string",
+                                    "title": "Colour",
+                                    "enum": ["red", "blue"],
+                                }
+                            },
+                            "required": ["colour"],
+                        },
+                    },
+                }
+            ],
+        },
+        answer_then("after-question", "Blue it is."),
+    ]
+}
+
+
+def test_an_ask_user_question_left_open_is_a_task_waiting_for_a_person(
+    setup_for: Callable[[dict[str, Any]], Setup],
+) -> None:
+    setup = setup_for(QUESTION_SCRIPT)
+    bridge, workspace = setup.bridge, setup.workspace
+    # the interactive CLI offers the model ask_user (`copilot -p` does not: see the loop test)
+    with Tui(setup.binary, workspace, setup.fake).start("ASK-PROMPT: ask me.") as tui:
+        tui.wait_for_screen(QUESTION)
+        (started,) = until_logged(workspace, "tool.execution_start")
+        assert started["data"]["toolName"] == "ask_user"
+        written = set(kinds(workspace))
+        assert not written & {"user_input.requested", "elicitation.requested"}, written
+        assert "tool.execution_complete" not in written
+        bridge.expect(
+            "one task open, waiting for an answer to a question",
+            {OPEN: 1, QUESTION_WAIT: 1, PERMISSION: 0},
+        )
+        rising(bridge, QUESTION_OLDEST)
+
+        tui.keys("Down")  # blue
+        tui.keys("Enter")
+        setup.fake.wait_held("after-question")
+        (response,) = until_logged(workspace, "human_response.recorded")
+        assert response["data"]["toolCallId"] == started["data"]["toolCallId"]
+        (completed,) = until_logged(workspace, "tool.execution_complete")
+        assert completed["data"]["success"] is True
+        bridge.expect(
+            "the task still open, no longer waiting",
+            {OPEN: 1, QUESTION_WAIT: 0, QUESTION_OLDEST: 0},
+        )
+
+        setup.fake.release("after-question")
+        tui.wait_for_screen("Blue it is.")
+        bridge.expect(
+            "no task open once the model answered",
+            {OPEN: 0, QUESTION_WAIT: 0, QUESTION_OLDEST: 0},
+        )
+
+
+# --- a model in a loop ---------------------------------------------------------------------------
+
+LOOP_CALLS = REPEATS + 1
+LOOP_COMMAND = "cat README.md"
+
+
+def loop_script() -> dict[str, Any]:
+    """The model asks for the same command LOOP_CALLS times, then answers. Every answer after
+    the first is held: the test looks at the figures after each call, then lets the next go."""
+    calls = [
+        {
+            "name": f"call-{n}",
+            "when": {"assistant_count": n - 1},
+            "hold": n > 1,
+            "tool_calls": [
+                {
+                    "name": "bash",
+                    "arguments": {"command": LOOP_COMMAND, "description": "Read the readme"},
+                }
+            ],
+        }
+        for n in range(1, LOOP_CALLS + 1)
+    ]
+    final = {
+        "name": "final",
+        "when": {"assistant_count": LOOP_CALLS},
+        "hold": True,
+        "text": "The readme says it is a demo.",
+    }
+    return {"responses": [*calls, final]}
+
+
+def start_prompt_mode(setup: Setup, prompt: str) -> subprocess.Popen[bytes]:
+    """`copilot -p prompt --allow-all-tools` in the background (the caller ends it)."""
+    workspace = setup.workspace
+    with (
+        (workspace.root / "live-events.jsonl").open("wb") as out,
+        (workspace.root / "stderr.txt").open("wb") as err,
+    ):
+        return subprocess.Popen(
+            [str(setup.binary), "-p", prompt, *BASE_ARGS],
+            cwd=workspace.project,
+            env=copilot_env(workspace, setup.fake.url),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,  # its own group: killed with its shells on failure
+        )
+
+
+def end(process: subprocess.Popen[bytes]) -> int | None:
+    """Wait for the CLI to end (it does once the model answered); kill it after DEADLINE."""
+    try:
+        return process.wait(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        processes.terminate(process, group=True)
+        return None
+
+
+def test_a_model_calling_the_same_tool_again_and_again_is_a_task_in_trouble(
+    setup_for: Callable[[dict[str, Any]], Setup],
+) -> None:
+    setup = setup_for(loop_script())
+    bridge, fake = setup.bridge, setup.fake
+    cli = start_prompt_mode(setup, "LOOP-PROMPT: read the readme.")
+    try:
+        for calls in range(1, LOOP_CALLS + 1):
+            held = f"call-{calls + 1}" if calls < LOOP_CALLS else "final"
+            fake.wait_held(held)  # `calls` calls done, the model asked again
+            looping = 1.0 if calls >= REPEATS else 0.0
+            bridge.expect(
+                f"{calls} calls of the same command, repeated_call {looping}",
+                {
+                    OPEN: 1,
+                    "copilot_tasks_open_tool_calls": calls,
+                    "copilot_tasks_open_repeated_calls": calls,
+                    REPEATED: looping,
+                },
+            )
+            fake.release(held)
+        assert end(cli) == 0, (setup.workspace.root / "stderr.txt").read_text()[-2000:]
+    finally:
+        processes.terminate(cli, group=True)
+    done = bridge.expect(
+        "no task open, none troubled, once the CLI ended",
+        {OPEN: 0, "copilot_tasks_open_repeated_calls": 0, REPEATED: 0},
+    )
+    assert done.value("copilot_task_trouble_total", copilot_trouble_signal="repeated_call") == 1
+    assert done.value("copilot_task_trouble_total") == 1  # no other signal
+    starts = [e for e in events(setup.workspace) if e["type"] == "tool.execution_start"]
+    assert [e["data"]["arguments"]["command"] for e in starts] == [LOOP_COMMAND] * LOOP_CALLS
+    # `copilot -p` does not offer the model ask_user (the interactive CLI does)
+    offered = {
+        (tool.get("function") or {}).get("name")
+        for request in fake.completions()
+        for tool in request.body.get("tools") or []
+    }
+    assert "bash" in offered and "ask_user" not in offered
+
+
+# --- the alerts on these gauges, in a real Prometheus ------------------------------------------
+
+ALERTS = paths.REPO / "deploy" / "prometheus" / "alerts.yml"
+WAITING_ALERT = "CopilotAgentWaitingForPerson"
+LOOPING_ALERT = "CopilotAgentLooping"
+STALLED_ALERT = "CopilotAgentStalled"
+#: Seconds the test's copy of the waiting and stalled rules thresholds, instead of the shipped
+#: 600: a prompt left open crosses it within the test.
+SHORT = 2
+
+
+def short_rules(directory: Path) -> Path:
+    """The shipped rules of these three alerts, copied for the test with `for: 0s` and the
+    thresholds of the waiting and stalled rules (`> 600`) at SHORT seconds; otherwise as
+    shipped (deploy/prometheus/alerts.yml)."""
+    document = yaml.safe_load(ALERTS.read_text())
+    rules = {
+        rule["alert"]: rule
+        for group in document["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }
+    wanted = (WAITING_ALERT, LOOPING_ALERT, STALLED_ALERT)
+    missing = [name for name in wanted if name not in rules]
+    assert not missing, f"{ALERTS} has no rule {missing}"
+    copies = []
+    for name in wanted:
+        rule = dict(rules[name], **{"for": "0s"})
+        if name != LOOPING_ALERT:
+            rule["expr"], changed = re.subn(r">\s*600\b", f"> {SHORT}", rule["expr"])
+            assert changed == 1, f"{name}: no `> 600` threshold to shorten in {rule['expr']!r}"
+        copies.append(rule)
+    path = directory / "running-now-alerts.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "running-now", "rules": copies}]}))
+    return path
+
+
+def active(prometheus: Prometheus) -> dict[str, set[str]]:
+    """Alert name -> the states (pending, firing) of its active alerts."""
+    out: dict[str, set[str]] = {}
+    for alert in prometheus.alerts():
+        out.setdefault(alert["labels"]["alertname"], set()).add(alert["state"])
+    return out
+
+
+def until_alert(prometheus: Prometheus, name: str, *, on: bool) -> dict[str, set[str]]:
+    """Wait until the alert `name` is active (pending or firing), or (`on=False`) is not."""
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        now = active(prometheus)
+        if (name in now) == on:
+            return now
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"{name} never {'went active' if on else 'went away'}: {now}; "
+                f"targets {prometheus.target_health()}\n{prometheus.log_tail()}"
+            )
+        time.sleep(0.25)
+
+
+def for_prompt(word: str, script: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rules of `script`, each for the session whose prompt has `word` only."""
+    return [
+        dict(rule, when={**rule.get("when", {}), "first_user_contains": word})
+        for rule in script["responses"]
+    ]
+
+
+def test_the_running_now_alerts_fire_while_a_person_is_waited_for_and_while_a_model_loops(
+    setup_for: Callable[[dict[str, Any]], Setup],
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+) -> None:
+    """deploy/prometheus/alerts.yml's CopilotAgentWaitingForPerson, CopilotAgentStalled and
+    CopilotAgentLooping on a real Prometheus scraping the bridge every second, while the real
+    CLI waits for a permission (TUI) and then loops (`copilot -p`)."""
+    script = {
+        "responses": [
+            *for_prompt("PERM-PROMPT", PERMISSION_SCRIPT),
+            *for_prompt("LOOP-PROMPT", loop_script()),
+        ]
+    }
+    setup = setup_for(script)
+    bridge, fake = setup.bridge, setup.fake
+    start_prometheus: Callable[..., Prometheus] = request.getfixturevalue("prometheus_factory")
+    prometheus = start_prometheus([bridge.target], rule_files=[short_rules(tmp_path)])
+
+    with Tui(setup.binary, setup.workspace, fake).start("PERM-PROMPT: write a file.") as tui:
+        tui.wait_for_screen("Do you want to run this command?")
+        now = until_alert(prometheus, WAITING_ALERT, on=True)
+        # silent past the threshold too, but waiting for a person: not stalled
+        assert STALLED_ALERT not in now, now
+        assert LOOPING_ALERT not in now, now
+        tui.keys("Enter")
+        fake.wait_held("after-shell")
+        until_alert(prometheus, WAITING_ALERT, on=False)
+        fake.release("after-shell")
+        tui.wait_for_screen("Done.")
+
+    for n in range(2, REPEATS + 1):  # the calls before the threshold go on at once
+        fake.release(f"call-{n}")
+    cli = start_prompt_mode(setup, "LOOP-PROMPT: read the readme.")
+    try:
+        fake.wait_held(f"call-{REPEATS + 1}")  # REPEATS calls done: the task is looping
+        until_alert(prometheus, LOOPING_ALERT, on=True)
+        for n in range(REPEATS + 1, LOOP_CALLS + 1):
+            fake.release(f"call-{n}")
+        fake.release("final")
+        assert end(cli) == 0, (setup.workspace.root / "stderr.txt").read_text()[-2000:]
+    finally:
+        processes.terminate(cli, group=True)
+    until_alert(prometheus, LOOPING_ALERT, on=False)
+    bridge.expect("the looping task ended", {OPEN: 0, REPEATED: 0})
