@@ -5,7 +5,7 @@
 #   - Debian's prometheus: a real Prometheus and promtool, which the tests start on 127.0.0.1
 #     (apt does not start it); needs root, or run the apt-get line with sudo first.
 #   - Debian's podman, runc, podman-compose and debootstrap: the container image and the
-#     compose stack built and run for real.
+#     compose stack built and run for real; Debian's tmux: the interactive CLI in a terminal.
 #   - the real Copilot CLI 1.0.102 from npm, into ./node_modules (no package.json is written),
 #     and the older CLIs of $OTEL_BRIDGE_OLDER_CLIS (default "1.0.81 1.0.92"; "" for none),
 #     each into its own prefix .copilot-cli/<version>/ (git ignores it). After the whole suite,
@@ -31,6 +31,11 @@ for tool in podman runc podman-compose debootstrap; do
         break
     fi
 done
+# tmux: the interactive CLI runs in it, so that a test can leave a prompt unanswered and answer
+# it (tests/e2e/test_cli_running_now.py)
+if ! command -v tmux >/dev/null 2>&1; then
+    apt-get update -q && apt-get install -y -q tmux
+fi
 export OTEL_BRIDGE_TEST_SH=1 # what this script installs is there: a test that needs it never skips
 bash scripts/build_test_parts.sh  # Jaeger and the Collector (Go), cached outside the repository
 npm install --no-save --no-audit --no-fund --prefix . @github/copilot@1.0.102
