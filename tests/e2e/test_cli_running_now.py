@@ -13,7 +13,8 @@ each case is asserted on its events.jsonl too:
   `permission.completed` (`result.kind` approved, `decisionSource` human_response from 1.0.92);
 - `ask_user`: only the tool call (`tool.execution_start`, and on the answer
   `human_response.recorded` (from 1.0.92) then `tool.execution_complete`); no
-  `user_input.requested` nor `elicitation.requested` in the log. `copilot -p` does not offer the model `ask_user` at all.
+  `user_input.requested` nor `elicitation.requested` in the log. `copilot -p` does not offer
+  the model `ask_user` at all.
 """
 
 from __future__ import annotations
