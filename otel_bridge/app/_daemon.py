@@ -117,9 +117,11 @@ class Daemon:
         if metrics is not None and metrics.server is not None:
             metrics.server.readiness = self.readiness
             metrics.server.liveness = self.liveness
-        self.status = StatusLine(self.tailer, sink, options.status_interval)
         sink.on_delivered = self.tailer.wake.set  # a delivery moves checkpoints: save soon
         self.running = RunningNow(pipeline.assembler, catching=self.tailer.catching_streams)
+        self.status = StatusLine(
+            self.tailer, sink, options.status_interval, running=self.running.glance
+        )
         if recorder is not None:
             register_gauges(recorder, pipeline.assembler, self.tailer, self.running)
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Container, Iterable, Mapping
 
 from .._records import AttributeValue
-from ..assembler import TASK_METRICS, Assembler, InFlight, label_dict
+from ..assembler import TASK_METRICS, Assembler, Glance, InFlight, label_dict
 from ..export import OtelMetricsRecorder
 
 __all__ = ["RunningNow"]
@@ -79,6 +79,10 @@ class RunningNow:
                 seen.clear()
             seen.update(values)
             return [(values.get(key, 0.0), label_dict(name, key)) for key in sorted(seen, key=str)]
+
+    def glance(self) -> Glance:
+        """Tasks open now, waiting for a person, in trouble (the logs caught up only)."""
+        return self._assembler.glance(skip=self._catching())
 
     def watch(self, catching_up: bool = False) -> None:
         """Every few seconds, the signals of stalled and long tasks (`Assembler.watch`);

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from .._progress import ProgressBar
 from .._words import plural
+from ..assembler import Glance
 from ..export import SpanSink
 from ..sources import Tailer
 from ._summary import sampled
@@ -60,8 +61,10 @@ class StatusLine:
         sink: SpanSink,
         interval: float,
         clock: Callable[[], float] = time.monotonic,
+        running: Callable[[], Glance] | None = None,
     ) -> None:
         self._tailer, self._sink, self._interval, self._clock = tailer, sink, interval, clock
+        self._running = running  # what runs now, when the line should say it
         self._last = clock()
         self._events = 0
 
@@ -83,5 +86,16 @@ class StatusLine:
             f"{rate:.1f} events/s, last lag {f'{lag:.1f}s' if lag is not None else '-'}, "
             f"{plural(self._sink.queued, 'span')} queued, {stats.exported} exported, "
             f"{stats.dropped} dropped, {plural(stats.failed, 'span')} in failed "
-            f"attempts{sampled(self._sink)}"
+            f"attempts{sampled(self._sink)}{self._now()}"
+        )
+
+    def _now(self) -> str:
+        """'; 3 tasks open (1 waiting for a person, 0 in trouble)': the tasks of the logs
+        caught up (docs/metrics.md, "Running now")."""
+        if self._running is None:
+            return ""
+        now = self._running()
+        return (
+            f"; {plural(now.open, 'task')} open ({now.waiting} waiting for a person, "
+            f"{now.troubled} in trouble)"
         )

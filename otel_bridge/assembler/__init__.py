@@ -31,7 +31,7 @@ A new event type: a handler in `handlers/` and a row in `handlers.HANDLERS`
 from __future__ import annotations
 
 from ._config import AssemblerConfig, AssemblerStats, TroubleOptions
-from ._in_flight import TASK_METRICS, InFlight, label_dict
+from ._in_flight import TASK_METRICS, Glance, InFlight, label_dict
 from ._root_name import check_root_name
 from ._router import Assembler
 from ._session import SessionAssembler
@@ -41,6 +41,7 @@ __all__ = [
     "Assembler",
     "AssemblerConfig",
     "AssemblerStats",
+    "Glance",
     "InFlight",
     "SessionAssembler",
     "TroubleOptions",

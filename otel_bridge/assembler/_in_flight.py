@@ -13,7 +13,7 @@ import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .. import semconv as sc
 from .._records import AttributeValue, SpanEventRecord
@@ -22,7 +22,17 @@ from ._state import Interaction, SessionFacts
 if TYPE_CHECKING:
     from ._parts import Parts
 
-__all__ = ["InFlight", "Labels", "check_clock", "check_length", "in_flight", "raise_signal"]
+__all__ = [
+    "Glance",
+    "InFlight",
+    "Labels",
+    "OpenTask",
+    "check_clock",
+    "check_length",
+    "glance",
+    "in_flight",
+    "raise_signal",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -187,10 +197,30 @@ def _figure(value: float) -> str:
 # --- the figures of the open tasks -------------------------------------------------------------
 
 
-def in_flight(
-    tasks: Iterable[tuple[SessionFacts, Interaction, Mapping[str, tuple[int, str | None]]]],
-    now_ns: int,
-) -> InFlight:
+#: An open task as the figures read it: its session's facts, the task, and the session's
+#: open permission requests (when each was asked, ns, and the tool).
+OpenTask = tuple[SessionFacts, Interaction, Mapping[str, tuple[int, str | None]]]
+
+
+class Glance(NamedTuple):
+    """What runs now, at a glance (run's status line)."""
+
+    open: int  # tasks open
+    waiting: int  # of which waiting for a person
+    troubled: int  # of which raised a signal of trouble
+
+
+def glance(tasks: Iterable[OpenTask]) -> Glance:
+    """Count the open tasks, those that wait for a person, those that raised a signal."""
+    opened = waiting = troubled = 0
+    for _facts, interaction, permissions in tasks:
+        opened += 1
+        waiting += bool(waits(interaction, permissions))
+        troubled += bool(interaction.watch.raised)
+    return Glance(opened, waiting, troubled)
+
+
+def in_flight(tasks: Iterable[OpenTask], now_ns: int) -> InFlight:
     """The running-now gauges' values over the open tasks: (facts, interaction, the session's
     open permission requests) each. Every metric of `TASK_METRICS` has a series for each
     label set that has an open task (0 where it counts nothing), so that a series goes back

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
-from typing import Any
+from collections.abc import Callable, Container, Iterable, Iterator
+from typing import Any, TypeVar
 
 from .._events import Event
 from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanRecord
 from ._config import AssemblerConfig, AssemblerStats
-from ._in_flight import InFlight, in_flight, waits
+from ._in_flight import Glance, InFlight, OpenTask, glance, in_flight, waits
 from ._session import SessionAssembler
+
+_T = TypeVar("_T")
 
 __all__ = ["Assembler"]
 
@@ -104,23 +106,30 @@ class Assembler:
     def in_flight(self, now_ns: int, skip: Container[str] = frozenset()) -> InFlight:
         """The running-now gauges' values (`_in_flight.in_flight`) at `now_ns`, leaving out
         the streams in `skip` (logs still being caught up: a task read half-way is not
-        running now, its next events are on disk). O(open tasks); safe to call from another
-        thread than the one feeding (a scrape's): it reads copies of the containers it
-        walks, and tries again if one changed under it."""
+        running now, its next events are on disk). O(open tasks)."""
+        return self._read_open(lambda tasks: in_flight(tasks, now_ns), skip, {})
+
+    def glance(self, skip: Container[str] = frozenset()) -> Glance:
+        """How many tasks are open, wait for a person, raised a signal (`_in_flight.glance`),
+        leaving out the streams in `skip`: for run's status line."""
+        return self._read_open(glance, skip, Glance(0, 0, 0))
+
+    def _read_open(
+        self, compute: Callable[[Iterator[OpenTask]], _T], skip: Container[str], empty: _T
+    ) -> _T:
+        """`compute` over the open tasks. Safe to call from another thread than the one
+        feeding (a scrape's): it walks copies of the containers, and tries again if one
+        changed under it."""
         for _ in range(3):
             try:
-                return in_flight(
-                    (
-                        (s.facts, interaction, s.permissions)
-                        for stream, s in list(self._sessions.items())
-                        if (interaction := s.lifecycle.interaction) is not None
-                        and stream not in skip
-                    ),
-                    now_ns,
+                return compute(
+                    (s.facts, interaction, s.permissions)
+                    for stream, s in list(self._sessions.items())
+                    if (interaction := s.lifecycle.interaction) is not None and stream not in skip
                 )
             except RuntimeError:  # a dict changed size while copied: the feeding thread
                 continue
-        return {}
+        return empty
 
     def asks_person(self, stream: str) -> bool:
         """Does the stream's open task wait for a person's answer (`_in_flight.waits`)?"""

@@ -101,7 +101,7 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
     write()
     port = free_port()
     err = tmp_path / "bridge.err"
-    process = start(state, port, err, "--no-checkpoints")
+    process = start(state, port, err, "--no-checkpoints", "--status-interval", "0.5")
     try:
         main = MAIN
         text = wait_for(
@@ -125,6 +125,12 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
             lambda t: value(t, "copilot_tasks_waiting_for_user", **permission) == 1,
             "a task waiting for a permission",
         )
+        # the status line says it too, for whoever reads run's log rather than /metrics
+        deadline = time.monotonic() + DEADLINE_S
+        said = "1 task open (1 waiting for a person, 0 in trouble)"
+        while said not in err.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert said in err.read_text()
         waited = value(text, "copilot_tasks_waiting_for_user_oldest_seconds", **permission)
         assert waited is not None and waited > 0
         assert (

@@ -25,6 +25,7 @@ from otel_bridge.app import (
     register_gauges,
     state_dir,
 )
+from otel_bridge.assembler import Glance
 from otel_bridge.sources import TailOptions
 from tests.recorder import Clock
 from tests.unit.sources.test_tail import two_messages
@@ -129,6 +130,24 @@ def test_the_status_line_waits_its_interval_and_says_what_run_does(caplog) -> No
         "status: following 3 logs (1 catching up, 2 in memory), 2.0 events/s, last lag 1.2s, "
         "1 span queued, 40 exported, 0 dropped, 1 span in failed attempts"
     ]
+
+
+def test_the_status_line_says_what_runs_now(caplog) -> None:
+    clock = Clock()
+    tailer = SimpleNamespace(
+        events_read=0, last_lag=None, followed_count=1, catching_up=0, resident=1
+    )
+    stats = SimpleNamespace(exported=0, dropped=0, failed=0)
+    sink = SimpleNamespace(
+        stats=stats, queued=0, sampler=SimpleNamespace(ratio=1.0, dropped_spans=0)
+    )
+    status = StatusLine(tailer, sink, 1.0, clock=clock, running=lambda: Glance(3, 1, 2))
+    clock.now += 1
+    with caplog.at_level(logging.INFO, logger="otel_bridge"):
+        status.maybe_log()
+    assert caplog.messages[0].endswith(
+        "0 spans in failed attempts; 3 tasks open (1 waiting for a person, 2 in trouble)"
+    )
 
 
 def test_an_interval_of_zero_never_logs(caplog) -> None:

@@ -150,6 +150,27 @@ def test_the_oldest_wait_of_each_kind_is_timed_from_its_request_until_it_is_answ
     assert view == {(kind, *MAIN): 0.0 for kind in sc.WAIT_KINDS}
 
 
+def test_at_a_glance_tasks_open_waiting_and_in_trouble_each_counted_once() -> None:
+    assembler, _ = trouble_assembler(repeated_calls=2)
+    logs = {name: Log(session=name) for name in ("a", "b", "c")}
+    for name, log in logs.items():
+        log.start()
+        open_task(log, interaction=f"i-{name}")
+        assembler.feed(name, log.events())
+    a, b = logs["a"], logs["b"]
+    # a waits for a permission and asks a question: one task waiting
+    a.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
+    a.add("tool.execution_start", toolCallId="q", toolName="ask_user", arguments={})
+    # b calls one tool twice with the same arguments: in trouble
+    for n in range(2):
+        b.add("tool.execution_start", toolCallId=f"r{n}", toolName="view", arguments={"p": 1})
+        b.tool_done(f"r{n}")
+    for name in ("a", "b"):
+        assembler.feed(name, logs[name].events()[-(2 if name == "a" else 4) :])
+    assert assembler.glance() == (3, 1, 1)
+    assert assembler.glance(skip={"a"}) == (2, 0, 1)
+
+
 def test_a_permission_left_unanswered_by_an_earlier_task_is_not_a_wait_of_this_one() -> None:
     log = Log()
     log.start()
