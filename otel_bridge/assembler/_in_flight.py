@@ -107,16 +107,15 @@ def check_length(parts: Parts, interaction: Interaction, now_ns: int) -> None:
 def check_clock(parts: Parts, interaction: Interaction, now_ns: int) -> None:
     """What only a clock tells (`run`, between events): no event for long while the task is
     open, and a task open past its mode's length: counted and said, never put on a span (the
-    clock is not in the log). A task waiting for a person is silent because of that person,
-    not stalled: the waiting gauges tell it (`copilot.tasks.waiting_for_user.oldest`)."""
+    clock is not in the log). Not while the task waits for a person: it is silent, and open,
+    because of that person, neither stalled nor running away; the waiting gauges tell it
+    (`copilot.tasks.waiting_for_user.oldest`)."""
+    if waits(interaction, parts.permissions):
+        return
     trouble = parts.config.trouble
     last = interaction.last_ns
     silence = (now_ns - last) / 1e9
-    if (
-        trouble.stalled_seconds
-        and silence >= trouble.stalled_seconds
-        and not waits(interaction, parts.permissions)
-    ):
+    if trouble.stalled_seconds and silence >= trouble.stalled_seconds:
         raise_signal(
             parts,
             interaction,

@@ -377,7 +377,7 @@ def test_a_silent_task_is_stalled_by_the_callers_clock(caplog: pytest.LogCapture
     assert signals_of(spans) == []
 
 
-def test_a_task_silent_while_it_waits_for_a_person_is_waiting_not_stalled() -> None:
+def test_a_task_silent_while_it_waits_for_a_person_is_waiting_not_stalled_nor_long() -> None:
     assembler, recorder = trouble_assembler(stalled_seconds=300)
     log = Log()
     log.start()
@@ -385,12 +385,12 @@ def test_a_task_silent_while_it_waits_for_a_person_is_waiting_not_stalled() -> N
     log.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
     steps = Stepper(log, assembler)
     steps.step()
-    later = log.now + 1800 * 10**9  # under the long task's hour
+    later = log.now + 7200 * 10**9  # past the long task's hour too
     assembler.watch(later)
     now = gauges(assembler, later)
     assert sc.METRIC_TASKS_TROUBLED not in now
     assert now[sc.METRIC_TASKS_WAITING_OLDEST] == {
-        (sc.WAIT_PERMISSION, *MAIN): pytest.approx(1800.0, abs=0.1)
+        (sc.WAIT_PERMISSION, *MAIN): pytest.approx(7200.0, abs=0.1)
     }
     assert recorder.values(sc.METRIC_TASK_TROUBLE) == []
     # answered, then silent again: now it is stalled
