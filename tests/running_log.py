@@ -10,8 +10,9 @@ from tests.builder import Log
 
 #: The repository of the open task (the same as tests/fixtures/git_repo's).
 OWNER, REPOSITORY = "octo-org", "demo-project"
-#: How long ago the task started: past `run --trouble-task-minutes` (60) by its events' times.
-STARTED_MINUTES_AGO = 61
+#: How long ago the task started: its events span 61 minutes, past `run --trouble-task-minutes`
+#: (60) by their own times (the bridge's clock raises nothing while the task waits for a person).
+STARTED_MINUTES_AGO = 72
 #: How long ago the task asked for the permission it still waits for, and wrote its last
 #: event: past the alerts' 10 minutes (and `run --trouble-stalled-seconds`, 600), within
 #: `run --idle-timeout` (900 s of the bridge's reading, not of the events' times).
@@ -20,7 +21,7 @@ ASKED_SECONDS_AGO = 11 * 60
 
 def running_log(session: str, now_ns: int | None = None) -> Log:
     """One open interactive task, in a git checkout of octo-org/demo-project, that started
-    61 minutes ago (long_running, by its events' times), called bash 5 times with the same
+    72 minutes ago (long_running, by its events' times: 61 minutes to its last), called bash 5 times with the same
     arguments (repeated_call at the default threshold), saw view fail 5 times in a row
     (tool_failures), and has waited 11 minutes, silent, for a permission to run a shell command,
     in its third turn: its first two turns are finished (and exported), the task's root is not.
