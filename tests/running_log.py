@@ -21,8 +21,9 @@ ASKED_SECONDS_AGO = 11 * 60
 
 def running_log(session: str, now_ns: int | None = None) -> Log:
     """One open interactive task, in a git checkout of octo-org/demo-project, that started
-    72 minutes ago (long_running, by its events' times: 61 minutes to its last), called bash 5 times with the same
-    arguments (repeated_call at the default threshold), saw view fail 5 times in a row
+    72 minutes ago (long_running, by its events' times: 61 minutes to its last), called bash
+    5 times with the same arguments (repeated_call at the default threshold), saw view fail 5
+    times in a row
     (tool_failures), and has waited 11 minutes, silent, for a permission to run a shell command,
     in its third turn: its first two turns are finished (and exported), the task's root is not.
     So CopilotAgentWaitingForPerson, CopilotAgentLooping and CopilotTaskRunaway fire on it, and
