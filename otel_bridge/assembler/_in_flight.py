@@ -95,13 +95,16 @@ def turn_started(parts: Parts, interaction: Interaction, ns: int) -> None:
         raise_signal(parts, interaction, sc.TROUBLE_TURNS, turns, threshold, ns)
 
 
-def check_length(parts: Parts, interaction: Interaction, now_ns: int) -> None:
-    """The task has been open past its mode's length (by event time as events come, by the
-    caller's clock between them)."""
+def check_length(
+    parts: Parts, interaction: Interaction, now_ns: int, *, clock: bool = False
+) -> None:
+    """The task has been open past its mode's length: by event time as events come, by the
+    caller's clock between them (`clock`: then no span event, see `raise_signal`)."""
     threshold = parts.config.trouble.long_task(parts.facts.mode)
     seconds = (now_ns - interaction.root.start_ns) / 1e9
     if threshold and seconds >= threshold:
-        raise_signal(parts, interaction, sc.TROUBLE_LONG, round(seconds), threshold, now_ns)
+        at = None if clock else now_ns
+        raise_signal(parts, interaction, sc.TROUBLE_LONG, round(seconds), threshold, at)
 
 
 def check_clock(parts: Parts, interaction: Interaction, now_ns: int) -> None:
@@ -112,25 +115,11 @@ def check_clock(parts: Parts, interaction: Interaction, now_ns: int) -> None:
     (`copilot.tasks.waiting_for_user.oldest`)."""
     if waits(interaction, parts.permissions):
         return
-    trouble = parts.config.trouble
-    last = interaction.last_ns
-    silence = (now_ns - last) / 1e9
-    if trouble.stalled_seconds and silence >= trouble.stalled_seconds:
-        raise_signal(
-            parts,
-            interaction,
-            sc.TROUBLE_STALLED,
-            round(silence),
-            trouble.stalled_seconds,
-            last,
-            evidence=False,
-        )
-    threshold = trouble.long_task(parts.facts.mode)
-    seconds = (now_ns - interaction.root.start_ns) / 1e9
-    if threshold and seconds >= threshold:
-        raise_signal(
-            parts, interaction, sc.TROUBLE_LONG, round(seconds), threshold, last, evidence=False
-        )
+    stalled = parts.config.trouble.stalled_seconds
+    silence = (now_ns - interaction.last_ns) / 1e9
+    if stalled and silence >= stalled:
+        raise_signal(parts, interaction, sc.TROUBLE_STALLED, round(silence), stalled, None)
+    check_length(parts, interaction, now_ns, clock=True)
 
 
 def raise_signal(
@@ -139,15 +128,14 @@ def raise_signal(
     signal: str,
     value: float,
     threshold: float,
-    ns: int,
+    ns: int | None,
     tool: str | None = None,
-    *,
-    evidence: bool = True,
 ) -> None:
     """Once per task and signal: a span event on the task's root (the evidence, there when it
     ends), a count in copilot.task.trouble, and a log line (never the tool's name or
-    arguments: they come from the log). Without `evidence` (a signal the clock told, not the
-    log), no span event: a span is what its log says, the same however and whenever the log
+    arguments: they come from the log). The span event goes at `ns`, the time of the event
+    that told the signal; without one (`ns` None: the clock told it, not the log), no span
+    event: a span is what its log says, the same however and whenever the log
     is read (a re-export after a crash must be identical), and a clock is neither."""
     watch = interaction.watch
     if signal in watch.raised:
@@ -160,7 +148,7 @@ def raise_signal(
     }
     if tool is not None:
         attributes[sc.GEN_AI_TOOL_NAME] = tool
-    if evidence and not interaction.root_exported:
+    if ns is not None and not interaction.root_exported:
         parts.spans.factory.add_event(
             interaction.root, SpanEventRecord(sc.EVENT_TROUBLE, ns, attributes)
         )

@@ -134,8 +134,9 @@ class Assembler:
     def asks_person(self, stream: str) -> bool:
         """Does the stream's open task wait for a person's answer (`_in_flight.waits`)?"""
         session = self._sessions.get(stream)
-        task = None if session is None else session.lifecycle.interaction
-        return task is not None and session is not None and bool(waits(task, session.permissions))
+        if session is None or session.lifecycle.interaction is None:
+            return False
+        return bool(waits(session.lifecycle.interaction, session.permissions))
 
     def watch(self, now_ns: int) -> None:
         """Raise the signals only a clock tells (`SessionAssembler.watch`) of every open task."""

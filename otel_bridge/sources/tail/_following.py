@@ -267,10 +267,10 @@ class Following:
                     continue
                 if not downstream.expire(stream, reader.ledger, reader.decoder.offset, now):
                     continue
-            elif awake - reader.last_activity >= options.idle_timeout_seconds:
-                person = downstream.asks_person(stream)
+            elif (quiet := awake - reader.last_activity) >= options.idle_timeout_seconds:
+                person = downstream.asks_person(stream)  # asked of quiet logs only
                 timeout = options.person_timeout_seconds if person else options.idle_timeout_seconds
-                if awake - reader.last_activity < timeout:
+                if quiet < timeout:
                     continue
                 if _grown(reader):
                     tracker.behind.add(stream)

@@ -148,8 +148,9 @@ class Tailer:
         return len(self._tracker.catching)
 
     def catching_streams(self) -> frozenset[str]:
-        """The logs not yet read to their end once (`Tracker.catching_now`)."""
-        return self._tracker.catching_now()
+        """The logs not yet read to their end once, for a scrape's thread: a copy (of a set of
+        str, taken by CPython in one step under the GIL, as `catching_up`'s len is)."""
+        return frozenset(self._tracker.catching)
 
     @property
     def resident(self) -> int:

@@ -63,16 +63,6 @@ class Tracker:
         for kept in (self.behind, self.catching, self.open, self.dirty):
             kept.discard(stream)
 
-    def catching_now(self) -> frozenset[str]:
-        """The logs not yet read to their end once, for a scrape's thread: a copy, taken
-        again if the reading thread changed the set while it was copied."""
-        for _ in range(3):
-            try:
-                return frozenset(self.catching)
-            except RuntimeError:
-                continue
-        return frozenset()
-
     def reached_end(self, reader: Reader) -> bool:
         """The reader read to the end of its file; True the first time (caught up)."""
         reader.at_end = True
