@@ -4,10 +4,8 @@ its task ends (docs/metrics.md, "Running now"). A real subprocess, a real /metri
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -17,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.builder import GrowingLog
-from tests.processes import terminate
+from tests.processes import bridge_env, start_bridge, terminate
 from tests.prometheus import free_port
 
 DEADLINE_S = 30.0
@@ -58,32 +56,16 @@ def wait_for(
 
 
 def start(state: Path, port: int, err: Path, *more: str) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env["OTEL_TRACES_EXPORTER"] = "none"
-    with err.open("ab") as stderr:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otel_bridge",
-                "run",
-                "--session-state",
-                str(state),
-                "--prometheus-port",
-                str(port),
-                "--poll-interval",
-                "0.1",
-                "--rescan-interval",
-                "0.3",
-                "--export-timeout",
-                "1",
-                *more,
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            stdin=subprocess.DEVNULL,
-        )
+    return start_bridge(
+        [
+            *("run", "--session-state", str(state), "--prometheus-port", str(port)),
+            *("--poll-interval", "0.1", "--rescan-interval", "0.3", "--export-timeout", "1"),
+            *more,
+        ],
+        env=bridge_env({"OTEL_TRACES_EXPORTER": "none"}),
+        log=err,
+        append=True,
+    )
 
 
 MAIN = {"copilot_mode": "interactive", "gen_ai_agent_name": "copilot"}

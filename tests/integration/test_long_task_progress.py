@@ -8,10 +8,8 @@ file once, and Jaeger holds each once.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,7 +20,7 @@ import pytest
 from otel_bridge import semconv as sc
 from tests.builder import GrowingLog
 from tests.goparts import Jaeger, jaeger_binary
-from tests.processes import terminate
+from tests.processes import bridge_env, start_bridge, terminate
 
 DEADLINE_S = 60.0
 
@@ -35,23 +33,27 @@ def jaeger(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def start_run(state: Path, workdir: Path, jaeger: Jaeger) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
-    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = jaeger.otlp_http_url
-    env["OTEL_EXPORTER_OTLP_PROTOCOL"] = "http/protobuf"
-    env["OTEL_METRICS_EXPORTER"] = "none"
-    with (workdir / "bridge.err").open("ab") as stderr:
-        return subprocess.Popen(
-            [
-                *(sys.executable, "-m", "otel_bridge", "run", "--no-prometheus"),
-                *("--session-state", str(state), "--state-dir", str(workdir / "state")),
-                *("--traces-file", str(workdir / "traces.jsonl")),
-                *("--poll-interval", "0.1", "--rescan-interval", "0.3", "--export-timeout", "2"),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            stdin=subprocess.DEVNULL,
-        )
+    return start_bridge(
+        [
+            *("run", "--no-prometheus", "--session-state", str(state)),
+            *(
+                "--state-dir",
+                str(workdir / "state"),
+                "--traces-file",
+                str(workdir / "traces.jsonl"),
+            ),
+            *("--poll-interval", "0.1", "--rescan-interval", "0.3", "--export-timeout", "2"),
+        ],
+        env=bridge_env(
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_http_url,
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+                "OTEL_METRICS_EXPORTER": "none",
+            }
+        ),
+        log=workdir / "bridge.err",
+        append=True,
+    )
 
 
 def spans_in_file(path: Path) -> list[dict[str, Any]]:
