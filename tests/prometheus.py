@@ -32,10 +32,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.processes import log_tail, terminate
 
@@ -397,3 +399,47 @@ def core_expression(expr: str) -> str:
         if all(flags[match.start() : match.end()]):
             return expr[: match.start()].strip()
     return expr
+
+
+@dataclass
+class Scrape:
+    """One /metrics answer of a bridge: (sample name, labels, value) of every sample, parsed by
+    prometheus_client's own parser."""
+
+    samples: list[tuple[str, dict[str, str], float]]
+    text: str
+
+    def _matching(self, name: str, labels: dict[str, str]) -> list[float]:
+        return [
+            value
+            for sample, have, value in self.samples
+            if sample == name and all(have.get(k) == v for k, v in labels.items())
+        ]
+
+    def value(self, name: str, **labels: str) -> float | None:
+        """The sum of `name`'s samples whose labels include `labels`; None when none has."""
+        found = self._matching(name, labels)
+        return sum(found) if found else None
+
+    def one(self, name: str, **labels: str) -> float | None:
+        """The value of the one series of `name` whose labels include `labels`, or None."""
+        found = self._matching(name, labels)
+        assert len(found) <= 1, (name, labels, found)
+        return found[0] if found else None
+
+    def lines(self) -> str:
+        """The running-now series, for a failure message."""
+        shown = ("copilot_tasks_open", "copilot_tasks_waiting", "copilot_tasks_troubled")
+        return "\n".join(line for line in self.text.splitlines() if line.startswith(shown))
+
+
+def scrape_metrics(target: str, timeout: float = 10.0) -> Scrape:
+    """GET http://`target`/metrics, parsed (raises OSError when nothing answers)."""
+    with urllib.request.urlopen(f"http://{target}/metrics", timeout=timeout) as response:
+        text = response.read().decode()
+    samples = [
+        (sample.name, dict(sample.labels), float(sample.value))
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    ]
+    return Scrape(samples, text)

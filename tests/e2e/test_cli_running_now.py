@@ -33,7 +33,6 @@ from typing import Any
 
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests import paths, processes
 from tests.e2e.conftest import cli_at_least
@@ -41,7 +40,9 @@ from tests.e2e.copilot import BASE_ARGS, Tui, Workspace, copilot_env
 from tests.e2e.fake_llm import FakeLLM
 from tests.prometheus import (  # noqa: F401  (prometheus_factory: a fixture, used by name)
     Prometheus,
+    Scrape,
     prometheus_factory,
+    scrape_metrics,
 )
 
 #: Calls of one tool with the same arguments that make a task `repeated_call` (the flag).
@@ -51,28 +52,6 @@ DEADLINE = 120.0
 
 
 # --- the bridge and its /metrics -----------------------------------------------------------------
-
-
-@dataclass
-class Scrape:
-    """One /metrics answer: (sample name, labels, value) of every sample."""
-
-    samples: list[tuple[str, dict[str, str], float]]
-    text: str
-
-    def value(self, name: str, **labels: str) -> float | None:
-        """The sum of `name`'s samples whose labels include `labels`; None when none has."""
-        found = [
-            value
-            for sample, have, value in self.samples
-            if sample == name and all(have.get(k) == v for k, v in labels.items())
-        ]
-        return sum(found) if found else None
-
-    def lines(self) -> str:
-        """The running-now series, for a failure message."""
-        shown = ("copilot_tasks_open", "copilot_tasks_waiting", "copilot_tasks_troubled")
-        return "\n".join(line for line in self.text.splitlines() if line.startswith(shown))
 
 
 class Bridge:
@@ -124,14 +103,7 @@ class Bridge:
         return f"127.0.0.1:{self.port}"
 
     def scrape(self) -> Scrape:
-        with urllib.request.urlopen(f"http://{self.target}/metrics", timeout=10) as response:
-            text = response.read().decode()
-        samples = [
-            (sample.name, dict(sample.labels), float(sample.value))
-            for family in text_string_to_metric_families(text)
-            for sample in family.samples
-        ]
-        return Scrape(samples, text)
+        return scrape_metrics(self.target)
 
     def until(self, what: str, check: Callable[[Scrape], bool]) -> Scrape:
         """Scrape until `check` holds; the scrape. Fails (saying `what`) after DEADLINE."""

@@ -4,11 +4,8 @@ its task ends (docs/metrics.md, "Running now"). A real subprocess, a real /metri
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,43 +13,31 @@ import pytest
 
 from tests.builder import GrowingLog
 from tests.processes import bridge_env, start_bridge, terminate
-from tests.prometheus import free_port
+from tests.prometheus import Scrape, free_port, scrape_metrics
 
 DEADLINE_S = 30.0
 
 
-def scrape(process: subprocess.Popen[bytes], port: int, err: Path) -> str:
+def scrape(process: subprocess.Popen[bytes], port: int, err: Path) -> Scrape | None:
     if process.poll() is not None:
         pytest.fail(f"run exited with {process.returncode}:\n{err.read_text()[-3000:]}")
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
-            return str(resp.read().decode())
-    except (OSError, urllib.error.URLError):
-        return ""
-
-
-def value(text: str, metric: str, **labels: str) -> float | None:
-    """The value of the one series of `metric` with `labels` (among others), or None."""
-    found = []
-    for line in text.splitlines():
-        match = re.fullmatch(rf"{metric}\{{(.*)\}} (\S+)", line)
-        if match and all(f'{k}="{v}"' in match.group(1) for k, v in labels.items()):
-            found.append(float(match.group(2)))
-    assert len(found) <= 1, (metric, labels, found)
-    return found[0] if found else None
+        return scrape_metrics(f"127.0.0.1:{port}", timeout=2)
+    except OSError:
+        return None
 
 
 def wait_for(
-    process: subprocess.Popen[bytes], port: int, err: Path, ok: Callable[[str], bool], what: str
-) -> str:
+    process: subprocess.Popen[bytes], port: int, err: Path, ok: Callable[[Scrape], bool], what: str
+) -> Scrape:
     deadline = time.monotonic() + DEADLINE_S
-    text = ""
+    last = None
     while time.monotonic() < deadline:
-        text = scrape(process, port, err)
-        if text and ok(text):
-            return text
+        last = scrape(process, port, err)
+        if last is not None and ok(last):
+            return last
         time.sleep(0.2)
-    pytest.fail(f"{what}: not seen in {DEADLINE_S}s; last /metrics:\n{text[-4000:]}")
+    pytest.fail(f"{what}: not seen in {DEADLINE_S}s; last /metrics:\n{last and last.text[-4000:]}")
 
 
 def start(state: Path, port: int, err: Path, *more: str) -> subprocess.Popen[bytes]:
@@ -90,12 +75,12 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
             process,
             port,
             err,
-            lambda t: value(t, "copilot_tasks_open", **main) == 1,
+            lambda t: t.one("copilot_tasks_open", **main) == 1,
             "a task open",
         )
-        assert value(text, "copilot_tasks_open_turns", **main) == 1
-        assert value(text, "copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 0
-        assert (value(text, "copilot_tasks_open_oldest_seconds", **main) or 0) > 0
+        assert text.one("copilot_tasks_open_turns", **main) == 1
+        assert text.one("copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 0
+        assert (text.one("copilot_tasks_open_oldest_seconds", **main) or 0) > 0
 
         log.add("permission.requested", requestId="p1", permissionRequest={"toolCallId": "c1"})
         write()
@@ -104,7 +89,7 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
             process,
             port,
             err,
-            lambda t: value(t, "copilot_tasks_waiting_for_user", **permission) == 1,
+            lambda t: t.one("copilot_tasks_waiting_for_user", **permission) == 1,
             "a task waiting for a permission",
         )
         # the status line says it too, for whoever reads run's log rather than /metrics
@@ -113,11 +98,10 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
         while said not in err.read_text() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert said in err.read_text()
-        waited = value(text, "copilot_tasks_waiting_for_user_oldest_seconds", **permission)
+        waited = text.one("copilot_tasks_waiting_for_user_oldest_seconds", **permission)
         assert waited is not None and waited > 0
         assert (
-            value(
-                text,
+            text.one(
                 "copilot_tasks_waiting_for_user_oldest_seconds",
                 copilot_wait_kind="question",
                 **main,
@@ -134,14 +118,12 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
             process,
             port,
             err,
-            lambda t: (
-                value(t, "copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 0
-            ),
+            lambda t: t.one("copilot_tasks_waiting_for_user", copilot_wait_kind="permission") == 0,
             "the permission answered",
         )
-        assert value(text, "copilot_tasks_waiting_for_user_oldest_seconds", **permission) == 0
-        assert value(text, "copilot_tasks_open_tool_calls", **main) == 1
-        assert value(text, "copilot_tasks_open", **main) == 1
+        assert text.one("copilot_tasks_waiting_for_user_oldest_seconds", **permission) == 0
+        assert text.one("copilot_tasks_open_tool_calls", **main) == 1
+        assert text.one("copilot_tasks_open", **main) == 1
 
         log.tool_done("c1")
         log.turn_end("0")
@@ -153,11 +135,11 @@ def test_the_running_now_gauges_follow_a_growing_log_through_run(tmp_path: Path)
             process,
             port,
             err,
-            lambda t: value(t, "copilot_tasks_open", **main) == 0,
+            lambda t: t.one("copilot_tasks_open", **main) == 0,
             "the task ended",
         )
-        assert value(text, "copilot_tasks_open_turns", **main) == 0
-        assert value(text, "copilot_tasks_open_tool_calls", **main) == 0
+        assert text.one("copilot_tasks_open_turns", **main) == 0
+        assert text.one("copilot_tasks_open_tool_calls", **main) == 0
     finally:
         terminate(process, 20)
 
@@ -192,11 +174,11 @@ def test_after_a_restart_from_checkpoints_the_open_task_is_counted_again(tmp_pat
                 process,
                 port,
                 err,
-                lambda t: value(t, "copilot_tasks_waiting_for_user", **waiting) == 1,
+                lambda t: t.one("copilot_tasks_waiting_for_user", **waiting) == 1,
                 "the open task waiting for a permission",
             )
-            assert value(text, "copilot_tasks_open", **MAIN) == 1
-            assert value(text, "copilot_tasks_open_turns", **MAIN) == 1
+            assert text.one("copilot_tasks_open", **MAIN) == 1
+            assert text.one("copilot_tasks_open_turns", **MAIN) == 1
         finally:
             terminate(process, 20)
         assert process.returncode == 0, err.read_text()[-3000:]
@@ -221,11 +203,11 @@ def test_a_silent_task_is_said_stalled_once_while_run_follows_it(tmp_path: Path)
             process,
             port,
             err,
-            lambda t: value(t, "copilot_tasks_troubled", **stalled) == 1,
+            lambda t: t.one("copilot_tasks_troubled", **stalled) == 1,
             "the task stalled",
         )
-        assert value(text, "copilot_task_trouble_total", copilot_trouble_signal="stalled") == 1
-        assert (value(text, "copilot_tasks_open_silence_seconds", **MAIN) or 0) >= 2
+        assert text.one("copilot_task_trouble_total", copilot_trouble_signal="stalled") == 1
+        assert (text.one("copilot_tasks_open_silence_seconds", **MAIN) or 0) >= 2
         log.tool_done("c1")
         log.turn_end("0")
         log.turn("1")
@@ -236,7 +218,7 @@ def test_a_silent_task_is_said_stalled_once_while_run_follows_it(tmp_path: Path)
             process,
             port,
             err,
-            lambda t: value(t, "copilot_tasks_troubled", **stalled) == 0,
+            lambda t: t.one("copilot_tasks_troubled", **stalled) == 0,
             "the stalled task ended",
         )
     finally:
