@@ -177,7 +177,12 @@ def test_a_session_log_goes_through_the_collector_to_jaeger_and_prometheus(
     shutil.copy(FIXTURE, session / "events.jsonl")
 
     jaeger = f"http://127.0.0.1:{PORTS['jaeger']}"
-    query = urllib.parse.urlencode({"service": DEFAULT_SERVICE_NAME, "limit": 20})
+    # over all time: without `start`, Jaeger's query API searches the last 2 days only
+    # (defaultTraceQueryLookbackDuration in jaeger's cmd/query/app/http_handler.go), and the
+    # fixture's spans keep the times of the session it was recorded from
+    query = urllib.parse.urlencode(
+        {"service": DEFAULT_SERVICE_NAME, "limit": 20, "start": 0, "end": 9 * 10**15}
+    )
 
     def trace_spans() -> int:
         traces = _api(f"{jaeger}/api/traces?{query}")["data"]
