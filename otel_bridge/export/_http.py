@@ -6,8 +6,9 @@ every path and nothing else. Loopback by default: metrics and health say what ag
 - `/healthz`: 200 "ok" while the process serves and its main loop turns; 503 with the reason
   when the liveness check says the loop is stuck (liveness).
 - `/metrics`: 404 with the reason when the port serves probes only (`no_metrics`).
-- `/readyz`: 200 when ready, 503 with the reason otherwise (readiness: `run` is not ready while
-  it catches up logs at start, or while an exporter keeps failing).
+- `/readyz`: 200 when ready, 503 with the reason otherwise (readiness: `run` is not ready until
+  its daemon has started, while it catches up logs at start, or while an exporter keeps
+  failing).
 
 Anyone who can reach the port is a client, and on a shared host that is every local user: no
 client can hold more than a bounded share of the server, nor keep the probes from answering
@@ -55,6 +56,12 @@ _TICK = 0.25  # seconds between looks at the deadlines (and at close())
 
 def _ok() -> tuple[bool, str]:
     return True, "ok"
+
+
+def _starting() -> tuple[bool, str]:
+    """Readiness until the owner gives its own: the port is bound before the daemon that
+    reads the logs exists, and a probe asked in between must not hear "ready"."""
+    return False, "starting"
 
 
 def cannot_serve(host: str, port: int, exc: OSError | OverflowError) -> str:
@@ -126,8 +133,8 @@ class TelemetryServer:
     """
 
     def __init__(self, host: str, port: int) -> None:
-        self.readiness: Readiness = _ok
-        self.liveness: Liveness = _ok
+        self.readiness: Readiness = _starting  # until `run`'s daemon sets its own
+        self.liveness: Liveness = _ok  # it serves: alive, until told how to tell stuck
         #: Why /metrics is not served on this port (answered 404 with it), or None.
         self.no_metrics: str | None = None
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

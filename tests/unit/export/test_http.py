@@ -22,6 +22,7 @@ ANSWER_WITHIN = 20.0
 @pytest.fixture
 def server() -> Iterator[TelemetryServer]:
     served = TelemetryServer("127.0.0.1", 0)
+    served.readiness = lambda: (True, "ok")  # as run's daemon sets it once it has started
     try:
         yield served
     finally:
@@ -141,6 +142,18 @@ def test_metrics_readers_that_take_their_time_do_not_keep_the_probes_waiting(
         release.set()
         for sock in scrapes:
             sock.close()
+
+
+def test_readyz_says_starting_until_its_owner_tells_otherwise() -> None:
+    # the port is bound before run's daemon exists: nothing may say ready in between
+    served = TelemetryServer("127.0.0.1", 0)
+    try:
+        assert get(served, "/readyz") == (503, '{"ready": false, "reason": "starting"}\n')
+        assert get(served, "/healthz") == (200, "ok\n")
+        served.readiness = lambda: (True, "ok")
+        assert get(served, "/readyz") == (200, '{"ready": true, "reason": "ok"}\n')
+    finally:
+        served.close()
 
 
 def test_healthz_says_why_the_bridge_is_not_alive(server) -> None:
