@@ -7,7 +7,6 @@ file once, and Jaeger holds each once.
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import time
@@ -17,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from otel_bridge import semconv as sc
 from tests.builder import GrowingLog
 from tests.goparts import Jaeger, jaeger_binary
 from tests.processes import bridge_env, start_bridge, terminate
+from tests.traces_file import checkpoint_names_sent, span_kinds, spans_in_file
 
 DEADLINE_S = 60.0
 
@@ -56,40 +55,6 @@ def start_run(state: Path, workdir: Path, jaeger: Jaeger) -> subprocess.Popen[by
     )
 
 
-def spans_in_file(path: Path) -> list[dict[str, Any]]:
-    """Every span the traces file holds, in the order written (a repeat appears twice)."""
-    if not path.exists():
-        return []
-    spans: list[dict[str, Any]] = []
-    for line in path.read_text().splitlines():
-        for resource_spans in json.loads(line)["resourceSpans"]:
-            for scope_spans in resource_spans["scopeSpans"]:
-                spans += scope_spans["spans"]
-    return spans
-
-
-def attribute(span: dict[str, Any], key: str) -> Any:
-    for item in span.get("attributes", []):
-        if item["key"] == key:
-            return next(iter(item["value"].values()))
-    return None
-
-
-def names(spans: list[dict[str, Any]]) -> Counter[str]:
-    """What kinds of spans: the root (no parent), turns by index, LLM calls, tools by call id."""
-    out: Counter[str] = Counter()
-    for span in spans:
-        if not span.get("parentSpanId"):
-            out["root"] += 1
-        elif span["name"] == sc.SPAN_TURN:
-            out[f"turn {attribute(span, sc.COPILOT_TURN_INDEX)}"] += 1
-        elif attribute(span, sc.GEN_AI_TOOL_CALL_ID) is not None:
-            out[f"tool {attribute(span, sc.GEN_AI_TOOL_CALL_ID)}"] += 1
-        elif attribute(span, sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT:
-            out["chat"] += 1
-    return out
-
-
 def wait_until(what: str, done: Any, process: subprocess.Popen[bytes], workdir: Path) -> Any:
     deadline = time.monotonic() + DEADLINE_S
     while time.monotonic() < deadline:
@@ -100,19 +65,6 @@ def wait_until(what: str, done: Any, process: subprocess.Popen[bytes], workdir: 
             return result
         time.sleep(0.2)
     pytest.fail(f"{what}: not within {DEADLINE_S}s; {(workdir / 'bridge.err').read_text()[-3000:]}")
-
-
-def checkpoint_names_delivered(workdir: Path, log: Path) -> bool:
-    """The checkpoint of `log` names spans delivered after its safe place (the turns of the
-    open task): a SIGKILL now must not make a restart send them again."""
-    path = workdir / "state" / "checkpoints.jsonl"
-    if not path.exists():
-        return False
-    for line in path.read_text().splitlines()[1:]:
-        entry = json.loads(line)
-        if entry.get("path") == str(log) and entry.get("sent"):
-            return True
-    return False
 
 
 def test_a_long_task_shows_its_finished_turns_in_jaeger_before_it_ends_each_once(
@@ -143,20 +95,20 @@ def test_a_long_task_shows_its_finished_turns_in_jaeger_before_it_ends_each_once
         # nor the root
         first = wait_until(
             "the first turn exported",
-            lambda: names(spans_in_file(traces))["turn 1"],
+            lambda: span_kinds(spans_in_file(traces))["turn 1"],
             process,
             tmp_path,
         )
         assert first == 1
         written = spans_in_file(traces)
-        assert names(written) == Counter({"turn 1": 1, "chat": 2, "tool c1": 1})
+        assert span_kinds(written) == Counter({"turn 1": 1, "chat": 2, "tool c1": 1})
         trace_id = written[0]["traceId"]
         in_jaeger = jaeger.wait_for_trace(trace_id, len(written), timeout=DEADLINE_S)
-        assert names(in_jaeger) == names(written)
+        assert span_kinds(in_jaeger) == span_kinds(written)
 
         wait_until(
             "a checkpoint naming them",
-            lambda: checkpoint_names_delivered(tmp_path, growing.path),
+            lambda: checkpoint_names_sent(tmp_path / "state", growing.path, written),
             process,
             tmp_path,
         )
@@ -176,7 +128,10 @@ def test_a_long_task_shows_its_finished_turns_in_jaeger_before_it_ends_each_once
     process = start_run(state, tmp_path, jaeger)
     try:
         wait_until(
-            "the root exported", lambda: names(spans_in_file(traces))["root"], process, tmp_path
+            "the root exported",
+            lambda: span_kinds(spans_in_file(traces))["root"],
+            process,
+            tmp_path,
         )
     finally:
         terminate(process, 20)
@@ -185,7 +140,7 @@ def test_a_long_task_shows_its_finished_turns_in_jaeger_before_it_ends_each_once
     everything = Counter(
         {"root": 1, "turn 1": 1, "turn 2": 1, "turn 3": 1, "chat": 3, "tool c1": 1, "tool c2": 1}
     )
-    assert names(written) == everything
+    assert span_kinds(written) == everything
     ids = Counter(span["spanId"] for span in written)
     assert max(ids.values()) == 1, [i for i, n in ids.items() if n > 1]
     assert not written[-1].get("parentSpanId")  # the root came last
