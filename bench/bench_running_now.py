@@ -1,0 +1,124 @@
+"""What `run`'s running-now gauges cost: one scan of the open tasks per scrape.
+
+`run` computes the gauges of docs/metrics.md ("Running now") from the assembler's open state
+when /metrics is scraped (`Assembler.in_flight`), the status line's glance every
+`--status-interval` (`Assembler.glance`), and every 5 s looks for the signals only a clock
+tells (`Assembler.watch`). Each is a walk over the open tasks, nothing between them. This feeds
+one `Assembler` N sessions, each with a task left open (turns of an LLM call and a shell call,
+one session in ten with a permission prompt unanswered, one in twenty repeating a call), then
+times each walk (the median of a few) against feeding those same events: the figure to read is
+how many events' worth of feeding one scrape costs, which a noisy machine keeps. Never asserts.
+
+    python bench/bench_running_now.py [--sessions 100,1000,10000] [--turns 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from otel_bridge import Assembler, Event, event_from_json
+
+BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+
+
+def stamp(ms: int) -> str:
+    seconds, millis = divmod(BASE_MS + ms, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+
+
+def open_task(n: int, turns: int) -> Iterator[dict[str, Any]]:
+    """Session `n`'s events: a task of `turns` turns still open at its end."""
+    clock = 0
+
+    def event(type_: str, **data: Any) -> dict[str, Any]:
+        nonlocal clock
+        clock += 10
+        return {"type": type_, "data": data, "id": f"{n}-{clock}", "timestamp": stamp(clock)}
+
+    yield event("session.start", sessionId=f"s{n}", copilotVersion="1.0.102", selectedModel="m")
+    yield event("user.message", content="go", interactionId="i0")
+    for turn in range(turns):
+        yield event("assistant.turn_start", turnId=str(turn), interactionId="i0")
+        usage = {"model": "m", "inputTokens": 100, "outputTokens": 10, "duration": 5}
+        usage |= {"apiCallId": f"a{turn}", "accounting": {"usageId": f"u{turn}"}}
+        yield event("session.usage_record", usage=usage)
+        call = f"c{turn}"
+        arguments = {"command": "ls" if n % 20 == 0 else f"echo {turn}"}
+        request = {"toolCallId": call, "name": "bash", "arguments": arguments}
+        yield event("assistant.message", content="ok", toolRequests=[request], apiCallId=f"a{turn}")
+        yield event("tool.execution_start", toolCallId=call, toolName="bash", arguments=arguments)
+        last = turn == turns - 1
+        if last and n % 10 == 0:  # asks a person, who has not answered
+            ask = {"kind": "shell", "toolCallId": call}
+            yield event("permission.requested", requestId=f"p{turn}", permissionRequest=ask)
+            return
+        yield event("tool.execution_complete", toolCallId=call, success=True)
+        yield event("assistant.turn_end", turnId=str(turn))
+
+
+def median_ms(work: Callable[[], object], repeats: int = 7) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        work()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def measure(sessions: int, turns: int) -> dict[str, float]:
+    streams: list[tuple[str, list[Event]]] = [
+        (f"log-{n}", [event_from_json(obj) for obj in open_task(n, turns)]) for n in range(sessions)
+    ]
+    events = sum(len(batch) for _, batch in streams)
+    assembler = Assembler()
+    start = time.perf_counter()
+    for stream, batch in streams:
+        assembler.feed(stream, batch)
+    feed_ms = (time.perf_counter() - start) * 1000
+    # a minute after the tasks' events: no clock signal due, so every walk is the steady one
+    # (a signal is raised once per task, then only looked at)
+    now_ns = (BASE_MS + turns * 60 + 60_000) * 1_000_000
+    view = assembler.in_flight(now_ns)
+    per_event_ms = feed_ms / events
+    figures = {
+        "open": sum(view["copilot.tasks.open"].values()),
+        "waiting": sum(view["copilot.tasks.waiting_for_user"].values()),
+        "events": events,
+        "feed_us_per_event": per_event_ms * 1000,
+        "in_flight_ms": median_ms(lambda: assembler.in_flight(now_ns)),
+        "glance_ms": median_ms(assembler.glance),
+        "watch_ms": median_ms(lambda: assembler.watch(now_ns)),
+    }
+    for walk in ("in_flight", "glance", "watch"):
+        figures[f"{walk}_events"] = figures[f"{walk}_ms"] / per_event_ms
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", default="100,1000,10000", help="comma-separated counts")
+    parser.add_argument("--turns", type=int, default=20, help="turns of each open task")
+    args = parser.parse_args(argv)
+    logging.disable(logging.WARNING)  # the repeated calls' signals, one line per task
+    print(
+        f"{'open':>7} {'waiting':>7} {'feed/event':>11} "
+        f"{'scrape (in_flight)':>24} {'status (glance)':>22} {'clock (watch)':>22}"
+    )
+    for sessions in (int(s) for s in args.sessions.split(",")):
+        f = measure(sessions, args.turns)
+        print(
+            f"{f['open']:>7.0f} {f['waiting']:>7.0f} {f['feed_us_per_event']:>8.1f} us "
+            f"{f['in_flight_ms']:>8.2f} ms = {f['in_flight_events']:>6.0f} events "
+            f"{f['glance_ms']:>6.2f} ms = {f['glance_events']:>6.0f} events "
+            f"{f['watch_ms']:>6.2f} ms = {f['watch_events']:>6.0f} events"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
