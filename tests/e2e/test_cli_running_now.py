@@ -1,6 +1,7 @@
 """The running-now gauges of `otel-bridge run` (docs/metrics.md, "Running now") while a real
-Copilot CLI session runs: a permission prompt and an `ask_user` question left open in the
-interactive CLI (in tmux), and a model that calls the same tool again and again (`copilot -p`).
+Copilot CLI session runs: a permission prompt, an `ask_user` question and a plan left for
+approval (`exit_plan_mode`, in plan mode) left open in the interactive CLI (in tmux), and a model
+that calls the same tool again and again (`copilot -p`).
 The bridge follows the session's COPILOT_HOME and serves /metrics; the test scrapes it again and
 again and waits for each figure, then answers the prompt (tmux keys) or lets the model go on,
 and waits for the figures to go back.
@@ -14,7 +15,10 @@ each case is asserted on its events.jsonl too:
 - `ask_user`: only the tool call (`tool.execution_start`, and on the answer
   `human_response.recorded` (from 1.0.92) then `tool.execution_complete`); no
   `user_input.requested` nor `elicitation.requested` in the log. `copilot -p` does not offer
-  the model `ask_user` at all.
+  the model `ask_user` at all;
+- a plan: Shift+Tab writes `session.mode_changed` (to plan); the `exit_plan_mode` call starts,
+  and on the answer completes (with `human_response.recorded` before it from 1.0.92); no
+  `exit_plan_mode.requested` in the log (it is live only).
 """
 
 from __future__ import annotations
@@ -157,6 +161,8 @@ QUESTION_WAIT = 'copilot_tasks_waiting_for_user{copilot_wait_kind="question"}'
 REPEATED = 'copilot_tasks_troubled{copilot_trouble_signal="repeated_call"}'
 PERMISSION_OLDEST = 'copilot_tasks_waiting_for_user_oldest_seconds{copilot_wait_kind="permission"}'
 QUESTION_OLDEST = 'copilot_tasks_waiting_for_user_oldest_seconds{copilot_wait_kind="question"}'
+PLAN_WAIT = 'copilot_tasks_waiting_for_user{copilot_wait_kind="plan_approval"}'
+PLAN_OLDEST = 'copilot_tasks_waiting_for_user_oldest_seconds{copilot_wait_kind="plan_approval"}'
 
 
 def events(workspace: Workspace) -> list[dict[str, Any]]:
@@ -366,6 +372,77 @@ def test_an_ask_user_question_left_open_is_a_task_waiting_for_a_person(
         bridge.expect(
             "no task open once the model answered",
             {OPEN: 0, QUESTION_WAIT: 0, QUESTION_OLDEST: 0},
+        )
+
+
+# --- a plan left for approval --------------------------------------------------------------------
+
+PLAN = "1. Write hello.txt\n2. Say so"
+PLAN_SCRIPT = {
+    "responses": [
+        {
+            # in plan mode (the CLI offers exit_plan_mode then only), the plan for approval
+            "name": "plan",
+            "when": {"has_tool": "exit_plan_mode", "last_contains": "PLAN-APPROVAL"},
+            "text": "Here is my plan.",
+            "tool_calls": [{"name": "exit_plan_mode", "arguments": {"summary": PLAN}}],
+        },
+        {
+            # after the answer: "Hello back." and the plan are in the conversation (the CLI may
+            # add a notice of the mode change after the tool's result: not `last_role` tool)
+            "name": "after-plan",
+            "when": {"any_contains": "PLAN-APPROVAL", "assistant_count": 2},
+            "text": "Plan noted.",
+            "hold": True,
+        },
+        {"name": "hello", "repeat": True, "text": "Hello back."},
+    ]
+}
+
+
+def test_a_plan_left_for_approval_is_a_task_waiting_for_a_person(
+    setup_for: Callable[[dict[str, Any]], Setup],
+) -> None:
+    setup = setup_for(PLAN_SCRIPT)
+    bridge, workspace = setup.bridge, setup.workspace
+    with Tui(setup.binary, workspace, setup.fake).start("Hello.") as tui:
+        tui.wait_for_screen("Hello back.")
+        tui.keys("BTab")  # Shift+Tab: the next mode, plan
+        (changed,) = until_logged(workspace, "session.mode_changed")
+        assert changed["data"]["newMode"] == "plan"
+        tui.keys("-l", "PLAN-APPROVAL: plan it.")
+        tui.keys("Enter")
+        tui.wait_for_screen("Plan Ready for Review")
+        (started,) = [
+            e for e in until_logged(workspace, "tool.execution_start")
+            if e["data"]["toolName"] == "exit_plan_mode"
+        ]  # fmt: skip
+        written = set(kinds(workspace))
+        assert not written & {"tool.execution_complete", "exit_plan_mode.requested"}, written
+        bridge.expect(
+            "one plan-mode task open, waiting for its plan's approval",
+            {OPEN: 1, f'{OPEN}{{copilot_mode="plan"}}': 1, PLAN_WAIT: 1, PERMISSION: 0},
+        )
+        rising(bridge, PLAN_OLDEST)
+
+        tui.keys("Down", "Down", "Enter")  # 3. exit plan mode without running the plan
+        setup.fake.wait_held("after-plan")
+        if cli_at_least("1.0.92"):  # 1.0.81 writes only the tool's completion
+            (response,) = until_logged(workspace, "human_response.recorded")
+            assert response["data"]["toolCallId"] == started["data"]["toolCallId"]
+        (completed,) = until_logged(workspace, "tool.execution_complete")
+        assert completed["data"]["toolCallId"] == started["data"]["toolCallId"]
+        assert completed["data"]["success"] is True
+        bridge.expect(
+            "the task still open, no longer waiting",
+            {OPEN: 1, PLAN_WAIT: 0, PLAN_OLDEST: 0},
+        )
+
+        setup.fake.release("after-plan")
+        tui.wait_for_screen("Plan noted.")
+        bridge.expect(
+            "no task open once the model answered",
+            {OPEN: 0, PLAN_WAIT: 0, PLAN_OLDEST: 0},
         )
 
 
