@@ -162,6 +162,7 @@ REPEATED = 'copilot_tasks_troubled{copilot_trouble_signal="repeated_call"}'
 PERMISSION_OLDEST = 'copilot_tasks_waiting_for_user_oldest_seconds{copilot_wait_kind="permission"}'
 QUESTION_OLDEST = 'copilot_tasks_waiting_for_user_oldest_seconds{copilot_wait_kind="question"}'
 PLAN_WAIT = 'copilot_tasks_waiting_for_user{copilot_wait_kind="plan_approval"}'
+WAIT_OLDEST = "copilot_tasks_waiting_for_user_oldest_seconds"
 PLAN_OLDEST = 'copilot_tasks_waiting_for_user_oldest_seconds{copilot_wait_kind="plan_approval"}'
 
 
@@ -238,6 +239,29 @@ def setup_for(tmp_path: Path, copilot_binary: Path) -> Iterator[Callable[[dict[s
 def answer_then(name: str, text: str) -> dict[str, Any]:
     """The model's answer after the tool, held until the test lets it go."""
     return {"name": name, "when": {"assistant_count": 1}, "text": text, "hold": True}
+
+
+def answered(
+    setup: Setup, tui: Tui, started: dict[str, Any], held: str, shown: str, wait: str
+) -> None:
+    """A tool call that waited for a person (`started`, its `tool.execution_start`) has been
+    answered: the CLI records the answer (`human_response.recorded`, from 1.0.92) and completes
+    the call; while the model's next answer (the rule `held`) is held, the task is still open
+    and the gauge `wait` and its oldest wait are 0; once it is let go and `shown`, no task."""
+    workspace, bridge = setup.workspace, setup.bridge
+    oldest = wait.replace("copilot_tasks_waiting_for_user{", WAIT_OLDEST + "{")
+    setup.fake.wait_held(held)
+    if cli_at_least("1.0.92"):  # 1.0.81 writes only the tool's completion
+        (response,) = until_logged(workspace, "human_response.recorded")
+        assert response["data"]["toolCallId"] == started["data"]["toolCallId"]
+    (completed,) = until_logged(workspace, "tool.execution_complete")
+    assert completed["data"]["toolCallId"] == started["data"]["toolCallId"]
+    assert completed["data"]["success"] is True
+    bridge.expect("the task still open, no longer waiting", {OPEN: 1, wait: 0, oldest: 0})
+
+    setup.fake.release(held)
+    tui.wait_for_screen(shown)
+    bridge.expect("no task open once the model answered", {OPEN: 0, wait: 0, oldest: 0})
 
 
 # --- a permission prompt -------------------------------------------------------------------------
@@ -356,23 +380,7 @@ def test_an_ask_user_question_left_open_is_a_task_waiting_for_a_person(
 
         tui.keys("Down")  # blue
         tui.keys("Enter")
-        setup.fake.wait_held("after-question")
-        if cli_at_least("1.0.92"):  # 1.0.81 writes only the tool's completion
-            (response,) = until_logged(workspace, "human_response.recorded")
-            assert response["data"]["toolCallId"] == started["data"]["toolCallId"]
-        (completed,) = until_logged(workspace, "tool.execution_complete")
-        assert completed["data"]["success"] is True
-        bridge.expect(
-            "the task still open, no longer waiting",
-            {OPEN: 1, QUESTION_WAIT: 0, QUESTION_OLDEST: 0},
-        )
-
-        setup.fake.release("after-question")
-        tui.wait_for_screen("Blue it is.")
-        bridge.expect(
-            "no task open once the model answered",
-            {OPEN: 0, QUESTION_WAIT: 0, QUESTION_OLDEST: 0},
-        )
+        answered(setup, tui, started, "after-question", "Blue it is.", QUESTION_WAIT)
 
 
 # --- a plan left for approval --------------------------------------------------------------------
@@ -426,24 +434,7 @@ def test_a_plan_left_for_approval_is_a_task_waiting_for_a_person(
         rising(bridge, PLAN_OLDEST)
 
         tui.keys("Down", "Down", "Enter")  # 3. exit plan mode without running the plan
-        setup.fake.wait_held("after-plan")
-        if cli_at_least("1.0.92"):  # 1.0.81 writes only the tool's completion
-            (response,) = until_logged(workspace, "human_response.recorded")
-            assert response["data"]["toolCallId"] == started["data"]["toolCallId"]
-        (completed,) = until_logged(workspace, "tool.execution_complete")
-        assert completed["data"]["toolCallId"] == started["data"]["toolCallId"]
-        assert completed["data"]["success"] is True
-        bridge.expect(
-            "the task still open, no longer waiting",
-            {OPEN: 1, PLAN_WAIT: 0, PLAN_OLDEST: 0},
-        )
-
-        setup.fake.release("after-plan")
-        tui.wait_for_screen("Plan noted.")
-        bridge.expect(
-            "no task open once the model answered",
-            {OPEN: 0, PLAN_WAIT: 0, PLAN_OLDEST: 0},
-        )
+        answered(setup, tui, started, "after-plan", "Plan noted.", PLAN_WAIT)
 
 
 # --- a model in a loop ---------------------------------------------------------------------------
