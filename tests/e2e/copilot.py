@@ -315,6 +315,28 @@ def run_copilot(
     return CliRun(args, returncode, time.monotonic() - started, stdout, stderr, note, env)
 
 
+def start_copilot(
+    binary: Path, workspace: Workspace, fake: FakeLLM, prompt: str, extra: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
+    """`copilot -p prompt` in the workspace's project directory, in the background, in a process
+    group of its own (so that `processes.terminate(group=True)` ends its shells too); its live
+    stream and stderr in the workspace's live-events.jsonl and stderr.txt. The caller ends it:
+    for a test that looks at the session while it runs (`run_copilot` waits for the end)."""
+    with (
+        (workspace.root / "live-events.jsonl").open("wb") as out,
+        (workspace.root / "stderr.txt").open("wb") as err,
+    ):
+        return subprocess.Popen(
+            [str(binary), "-p", prompt, *BASE_ARGS, *extra],
+            cwd=workspace.project,
+            env=copilot_env(workspace, fake.url),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+
+
 class Tui:
     """The interactive CLI (no `-p`) in a tmux session of its own, as a person runs it.
 
@@ -476,7 +498,8 @@ def mcp_config(*names: str) -> str:
 # --- scenarios ----------------------------------------------------------------------------------
 
 
-def _bash(command: str, description: str) -> dict[str, Any]:
+def bash_call(command: str, description: str) -> dict[str, Any]:
+    """A fake model's call of the CLI's bash tool."""
     return {"name": "bash", "arguments": {"command": command, "description": description}}
 
 
@@ -520,7 +543,7 @@ INLINE_SCRIPTS: dict[str, dict[str, Any]] = {
                 "name": "tool",
                 "when": {"assistant_count": 0},
                 "text": "Let me look.",
-                "tool_calls": [_bash("echo hello-from-fake-llm && ls", "List files")],
+                "tool_calls": [bash_call("echo hello-from-fake-llm && ls", "List files")],
             },
             {
                 "name": "answer",
@@ -534,7 +557,7 @@ INLINE_SCRIPTS: dict[str, dict[str, Any]] = {
             {
                 "name": "tool",
                 "when": {"assistant_count": 0},
-                "tool_calls": [_bash("cat hello.py", "Show hello.py")],
+                "tool_calls": [bash_call("cat hello.py", "Show hello.py")],
             },
             {
                 "name": "task-complete",

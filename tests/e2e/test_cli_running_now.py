@@ -24,12 +24,9 @@ each case is asserted on its events.jsonl too:
 from __future__ import annotations
 
 import json
-import math
 import re
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +36,9 @@ import pytest
 import yaml
 
 from tests import paths, processes
+from tests.e2e.bridge import DEADLINE, Bridge, value
 from tests.e2e.conftest import cli_at_least
-from tests.e2e.copilot import BASE_ARGS, Tui, Workspace, copilot_env
+from tests.e2e.copilot import Tui, Workspace, bash_call, start_copilot
 from tests.e2e.fake_llm import FakeLLM
 from tests.prometheus import (  # noqa: F401  (prometheus_factory: a fixture, used by name)
     Prometheus,
@@ -51,108 +49,6 @@ from tests.prometheus import (  # noqa: F401  (prometheus_factory: a fixture, us
 
 #: Calls of one tool with the same arguments that make a task `repeated_call` (the flag).
 REPEATS = 3
-#: Seconds to wait for anything (a busy 2-core machine, a CLI starting): generous on purpose.
-DEADLINE = 120.0
-
-
-# --- the bridge and its /metrics -----------------------------------------------------------------
-
-
-class Bridge:
-    """`otel-bridge run` following a COPILOT_HOME's session-state, /metrics on a port it picks."""
-
-    def __init__(self, state: Path, out: Path, *extra: str) -> None:
-        out.mkdir(parents=True, exist_ok=True)
-        self.log = out / "bridge.err"
-        self.process = processes.start_bridge(
-            [
-                "run",
-                "--session-state",
-                str(state),
-                "--prometheus-port",
-                "0",
-                "--no-checkpoints",
-                "--poll-interval",
-                "0.1",
-                "--rescan-interval",
-                "0.3",
-                "--idle-timeout",
-                "600",
-                "--traces-file",
-                str(out / "traces.jsonl"),
-                "--trouble-repeated-calls",
-                str(REPEATS),
-                *extra,
-            ],
-            log=self.log,
-            stdout=out / "bridge.out",
-        )
-        self.port = self._port()
-
-    def _port(self) -> int:
-        deadline = time.monotonic() + DEADLINE
-        while time.monotonic() < deadline and self.process.poll() is None:
-            found = re.search(r"serving http://127\.0\.0\.1:(\d+)/metrics", self._log())
-            if found:
-                return int(found.group(1))
-            time.sleep(0.1)
-        self.stop()
-        raise AssertionError(f"otel-bridge run never served /metrics:\n{self._log()}")
-
-    def _log(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    @property
-    def target(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def scrape(self) -> Scrape:
-        return scrape_metrics(self.target)
-
-    def until(self, what: str, check: Callable[[Scrape], bool]) -> Scrape:
-        """Scrape until `check` holds; the scrape. Fails (saying `what`) after DEADLINE."""
-        deadline = time.monotonic() + DEADLINE
-        last: Scrape | None = None
-        while True:
-            if self.process.poll() is not None:
-                raise AssertionError(f"otel-bridge run exited:\n{self._log()[-3000:]}")
-            try:
-                last = self.scrape()
-            except (OSError, urllib.error.URLError):
-                last = None
-            if last is not None and check(last):
-                return last
-            if time.monotonic() >= deadline:
-                shown = last.lines() if last is not None else "(no scrape)"
-                raise AssertionError(
-                    f"never: {what}\n{shown}\n--- bridge log:\n{self._log()[-3000:]}"
-                )
-            time.sleep(0.25)
-
-    def expect(self, what: str, want: dict[str, float]) -> Scrape:
-        """Scrape until every series of `want` has its value (see `gauges`)."""
-        return self.until(what, lambda scrape: gauges(scrape, want))
-
-    def stop(self) -> None:
-        processes.terminate(self.process, 20)
-
-
-_SELECTOR = re.compile(r"^(\w+)(?:\{(.*)\})?$")
-
-
-def value(scrape: Scrape, selector: str) -> float:
-    """The value of `selector` (`name` or `name{label="value",...}`, summed over the series it
-    matches); NaN when no series matches (never equal to anything)."""
-    found = _SELECTOR.match(selector)
-    assert found, selector
-    labels = dict(re.findall(r'(\w+)="([^"]*)"', found.group(2) or ""))
-    total = scrape.value(found.group(1), **labels)
-    return math.nan if total is None else total
-
-
-def gauges(scrape: Scrape, want: dict[str, float]) -> bool:
-    """Every series of `want` (selector -> value) has its value in the scrape."""
-    return all(value(scrape, selector) == expected for selector, expected in want.items())
 
 
 OPEN = "copilot_tasks_open"
@@ -220,7 +116,11 @@ def setup_for(tmp_path: Path, copilot_binary: Path) -> Iterator[Callable[[dict[s
         workspace = Workspace.create(tmp_path / "run")
         fake = FakeLLM(script, log_path=tmp_path / "requests.jsonl").start()
         try:
-            bridge = Bridge(workspace.session_state, tmp_path / "bridge")
+            bridge = Bridge(
+                workspace.session_state,
+                tmp_path / "bridge",
+                *("--trouble-repeated-calls", str(REPEATS)),
+            )
         except BaseException:
             fake.stop()
             raise
@@ -272,15 +172,7 @@ PERMISSION_SCRIPT = {
             "name": "ask-shell",
             "when": {"assistant_count": 0},
             "text": "Writing it.",
-            "tool_calls": [
-                {
-                    "name": "bash",
-                    "arguments": {
-                        "command": "echo perm-check > out.txt",
-                        "description": "Write a file",
-                    },
-                }
-            ],
+            "tool_calls": [bash_call("echo perm-check > out.txt", "Write a file")],
         },
         answer_then("after-shell", "Done."),
     ]
@@ -451,12 +343,7 @@ def loop_script() -> dict[str, Any]:
             "name": f"call-{n}",
             "when": {"assistant_count": n - 1},
             "hold": n > 1,
-            "tool_calls": [
-                {
-                    "name": "bash",
-                    "arguments": {"command": LOOP_COMMAND, "description": "Read the readme"},
-                }
-            ],
+            "tool_calls": [bash_call(LOOP_COMMAND, "Read the readme")],
         }
         for n in range(1, LOOP_CALLS + 1)
     ]
@@ -467,24 +354,6 @@ def loop_script() -> dict[str, Any]:
         "text": "The readme says it is a demo.",
     }
     return {"responses": [*calls, final]}
-
-
-def start_prompt_mode(setup: Setup, prompt: str) -> subprocess.Popen[bytes]:
-    """`copilot -p prompt --allow-all-tools` in the background (the caller ends it)."""
-    workspace = setup.workspace
-    with (
-        (workspace.root / "live-events.jsonl").open("wb") as out,
-        (workspace.root / "stderr.txt").open("wb") as err,
-    ):
-        return subprocess.Popen(
-            [str(setup.binary), "-p", prompt, *BASE_ARGS],
-            cwd=workspace.project,
-            env=copilot_env(workspace, setup.fake.url),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,  # its own group: killed with its shells on failure
-        )
 
 
 def end(process: subprocess.Popen[bytes]) -> int | None:
@@ -501,7 +370,7 @@ def test_a_model_calling_the_same_tool_again_and_again_is_a_task_in_trouble(
 ) -> None:
     setup = setup_for(loop_script())
     bridge, fake = setup.bridge, setup.fake
-    cli = start_prompt_mode(setup, "LOOP-PROMPT: read the readme.")
+    cli = start_copilot(setup.binary, setup.workspace, fake, "LOOP-PROMPT: read the readme.")
     try:
         for calls in range(1, LOOP_CALLS + 1):
             held = f"call-{calls + 1}" if calls < LOOP_CALLS else "final"
@@ -638,7 +507,7 @@ def test_the_running_now_alerts_fire_while_a_person_is_waited_for_and_while_a_mo
 
     for n in range(2, REPEATS + 1):  # the calls before the threshold go on at once
         fake.release(f"call-{n}")
-    cli = start_prompt_mode(setup, "LOOP-PROMPT: read the readme.")
+    cli = start_copilot(setup.binary, setup.workspace, fake, "LOOP-PROMPT: read the readme.")
     try:
         fake.wait_held(f"call-{REPEATS + 1}")  # REPEATS calls done: the task is looping
         until_alert(prometheus, LOOPING_ALERT, on=True)
