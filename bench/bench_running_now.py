@@ -17,48 +17,39 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
+import sys
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
 
-from otel_bridge import Assembler, Event, event_from_json
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
-BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-
-
-def stamp(ms: int) -> str:
-    seconds, millis = divmod(BASE_MS + ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+from otel_bridge import Assembler, Event  # noqa: E402
+from tests.builder import Log  # noqa: E402
 
 
-def open_task(n: int, turns: int) -> Iterator[dict[str, Any]]:
-    """Session `n`'s events: a task of `turns` turns still open at its end."""
-    clock = 0
-
-    def event(type_: str, **data: Any) -> dict[str, Any]:
-        nonlocal clock
-        clock += 10
-        return {"type": type_, "data": data, "id": f"{n}-{clock}", "timestamp": stamp(clock)}
-
-    yield event("session.start", sessionId=f"s{n}", copilotVersion="1.0.102", selectedModel="m")
-    yield event("user.message", content="go", interactionId="i0")
+def open_task(n: int, turns: int) -> tuple[list[Event], int]:
+    """Session `n`'s events, a task of `turns` turns still open at its end, and the time of its
+    last event."""
+    log = Log.asked(f"s{n}")
     for turn in range(turns):
-        yield event("assistant.turn_start", turnId=str(turn), interactionId="i0")
-        usage = {"model": "m", "inputTokens": 100, "outputTokens": 10, "duration": 5}
-        usage |= {"apiCallId": f"a{turn}", "accounting": {"usageId": f"u{turn}"}}
-        yield event("session.usage_record", usage=usage)
         call = f"c{turn}"
-        arguments = {"command": "ls" if n % 20 == 0 else f"echo {turn}"}
-        request = {"toolCallId": call, "name": "bash", "arguments": arguments}
-        yield event("assistant.message", content="ok", toolRequests=[request], apiCallId=f"a{turn}")
-        yield event("tool.execution_start", toolCallId=call, toolName="bash", arguments=arguments)
-        last = turn == turns - 1
-        if last and n % 10 == 0:  # asks a person, who has not answered
+        log.turn(str(turn))
+        log.usage(f"u{turn}")
+        log.message([(call, "bash")], turn=str(turn))
+        command = "ls" if n % 20 == 0 else f"echo {turn}"  # one session in 20 repeats a call
+        log.add(
+            "tool.execution_start", toolCallId=call, toolName="bash", arguments={"command": command}
+        )
+        if turn == turns - 1 and n % 10 == 0:  # asks a person, who has not answered
             ask = {"kind": "shell", "toolCallId": call}
-            yield event("permission.requested", requestId=f"p{turn}", permissionRequest=ask)
-            return
-        yield event("tool.execution_complete", toolCallId=call, success=True)
-        yield event("assistant.turn_end", turnId=str(turn))
+            log.add("permission.requested", requestId=f"p{turn}", permissionRequest=ask)
+            break
+        log.tool_done(call)
+        log.turn_end(str(turn))
+    return log.events(), log.now
 
 
 def median_ms(work: Callable[[], object], repeats: int = 7) -> float:
@@ -71,18 +62,16 @@ def median_ms(work: Callable[[], object], repeats: int = 7) -> float:
 
 
 def measure(sessions: int, turns: int) -> dict[str, float]:
-    streams: list[tuple[str, list[Event]]] = [
-        (f"log-{n}", [event_from_json(obj) for obj in open_task(n, turns)]) for n in range(sessions)
-    ]
-    events = sum(len(batch) for _, batch in streams)
+    tasks = [open_task(n, turns) for n in range(sessions)]
+    events = sum(len(batch) for batch, _ in tasks)
     assembler = Assembler()
     start = time.perf_counter()
-    for stream, batch in streams:
-        assembler.feed(stream, batch)
+    for n, (batch, _) in enumerate(tasks):
+        assembler.feed(f"log-{n}", batch)
     feed_ms = (time.perf_counter() - start) * 1000
-    # a minute after the tasks' events: no clock signal due, so every walk is the steady one
-    # (a signal is raised once per task, then only looked at)
-    now_ns = (BASE_MS + turns * 60 + 60_000) * 1_000_000
+    # a minute after the tasks' last events: no clock signal due, so every walk is the steady
+    # one (a signal is raised once per task, then only looked at)
+    now_ns = max(last for _, last in tasks) + 60 * 10**9
     view = assembler.in_flight(now_ns)
     per_event_ms = feed_ms / events
     figures = {
