@@ -51,7 +51,8 @@ def attribute(span: dict[str, Any], key: str) -> Any:
     """The value of the OTLP JSON span's attribute `key`, or None."""
     for item in span.get("attributes", []):
         if item["key"] == key:
-            return next(iter(item["value"].values()))
+            value = item["value"]
+            return next(iter(value.values())) if value else None
     return None
 
 

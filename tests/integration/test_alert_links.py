@@ -31,6 +31,7 @@ from tests.goparts import Jaeger, jaeger_binary
 from tests.integration.test_alert_rules import ALERT_TESTS, alert_rules
 from tests.processes import terminate
 from tests.running_log import OWNER, REPOSITORY, running_log
+from tests.traces_file import spans_in_file
 
 DEADLINE_S = 30.0
 #: The address the rules give (the compose stack's Jaeger), to be replaced by the user's.
@@ -85,13 +86,8 @@ def as_of_now(link: str) -> str:
 
 def spans_by_trace(path: Path) -> dict[str, list[dict[str, Any]]]:
     traces: dict[str, list[dict[str, Any]]] = {}
-    if not path.exists():
-        return traces
-    for line in path.read_text().splitlines():
-        for resource_spans in json.loads(line)["resourceSpans"]:
-            for scope_spans in resource_spans["scopeSpans"]:
-                for span in scope_spans["spans"]:
-                    traces.setdefault(span["traceId"].lower(), []).append(span)
+    for span in spans_in_file(path):
+        traces.setdefault(span["traceId"].lower(), []).append(span)
     return traces
 
 

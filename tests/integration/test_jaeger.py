@@ -24,6 +24,7 @@ import pytest
 from otel_bridge.export._otel import DEFAULT_SERVICE_NAME
 from tests import paths
 from tests.goparts import Jaeger, jaeger_binary
+from tests.traces_file import attribute, spans_in_file
 
 ROOT = paths.REPO
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -62,11 +63,8 @@ def as_jaeger_stores(span: Span) -> Span:
 def traces_in_file(path: Path) -> dict[str, set[Span]]:
     """trace id -> its spans, from an OTLP JSON Lines file (`--traces-file`)."""
     traces: dict[str, set[Span]] = defaultdict(set)
-    for line in path.read_text().splitlines():
-        for resource_spans in json.loads(line)["resourceSpans"]:
-            for scope_spans in resource_spans["scopeSpans"]:
-                for span in scope_spans["spans"]:
-                    traces[span["traceId"].lower()].add(otlp_span(span))
+    for span in spans_in_file(path):
+        traces[span["traceId"].lower()].add(otlp_span(span))
     return dict(traces)
 
 
@@ -197,11 +195,8 @@ class Replayed:
         self.jaeger = jaeger
         self.service = DEFAULT_SERVICE_NAME
         self.spans: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for line in traces_file.read_text().splitlines():
-            for resource_spans in json.loads(line)["resourceSpans"]:
-                for scope_spans in resource_spans["scopeSpans"]:
-                    for span in scope_spans["spans"]:
-                        self.spans[span["traceId"].lower()].append(span)
+        for span in spans_in_file(traces_file):
+            self.spans[span["traceId"].lower()].append(span)
 
     def roots(self) -> dict[str, dict[str, Any]]:
         """trace id -> its root span (OTLP JSON)."""
@@ -221,15 +216,6 @@ class Replayed:
 
     def found(self, **params: str) -> set[str]:
         return {trace["traceID"] for trace in self.search(**params)}
-
-
-def attribute(span: dict[str, Any], key: str) -> Any:
-    """One attribute of an OTLP JSON span, as a plain value (None when absent)."""
-    for item in span.get("attributes", []):
-        if item["key"] == key:
-            value = item["value"]
-            return next(iter(value.values())) if value else None
-    return None
 
 
 @pytest.fixture(scope="module")
