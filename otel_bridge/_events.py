@@ -17,7 +17,13 @@ from typing import Any
 from ._exceptions import EventDecodeError
 from ._records import MAX_TIME_NS
 
-__all__ = ["Event", "event_from_json", "parse_timestamp_ns", "printable_type"]
+__all__ = [
+    "Event",
+    "event_from_fields",
+    "event_from_json",
+    "parse_timestamp_ns",
+    "printable_type",
+]
 
 # What every Copilot event type looks like: dotted lower-case words ("assistant.turn_start").
 _TYPE_NAME = re.compile(r"[a-z][a-z0-9_]{0,30}(?:\.[a-z][a-z0-9_]{0,30}){0,3}")
@@ -135,10 +141,35 @@ def event_from_json(obj: Any) -> Event:
     """
     if not isinstance(obj, dict):
         raise EventDecodeError(f"expected a JSON object, got {type(obj).__name__}")
-    event_type = obj.get("type")
+    data = obj.get("data")
+    return event_from_fields(
+        obj.get("type"),
+        obj.get("timestamp"),
+        obj.get("id"),
+        data if isinstance(data, dict) else _EMPTY,
+        obj.get("agentId"),
+        obj.get("parentId"),
+        obj.get("ephemeral"),
+    )
+
+
+def event_from_fields(
+    event_type: Any,
+    timestamp: Any,
+    event_id: Any,
+    data: Mapping[str, Any],
+    agent_id: Any,
+    parent_id: Any,
+    ephemeral: Any,
+) -> Event:
+    """`event_from_json` of an envelope whose fields were cut out already (the log reader
+    decodes the envelope apart from its data, `_lines.py`): the same checks, the same Event.
+
+    Raises:
+        EventDecodeError: as `event_from_json`.
+    """
     if not isinstance(event_type, str) or not event_type:
         raise EventDecodeError("event has no string 'type'")
-    timestamp = obj.get("timestamp")
     if not isinstance(timestamp, str):
         raise EventDecodeError(f"{printable_type(event_type)} event has no string 'timestamp'")
     try:
@@ -154,16 +185,12 @@ def event_from_json(obj: Any) -> Event:
         # Before 1970 or after 2262: no span can carry it (OTLP times are unsigned, and 64-bit
         # nanoseconds for most backends); a CLI writes neither, so the event is bad input.
         raise EventDecodeError(f"{printable_type(event_type)} event: timestamp outside 1970..2262")
-    data = obj.get("data")
-    event_id = obj.get("id")
-    agent_id = obj.get("agentId")
-    parent_id = obj.get("parentId")
     return Event(  # by position: the fields' order, type to ephemeral
         event_type,
         event_id if isinstance(event_id, str) else "",
         timestamp_ns,
-        data if isinstance(data, dict) else _EMPTY,
+        data,
         agent_id if isinstance(agent_id, str) and agent_id else None,
         parent_id if isinstance(parent_id, str) else None,
-        obj.get("ephemeral") is True,
+        ephemeral is True,
     )

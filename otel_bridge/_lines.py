@@ -20,11 +20,10 @@ Why a decoder of our own rather than `for line in file`:
   does come, one line says how many bad lines came before it. After that, the first few bad lines
   are logged with their place and the rest only counted.
 
-Each line is parsed once, by orjson (a C parser, some 2.5 times faster than `json` here) when it
-can: orjson rejects what `json` accepts and the CLI may write (NaN, lone surrogate escapes, bytes
-that are not UTF-8, numbers that overflow a double), and those lines take the `json` path as
-before. It also turns integers beyond 64 bits into floats, silently; a line with a run of 19 or
-more digits therefore goes to `json` too, so that such numbers stay exact.
+Each line is parsed once, on the fast path when it can (`_envelope.fast_event`: msgspec for
+the envelope, orjson for a small `data`, a large one decoded only when read): what that path
+cannot take as `json` would (NaN, lone surrogate escapes, bytes that are not UTF-8, numbers
+beyond 64 bits) takes the tolerant `json` path as before, so such numbers stay exact.
 """
 
 from __future__ import annotations
@@ -33,10 +32,8 @@ import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-import orjson
-
+from ._envelope import fast_event
 from ._event_types import KNOWN_EVENT_TYPES
 from ._events import Event, event_from_json
 from ._exceptions import EventDecodeError
@@ -59,12 +56,6 @@ DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 #: Per file, this many bad lines are logged at WARNING; the rest are only counted (the summary at
 #: the end of `replay` and `run` gives the counts).
 _LOGGED_PROBLEMS_PER_FILE = 5
-
-#: Maps every digit to b"0" and every other byte to b" ": a line's digit runs, found in C.
-_DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
-#: A run this long may be an integer orjson cannot hold exactly (beyond 64 bits).
-_LONG_NUMBER = b"0" * 19
-
 
 #: Distinct unknown event types `ReadStats` counts by name; events of further types are counted
 #: under `OTHER_UNKNOWN_TYPES`. The CLI writes `model.*` types with a hash in their names during
@@ -270,7 +261,7 @@ class JsonLinesDecoder:
             return None
         self.stats.lines += 1
         self.lines_read += 1
-        event = _fast_event(line)
+        event = fast_event(line, self.stats)
         if event is None:
             event = self._slow_event(line, offset)
             if event is None:
@@ -359,18 +350,6 @@ class JsonLinesDecoder:
         logger.warning("%s (byte %d): %s", where, offset, message)
         if self._problems_logged == _LOGGED_PROBLEMS_PER_FILE:
             logger.warning("%s: further bad lines in this file are counted, not logged", self.label)
-
-
-def _fast_event(line: bytes) -> Event | None:
-    """The event on a well-formed line, parsed by orjson; None when the line needs the tolerant
-    path (anything orjson rejects, a possible integer beyond 64 bits, not an event)."""
-    if _LONG_NUMBER in line.translate(_DIGITS):
-        return None
-    try:
-        obj: Any = orjson.loads(line)
-        return event_from_json(obj)
-    except (orjson.JSONDecodeError, EventDecodeError):
-        return None
 
 
 def _short(exc: Exception) -> str:
