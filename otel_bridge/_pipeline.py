@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
@@ -26,16 +27,17 @@ from .export import (
     CONSOLE_FORMATS,
     DEFAULT_QUEUE_SPANS,
     MetricsOptions,
-    MetricsPipeline,
     ResourceOptions,
     SpanSink,
-    build_metrics,
     build_resource,
     build_span_exporters,
     sdk_disabled,
     unreachable_collector,
 )
 from .processors import Scrubber, ScrubberConfig, TraceSampler
+
+if TYPE_CHECKING:
+    from .export import MetricsPipeline
 
 __all__ = ["CollectorUnreachable", "Pipeline", "PipelineConfig"]
 
@@ -147,6 +149,8 @@ class Pipeline:
         scrubber = scrubber or Scrubber(config.scrubber)
         self.metrics: MetricsPipeline | None = None
         if config.metrics is not None:
+            from .export import build_metrics  # the SDK's metrics: only when metrics are asked for
+
             self.metrics = build_metrics(environ, self.resource, config.metrics, scrubber)
             recorder = self.metrics.recorder
         self.recorder = recorder

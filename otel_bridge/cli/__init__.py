@@ -16,6 +16,7 @@ doctor), `_service.py` (install-service).
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import signal
@@ -28,24 +29,30 @@ from .._progress import TerminalHandler, printable
 from ._checks import contradiction
 from ._common import Interrupted
 from ._config_file import ConfigFileError
-from ._inspect import doctor, stats
 from ._parser import build_parser, command_parser
-from ._replay import replay
-from ._run import run
-from ._service import install_service
-from ._settings import apply_config
 
 __all__ = ["OneLineFormatter", "main"]
 
 logger = logging.getLogger("otel_bridge")
 
-_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "replay": replay,
-    "run": run,
-    "stats": stats,
-    "doctor": doctor,
-    "install-service": install_service,
+#: Each command's module and function, imported when the command runs: a command pays at
+#: start-up only for what it uses (`replay` never loads the daemon, doctor or the service
+#: writer).
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "replay": ("._replay", "replay"),
+    "run": ("._run", "run"),
+    "stats": ("._inspect", "stats"),
+    "doctor": ("._inspect", "doctor"),
+    "install-service": ("._service", "install_service"),
 }
+
+
+def _command(name: str) -> Callable[[argparse.Namespace], int]:
+    module, function = _COMMANDS[name]
+    command: Callable[[argparse.Namespace], int] = getattr(
+        importlib.import_module(module, __name__), function
+    )
+    return command
 
 
 class OneLineFormatter(logging.Formatter):
@@ -71,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "config", None) is not None:
         sub = command_parser(parser, args.command)
+        from ._settings import apply_config
+
         try:
             apply_config(parser, sub, args, sys.argv[1:] if argv is None else argv)
         except ConfigFileError as exc:
@@ -86,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         command_parser(parser, args.command).error(problem)  # exit status 2
     try:
-        return _COMMANDS[args.command](args)
+        return _command(args.command)(args)
     except BridgeError as exc:
         logger.error("%s", exc)
         return 2

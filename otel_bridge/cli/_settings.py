@@ -15,21 +15,25 @@ import getpass
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import _env as env
 from .._exceptions import ConfigError
 from .._pipeline import PipelineConfig
-from ..app import DaemonOptions, ReplayOptions, state_dir
+from ..app import ReplayOptions, state_dir
 from ..assembler import AssemblerConfig, TroubleOptions
 from ..export import DEFAULT_QUEUE_SPANS, MetricsOptions, ResourceOptions, sdk_disabled
 from ..processors import ScrubberConfig
 from ..semconv import MODE_AUTOPILOT, MODE_INTERACTIVE, MODE_PLAN, SEMCONV_RELEASED
-from ..sources import TailOptions, read_client_name, read_session_name
+from ..sources import read_client_name, read_session_name
 from ._checks import prometheus_wanted
 from ._common import log_paths, session_state_roots
 from ._config_file import COMMANDS, command_line_options, config_keys, load_config
 from ._options import Given
 from ._parser import command_parser
+
+if TYPE_CHECKING:  # run's, imported when run is set up: replay never loads the daemon
+    from ..app import DaemonOptions
 
 __all__ = [
     "RunSettings",
@@ -144,6 +148,9 @@ def run_pipeline_config(args: argparse.Namespace, environ: Mapping[str, str]) ->
 
 def daemon_options(args: argparse.Namespace, environ: Mapping[str, str]) -> DaemonOptions:
     """run's flags for the daemon: what it watches, where its checkpoints go, its timings."""
+    from ..app import DaemonOptions
+    from ..sources import TailOptions
+
     roots = [root for root, _ in session_state_roots(args.session_state, environ)]
     no_state = args.no_checkpoints or sdk_disabled(environ)
     return DaemonOptions(

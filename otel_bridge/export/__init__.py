@@ -1,35 +1,45 @@
-"""Sinks: span records and metric observations out through the OpenTelemetry SDK."""
+"""Sinks: span records and metric observations out through the OpenTelemetry SDK.
 
-from ._common import (
-    DEFAULT_ENDPOINTS,
-    OtlpEndpoint,
-    otlp_endpoint,
-    reachability,
-    sdk_disabled,
-    shown_endpoint,
-)
-from ._console import CONSOLE_FORMATS
-from ._delivery import ExportStats
-from ._exporters import (
-    build_span_exporters,
-    probe_otlp,
-    trace_exporter_names,
-    unreachable_collector,
-)
-from ._http import cannot_serve
-from ._metrics import (
-    DEFAULT_PROMETHEUS_HOST,
-    DEFAULT_PROMETHEUS_PORT,
-    MetricsOptions,
-    MetricsPipeline,
-    OtelMetricsRecorder,
-    build_metrics,
-    metric_exporter_names,
-)
-from ._otel import DEFAULT_SERVICE_NAME, ResourceOptions, build_resource, to_readable_span
-from ._otlp_json import encode_record
-from ._sink import DEFAULT_QUEUE_SPANS, SpanSink
-from ._verdicts import REFUSED_ENDPOINT, ExportFailure
+The names below are loaded from their modules when first used (PEP 562), not when the package
+is imported: a command pays for the exporters it uses, not for all of them (`replay` with
+the traces file only never imports the Prometheus client, the HTTP server or the SDK's
+metrics). `_NAMES` is the one table of what comes from where.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ._common import (
+        CONSOLE_FORMATS,
+        DEFAULT_ENDPOINTS,
+        DEFAULT_PROMETHEUS_HOST,
+        DEFAULT_PROMETHEUS_PORT,
+        OtlpEndpoint,
+        metric_exporter_names,
+        otlp_endpoint,
+        reachability,
+        sdk_disabled,
+        shown_endpoint,
+    )
+    from ._delivery import ExportStats
+    from ._exporters import (
+        build_span_exporters,
+        probe_otlp,
+        trace_exporter_names,
+        unreachable_collector,
+    )
+    from ._http import cannot_serve
+    from ._metric_options import MetricsOptions
+    from ._metric_recorder import OtelMetricsRecorder
+    from ._metrics import MetricsPipeline, build_metrics
+    from ._otel import DEFAULT_SERVICE_NAME, ResourceOptions, build_resource, to_readable_span
+    from ._otlp_json import encode_record
+    from ._sink import DEFAULT_QUEUE_SPANS, SpanSink
+    from ._verdicts import REFUSED_ENDPOINT, ExportFailure
 
 __all__ = [
     "CONSOLE_FORMATS",
@@ -62,3 +72,39 @@ __all__ = [
     "trace_exporter_names",
     "unreachable_collector",
 ]
+
+#: Where each name of the package is defined.
+_NAMES: dict[str, str] = {
+    "CONSOLE_FORMATS": "._common",
+    "DEFAULT_ENDPOINTS": "._common",
+    "DEFAULT_PROMETHEUS_HOST": "._common",
+    "DEFAULT_PROMETHEUS_PORT": "._common",
+    "DEFAULT_QUEUE_SPANS": "._sink",
+    "DEFAULT_SERVICE_NAME": "._otel",
+    "ExportFailure": "._verdicts",
+    "ExportStats": "._delivery",
+    "MetricsOptions": "._metric_options",
+    "MetricsPipeline": "._metrics",
+    "OtelMetricsRecorder": "._metric_recorder",
+    "OtlpEndpoint": "._common",
+    "REFUSED_ENDPOINT": "._verdicts",
+    "ResourceOptions": "._otel",
+    "SpanSink": "._sink",
+    "build_metrics": "._metrics",
+    "build_resource": "._otel",
+    "build_span_exporters": "._exporters",
+    "cannot_serve": "._http",
+    "encode_record": "._otlp_json",
+    "metric_exporter_names": "._common",
+    "otlp_endpoint": "._common",
+    "probe_otlp": "._exporters",
+    "reachability": "._common",
+    "sdk_disabled": "._common",
+    "shown_endpoint": "._common",
+    "to_readable_span": "._otel",
+    "trace_exporter_names": "._exporters",
+    "unreachable_collector": "._exporters",
+}
+
+
+__getattr__, __dir__ = lazy_names(__name__, _NAMES)

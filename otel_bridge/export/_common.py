@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -17,9 +17,14 @@ from .. import _env as env
 from .._exceptions import ConfigError
 
 __all__ = [
+    "CONSOLE_FORMATS",
     "DEFAULT_ENDPOINTS",
+    "DEFAULT_MAX_LABEL_VALUES",
+    "DEFAULT_PROMETHEUS_HOST",
+    "DEFAULT_PROMETHEUS_PORT",
     "OTLP_PROTOCOLS",
     "OtlpEndpoint",
+    "metric_exporter_names",
     "open_output",
     "otlp_endpoint",
     "otlp_protocol",
@@ -209,3 +214,36 @@ def open_output(path: Path, mode: str, what: str) -> IO[str]:
         )
     except OSError as exc:
         raise ConfigError(f"cannot write {what} to {path}: {exc.strerror or exc}") from exc
+
+
+#: Where run serves /metrics, /healthz and /readyz by default.
+DEFAULT_PROMETHEUS_HOST = "127.0.0.1"
+DEFAULT_PROMETHEUS_PORT = 9464
+
+#: Distinct values each label of each metric takes (`OtelMetricsRecorder`); a value past them is
+#: recorded as `OTHER_LABEL_VALUE`. A deployment has some tens of models and agents and a few
+#: hundred tools at most (MCP servers included); a log that names thousands is hostile or broken,
+#: and every value is a series a scrape serializes for as long as the process lives.
+DEFAULT_MAX_LABEL_VALUES = 500
+
+#: What --console-format takes (`_console.py` prints them).
+CONSOLE_FORMATS = ("summary", "tree", "json")
+
+
+def metric_exporter_names(environ: Mapping[str, str], defaults: Sequence[str]) -> list[str]:
+    """OTEL_METRICS_EXPORTER, else `defaults` plus otlp when an OTLP endpoint is set (and there
+    are defaults: replay has none, so that old logs do not make metrics of now)."""
+    raw = environ.get(env.OTEL_METRICS_EXPORTER, "").strip()
+    if raw:
+        return [n.strip().lower() for n in raw.split(",") if n.strip()]
+    names = list(defaults)
+    if (
+        names
+        and "otlp" not in names
+        and (
+            environ.get(env.OTEL_EXPORTER_OTLP_ENDPOINT, "").strip()
+            or environ.get(env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, "").strip()
+        )
+    ):
+        names.append("otlp")
+    return names

@@ -49,14 +49,12 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from .. import semconv as sc
 from .._progress import write
+from ._common import CONSOLE_FORMATS
 from ._console_render import RESET, Task, day, day_line, shown, span_id, tree_lines
 
 __all__ = ["CONSOLE_FORMATS", "ConsoleSpanExporter", "shown"]
 
 logger = logging.getLogger(__name__)
-
-#: The formats of `--console-format`.
-CONSOLE_FORMATS = ("summary", "tree", "json")
 
 #: Tasks whose spans are held while waiting for their root; beyond, the oldest is printed as it
 #: is (unfinished). Thousands of tasks open at once do not happen; a lost root does.

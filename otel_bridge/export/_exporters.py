@@ -15,19 +15,26 @@ import sys
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .. import _env as env
 from .._exceptions import ConfigError
-from ._common import OtlpEndpoint, open_output, otlp_endpoint, reachability, sdk_disabled
-from ._metric_exporters import otlp_metric_exporter
-from ._metrics import metric_exporter_names
+from ._common import (
+    OtlpEndpoint,
+    metric_exporter_names,
+    open_output,
+    otlp_endpoint,
+    reachability,
+    sdk_disabled,
+)
 from ._otlp_json import OtlpJsonFileExporter
 from ._sdk_logs import build_otlp_exporter, capture_exporter_logs, http_session
 from ._verdicts import ExportFailure, describe_exception, export_failure
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.export import MetricExporter
 
 __all__ = [
     "build_span_exporters",
@@ -181,6 +188,11 @@ def probe_otlp(
     Raises:
         ConfigError: the endpoint or another OTLP setting is unusable.
     """
+    # The SDK's metrics, imported only here: a command that sends no metrics never loads them.
+    from opentelemetry.sdk.metrics.export import MetricExportResult, MetricsData
+
+    from ._metric_exporters import otlp_metric_exporter
+
     exporter: SpanExporter | MetricExporter
     if signal == "traces":
         exporter = _otlp_exporter(otlp_endpoint(environ, "traces"), environ, timeout=timeout)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.sdk.metrics import MeterProvider
 
 from .. import semconv
 from .._exceptions import ConfigError
@@ -17,6 +17,10 @@ from .._metrics import BUCKETS, CATALOGUE, METRICS, Instrument, known_metric
 from .._records import AttributeValue
 from .._version import __version__
 from ..processors import Scrubber
+from ._common import DEFAULT_MAX_LABEL_VALUES
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics import MeterProvider
 
 __all__ = [
     "DEFAULT_MAX_LABEL_VALUES",
@@ -29,11 +33,6 @@ logger = logging.getLogger("otel_bridge.export._metrics")
 
 _LABEL_MAX = 64  # characters of a label value that comes from a log
 
-#: Distinct values each label of each metric takes (`OtelMetricsRecorder`); a value past them is
-#: recorded as `OTHER_LABEL_VALUE`. A deployment has some tens of models and agents and a few
-#: hundred tools at most (MCP servers included); a log that names thousands is hostile or broken,
-#: and every value is a series a scrape serializes for as long as the process lives.
-DEFAULT_MAX_LABEL_VALUES = 500
 OTHER_LABEL_VALUE = "other"
 _LABELS_CAPPED = semconv.METRIC_LABELS_CAPPED
 

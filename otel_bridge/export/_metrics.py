@@ -14,33 +14,34 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import TYPE_CHECKING, Any
 
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import (
-    ConsoleMetricExporter,
-    MetricReader,
-    PeriodicExportingMetricReader,
-)
-from opentelemetry.sdk.resources import Resource
-
-from .. import _env as env
-from .. import semconv
 from .._exceptions import ConfigError
 from ..processors import Scrubber
-from ._common import otlp_endpoint, sdk_disabled
-from ._http import TelemetryServer
-from ._metric_exporters import QuietMetricExporter, file_exporter, otlp_exporter
-from ._metric_recorder import DEFAULT_MAX_LABEL_VALUES, OtelMetricsRecorder
-from ._metric_server import probes_only, prometheus_reader
+from ._common import (
+    metric_exporter_names,
+    otlp_endpoint,
+    sdk_disabled,
+)
+from ._metric_options import MetricsOptions
+
+if TYPE_CHECKING:
+    # The SDK's metrics, the Prometheus client and the HTTP server are imported where metrics
+    # are built (`build_metrics`): a command without metrics never loads them (`_lazy.py`).
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricReader
+    from opentelemetry.sdk.resources import Resource
+
+    from ._http import TelemetryServer
+    from ._metric_exporters import QuietMetricExporter
+    from ._metric_recorder import OtelMetricsRecorder
 
 __all__ = [
     "MetricsOptions",
     "MetricsPipeline",
-    "OtelMetricsRecorder",
     "build_metrics",
     "metric_exporter_names",
 ]
@@ -48,45 +49,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: Where `run` serves Prometheus by default: loopback only, the port OpenTelemetry uses for it.
-DEFAULT_PROMETHEUS_HOST = "127.0.0.1"
-DEFAULT_PROMETHEUS_PORT = 9464
-
-
-@dataclass(frozen=True, slots=True)
-class MetricsOptions:
-    """Where metrics go.
-
-    Attributes:
-        default_exporters: readers used when OTEL_METRICS_EXPORTER is unset ("prometheus" for
-            run, none for replay).
-        always: readers built whatever OTEL_METRICS_EXPORTER says (run: "prometheus" when
-            a flag of its port was given: the flag wins).
-        prometheus_host: address the Prometheus endpoint binds.
-        prometheus_port: its port; None disables it.
-        probes: serve /healthz and /readyz on that port even when no Prometheus reader is
-            asked for (run, whose probes must answer whatever OTEL_METRICS_EXPORTER says:
-            a liveness probe that finds nothing restarts the bridge for ever); /metrics then
-            answers 404 saying where the metrics go.
-        metrics_file: also write OTLP JSON Lines here.
-        file_mode: "w" to start the file afresh, "a" to append.
-        export_interval_millis: how often OTLP/console/file readers export (run).
-        semconv_mode: which GenAI metric names go out: released, previous or both
-            (`OtelMetricsRecorder`; docs/metrics.md, "Convention version").
-        max_label_values: distinct values each label of each metric takes before further
-            ones are recorded as "other" (`OtelMetricsRecorder`).
-    """
-
-    default_exporters: tuple[str, ...] = ()
-    always: tuple[str, ...] = ()
-    prometheus_host: str = DEFAULT_PROMETHEUS_HOST
-    prometheus_port: int | None = DEFAULT_PROMETHEUS_PORT
-    probes: bool = False
-    metrics_file: Path | None = None
-    file_mode: str = "w"
-    export_interval_millis: int = 60_000
-    console_stream: IO[str] | None = None
-    semconv_mode: str = semconv.SEMCONV_RELEASED
-    max_label_values: int = DEFAULT_MAX_LABEL_VALUES
 
 
 class MetricsPipeline:
@@ -160,17 +122,21 @@ def build_metrics(
     names = metric_exporter_names(environ, options.default_exporters)
     names += [name for name in options.always if name not in names]
     disabled = sdk_disabled(environ)
+    nothing = all(name == "none" for name in names) and options.metrics_file is None
+    if nothing and not options.probes:  # nothing to build, nothing of the SDK's to import
+        return MetricsPipeline(None, None, [], None)
+    from opentelemetry.sdk.metrics import MeterProvider
+
+    from ._metric_recorder import OtelMetricsRecorder
+    from ._metric_server import probes_only
+
     if "otlp" in names and not disabled:
         otlp_endpoint(environ, "metrics")  # a bad one is an error before a port is bound
     built = _Readers()
     for name in names:
         _add_reader(built, name, environ, options, disabled)
     if options.metrics_file is not None and not disabled:
-        exporter, stream = file_exporter(options.metrics_file, options.file_mode)
-        built.readers.append(
-            PeriodicExportingMetricReader(exporter, options.export_interval_millis)
-        )
-        built.closers.append(stream.close)  # after the provider's last export
+        _add_file_reader(built, options.metrics_file, options)
     if built.server is None and options.probes and options.prometheus_port is not None:
         built.server = probes_only(options.prometheus_host, options.prometheus_port, names)
         built.closers.append(built.server.close)
@@ -202,6 +168,17 @@ class _Readers:
     counted: list[QuietMetricExporter] = field(default_factory=list)
 
 
+def _add_file_reader(built: _Readers, path: Path, options: MetricsOptions) -> None:
+    """The reader of --metrics-file: OTLP JSON Lines, exported at the interval."""
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    from ._metric_exporters import file_exporter
+
+    exporter, stream = file_exporter(path, options.file_mode)
+    built.readers.append(PeriodicExportingMetricReader(exporter, options.export_interval_millis))
+    built.closers.append(stream.close)  # after the provider's last export
+
+
 def _add_reader(
     built: _Readers, name: str, environ: Mapping[str, str], options: MetricsOptions, disabled: bool
 ) -> None:
@@ -210,6 +187,14 @@ def _add_reader(
     Raises:
         ConfigError: an unknown name, or what building its reader raises.
     """
+    from opentelemetry.sdk.metrics.export import (
+        ConsoleMetricExporter,
+        PeriodicExportingMetricReader,
+    )
+
+    from ._metric_exporters import otlp_exporter
+    from ._metric_server import prometheus_reader
+
     interval = options.export_interval_millis
     if name == "none":
         return
@@ -245,22 +230,3 @@ def _add_reader(
             f"OTEL_METRICS_EXPORTER={name!r} is not supported: use otlp, "
             "prometheus, console or none (comma-separated)"
         )
-
-
-def metric_exporter_names(environ: Mapping[str, str], defaults: Sequence[str]) -> list[str]:
-    """OTEL_METRICS_EXPORTER, else `defaults` plus otlp when an OTLP endpoint is set (and there
-    are defaults: replay has none, so that old logs do not make metrics of now)."""
-    raw = environ.get(env.OTEL_METRICS_EXPORTER, "").strip()
-    if raw:
-        return [n.strip().lower() for n in raw.split(",") if n.strip()]
-    names = list(defaults)
-    if (
-        names
-        and "otlp" not in names
-        and (
-            environ.get(env.OTEL_EXPORTER_OTLP_ENDPOINT, "").strip()
-            or environ.get(env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, "").strip()
-        )
-    ):
-        names.append("otlp")
-    return names
