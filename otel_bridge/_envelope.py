@@ -65,7 +65,7 @@ class Counts(Protocol):
     invalid_utf8: int
 
 
-def fast_event(line: bytes, stats: Counts) -> Event | None:
+def fast_event(line: bytes | bytearray, stats: Counts) -> Event | None:
     """The event on a well-formed line; None when the line needs the tolerant path.
 
     Args:

@@ -38,6 +38,7 @@ from ._event_types import KNOWN_EVENT_TYPES
 from ._events import Event, event_from_json
 from ._exceptions import EventDecodeError
 from ._torn_lines import recover_torn
+from ._wide import WIDE_CHECK_BYTES, too_wide
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -81,6 +82,7 @@ class ReadStats:
     torn: int = 0
     oversized: int = 0
     too_deep: int = 0  # nested deeper than the JSON decoder goes: dropped whole
+    too_wide: int = 0  # more values than its size holds as text (`_wide.too_wide`): dropped whole
     invalid_utf8: int = 0
     unknown_types: Counter[str] = field(default_factory=Counter)
     unknown_types_capped: bool = False
@@ -101,6 +103,7 @@ class ReadStats:
         self.torn += other.torn
         self.oversized += other.oversized
         self.too_deep += other.too_deep
+        self.too_wide += other.too_wide
         self.invalid_utf8 += other.invalid_utf8
         for event_type, count in other.unknown_types.items():
             self.count_unknown(event_type, count)
@@ -114,6 +117,7 @@ class ReadStats:
             "oversized": self.oversized,
             "torn": self.torn,
             "too_deep": self.too_deep,
+            "too_wide": self.too_wide,
         }
 
 
@@ -148,6 +152,9 @@ class JsonLinesDecoder:
         self._offset = start_offset  # end of the last complete line consumed
         self._line_no = 0 if start_offset == 0 else None
         self._problems_logged = 0
+        #: Lines of `WIDE_CHECK_BYTES` or more read: their reader may give memory back after
+        #: them (`_memory.give_back`), as the allocator keeps what a peak took.
+        self.huge_lines = 0
         #: Non-blank lines and events of this file (`stats` may be shared between files).
         self.lines_read = 0
         self.events_read = 0
@@ -193,12 +200,10 @@ class JsonLinesDecoder:
                 self._offset += line_len
                 self._buffer.clear()
             else:
-                if self._buffer:
+                line: bytes | bytearray = part
+                if self._buffer:  # the line is the buffer's: handed over, not copied
                     self._buffer += part
-                    line = bytes(self._buffer)
-                    self._buffer.clear()
-                else:
-                    line = part
+                    line, self._buffer = self._buffer, bytearray()
                 event = self._decode_line(line, self._offset)
                 self._offset += line_len
                 if event is not None:
@@ -230,8 +235,7 @@ class JsonLinesDecoder:
             self._dropped = 0
             self._skipping = False
             return []
-        line = bytes(self._buffer)
-        self._buffer.clear()
+        line, self._buffer = self._buffer, bytearray()
         event = self._decode_line(line, self._offset)
         self._offset += len(line)
         return [event] if event is not None else []
@@ -256,11 +260,23 @@ class JsonLinesDecoder:
             f"line over {self._max} bytes skipped", f"over {self._max} bytes", offset=offset
         )
 
-    def _decode_line(self, line: bytes, offset: int) -> Event | None:
+    def _decode_line(self, line: bytes | bytearray, offset: int) -> Event | None:
         if not line or line.isspace():  # blank (as line.strip() is empty, without a copy)
             return None
         self.stats.lines += 1
         self.lines_read += 1
+        if len(line) >= WIDE_CHECK_BYTES and too_wide(line):
+            self.stats.too_wide += 1
+            self.huge_lines += 1
+            self._problem(
+                "line skipped: more JSON values than its size holds as text (decoded, it "
+                "would take many times its size in memory)",
+                "too many values",
+                offset=offset,
+            )
+            return None
+        if len(line) >= WIDE_CHECK_BYTES:
+            self.huge_lines += 1
         event = fast_event(line, self.stats)
         if event is None:
             event = self._slow_event(line, offset)
@@ -274,7 +290,7 @@ class JsonLinesDecoder:
             self.stats.count_unknown(event.type)
         return event
 
-    def _slow_event(self, line: bytes, offset: int) -> Event | None:
+    def _slow_event(self, line: bytes | bytearray, offset: int) -> Event | None:
         """The tolerant path: the stdlib decoder, invalid UTF-8 replaced, a torn line repaired;
         None when the line is skipped (counted and reported)."""
         try:

@@ -30,7 +30,7 @@ _QUOTE = ord('"')
 _OPEN_BRACE = ord("{")
 
 
-def recover_torn(line: bytes) -> Event | None:
+def recover_torn(line: bytes | bytearray) -> Event | None:
     """The complete event that ends a torn line (a truncated event running into it), or None.
 
     Raises:
@@ -47,7 +47,7 @@ def recover_torn(line: bytes) -> Event | None:
         return None
 
 
-def torn_start(line: bytes) -> int | None:
+def torn_start(line: bytes | bytearray) -> int | None:
     """Where the object that ends the line starts, if it can be one that started after the
     line's first byte; None when there is none (or the search gave up).
 

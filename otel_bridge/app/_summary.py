@@ -18,6 +18,8 @@ def summarize_reading(stats: ReadStats) -> str:
         parts.append(f"{plural(stats.oversized, 'oversized line')} skipped")
     if stats.too_deep:
         parts.append(f"{plural(stats.too_deep, 'too deeply nested line')} skipped")
+    if stats.too_wide:
+        parts.append(f"{plural(stats.too_wide, 'line')} of too many values skipped")
     if stats.torn:
         parts.append(f"{plural(stats.torn, 'torn line')} repaired")
     if stats.invalid_utf8:

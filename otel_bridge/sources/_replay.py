@@ -15,6 +15,7 @@ from typing import Protocol
 
 from .._events import Event
 from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
+from .._memory import give_back
 from .._metrics import MetricsRecorder
 from .._safe_open import open_regular
 from ._discovery import DEFAULT_MAX_LOG_BYTES, LogFile
@@ -101,11 +102,16 @@ def replay_logs(
                     summary.failed.append((stream, why))
                     left = 0
                 while left > 0 and (chunk := handle.read(min(_CHUNK, left))):
-                    left -= len(chunk)
-                    summary.bytes += len(chunk)
+                    size = len(chunk)
+                    left -= size
+                    summary.bytes += size
+                    huge = decoder.huge_lines
                     summary.spans += feed.feed(stream, decoder.feed(chunk), log.session_hint)
+                    if decoder.huge_lines != huge:  # a line of megabytes came and went
+                        del chunk
+                        give_back()
                     if on_progress is not None:
-                        on_progress(len(chunk))
+                        on_progress(size)
         except OSError as exc:
             why = exc.strerror or str(exc)
             logger.error("cannot read %s: %s", log.path, why)
