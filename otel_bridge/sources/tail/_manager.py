@@ -102,8 +102,9 @@ class Tailer:
         self._tracker = Tracker(gate) if checkpoints is not None else Untracked(gate)
         if checkpoints is not None:
             downstream.note_safe_places(self._tracker.mark_dirty)
+        self._saver = Saver(self._store, self._tracker, self.options.checkpoint_seconds)
         self._following = Following(
-            self.options, self.stats, self._tracker, downstream, self._store, self._watcher
+            self.options, self.stats, self._tracker, downstream, self._saver, self._watcher
         )
         self._reading = Reading(
             self.options,
@@ -122,7 +123,6 @@ class Tailer:
         self._last_sweep = float("-inf")
         self._last_poll: float | None = None
         self.started = False
-        self._saver = Saver(self._store, self._tracker, self.options.checkpoint_seconds)
         self.paused_reads = 0  # polls that left logs unread for the exporters to catch up
         self.events_read = 0
 

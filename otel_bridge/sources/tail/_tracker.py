@@ -32,6 +32,9 @@ class Tracker:
         gate: one path per file; refused logs.
     """
 
+    #: Logs may sleep (with checkpoints: one is what a sleeping log is).
+    sleeps = True
+
     def __init__(self, gate: Gate) -> None:
         self.gate = gate
         self.awake: dict[str, Reader] = {}
@@ -123,6 +126,8 @@ class Tracker:
 
 class Untracked(Tracker):
     """Without checkpoints: nothing sleeps, and no checkpoint moves."""
+
+    sleeps = False
 
     def mark_dirty(self, stream: str) -> None:
         return None
