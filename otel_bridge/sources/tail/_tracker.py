@@ -88,13 +88,17 @@ class Tracker:
         self.asleep[stream] = pack(key, size)
         self.gate.claim(key, stream)
 
-    def put_to_sleep(self, unsaved: Collection[str]) -> None:
+    def put_to_sleep(self, unsaved: Collection[str]) -> int:
         """Let go of the readers of logs whose checkpoint, saved, holds all there is of
-        them (none of `unsaved`): what is left in memory of each is its inode and size."""
+        them (none of `unsaved`): what is left in memory of each is its inode and size.
+        Returns how many were let go."""
+        count = 0
         for stream, reader in list(self.awake.items()):
             if self._may_sleep(reader, unsaved):
                 del self.awake[stream]
                 self.asleep[stream] = pack(identity_key(*reader.identity), reader.read_pos)
+                count += 1
+        return count
 
     def _may_sleep(self, reader: Reader, unsaved: Collection[str]) -> bool:
         stream = reader.stream
@@ -135,8 +139,8 @@ class Untracked(Tracker):
     def mark_dirty(self, stream: str) -> None:
         return None
 
-    def put_to_sleep(self, unsaved: Collection[str]) -> None:
-        return None
+    def put_to_sleep(self, unsaved: Collection[str]) -> int:
+        return 0
 
 
 def pack(key: int, size: int) -> int:
