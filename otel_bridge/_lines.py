@@ -175,6 +175,14 @@ class JsonLinesDecoder:
         """Bytes of a partial last line held back until its newline arrives."""
         return len(self._buffer)
 
+    def drop_partial(self) -> int:
+        """Let go of the partial last line held back; returns its length. It is still in the
+        file, at `offset`: a reader that feeds it again from there gets what holding it would
+        have given, without keeping megabytes of half-written lines in memory meanwhile."""
+        held = len(self._buffer)
+        self._buffer = bytearray()
+        return held
+
     def feed(self, chunk: bytes) -> list[Event]:
         """Decode every complete line in `chunk` (plus what was held back before it)."""
         return [event for event, _ in self.feed_positions(chunk)]

@@ -26,6 +26,7 @@ from ..export import OtelMetricsRecorder
 from ..feed import StreamFeeder
 from ..sources import Tailer, TailOptions
 from ._checkpointing import Checkpointing
+from ._memory import MemoryRelease
 from ._probes import LoopLiveness, Readiness
 from ._running import RunningNow
 from ._status import CatchUp, StatusLine
@@ -144,14 +145,17 @@ class Daemon:
 
     def _loop(self, signals: list[int]) -> None:
         progress = CatchUp(self.tailer, enabled=self.options.progress)
+        memory = MemoryRelease()
 
         def after_poll() -> None:
             progress.update()
             self.liveness.turned()
+            catching_up = bool(self.tailer.catching_up)
             # stalled and long tasks: what only a clock tells
-            self.running.watch(catching_up=bool(self.tailer.catching_up))
+            self.running.watch(catching_up=catching_up)
             self.checkpointing.save(final=False)  # never past spans still queued
             self.status.maybe_log()
+            memory.after_poll(catching_up, self.tailer.let_go)  # a catch-up's pages back
 
         try:
             self.tailer.run(

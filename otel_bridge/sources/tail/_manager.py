@@ -102,8 +102,9 @@ class Tailer:
         self._tracker = Tracker(gate) if checkpoints is not None else Untracked(gate)
         if checkpoints is not None:
             downstream.note_safe_places(self._tracker.mark_dirty)
+        self._saver = Saver(self._store, self._tracker, self.options.checkpoint_seconds)
         self._following = Following(
-            self.options, self.stats, self._tracker, downstream, self._store, self._watcher
+            self.options, self.stats, self._tracker, downstream, self._saver, self._watcher
         )
         self._reading = Reading(
             self.options,
@@ -118,13 +119,12 @@ class Tailer:
         self._finder = Finder(
             self.roots, self.options, self._tracker, self._watcher, self._following.follow, clock
         )
-        self._last_rescan = float("-inf")
-        self._last_sweep = float("-inf")
+        self._last_rescan = self._last_sweep = float("-inf")
         self._last_poll: float | None = None
         self.started = False
-        self._saver = Saver(self._store, self._tracker, self.options.checkpoint_seconds)
         self.paused_reads = 0  # polls that left logs unread for the exporters to catch up
-        self.events_read = 0
+        # events read; logs the last poll put to sleep (their memory may be given back)
+        self.events_read = self.let_go = 0
 
     # --- what run and its probes read -----------------------------------------------------
 
@@ -207,17 +207,15 @@ class Tailer:
         following.say_backfill(starts)
 
     def poll_once(self) -> int:
-        """Read what has been appended, pick up new logs, close quiet interactions.
-
-        Returns:
-            the number of events read.
-        """
+        """Read what has been appended, pick up new logs, close quiet interactions; returns
+        the number of events read."""
         now = self._clock()
         if self._last_poll is not None and now - self._last_poll > _MAX_POLL_GAP:
             self._reading.paused += now - self._last_poll - _MAX_POLL_GAP  # not quiet time
         self._last_poll = now
         mono = time.monotonic()
         to_read = self._hinted(now)
+        self.let_go = 0
         timers = mono - self._last_rescan >= self.options.rescan_seconds
         if timers:
             self._last_rescan = mono
@@ -241,7 +239,7 @@ class Tailer:
         if timers:  # timeouts of minutes, looked at every rescan, not every poll
             self._following.close_quiet(now)
             self._following.evict(now)
-            self._tracker.put_to_sleep(self._saver.unsaved)
+            self.let_go = self._tracker.put_to_sleep(self._saver.unsaved)
         self._skips.update()
         self.events_read += events
         return events

@@ -35,6 +35,7 @@ class Reader:
         "not_a_log_said",
         "raised",
         "read_pos",
+        "released",
         "stream",
     )
 
@@ -58,6 +59,9 @@ class Reader:
             self.stream, start_offset=offset, max_line_bytes=max_line_bytes, stats=stats
         )
         self.read_pos = offset  # next byte to read (the decoder may hold a partial line)
+        # Bytes before `read_pos` of a partial last line the decoder let go (`release_partial`):
+        # read again, from the line's start, with what follows.
+        self.released = 0
         self.ledger = ledger
         self.fingerprint: tuple[str, int] | None = None
         self.error: str | None = None  # why it could not be read last time (logged once)
@@ -73,12 +77,26 @@ class Reader:
         new ledger."""
         self.identity = identity
         self.read_pos = 0
+        self.released = 0
         self.ledger = ledger
         self.fingerprint = None
         self.not_a_log_said = False
         self.decoder = JsonLinesDecoder(
             self.stream, max_line_bytes=self._max_line_bytes, stats=self._stats
         )
+
+    def release_partial(self) -> None:
+        """Let go of the partial last line the decoder holds: it is on disk, and read again
+        from its start when the file grows (`rewind`). A log that stopped in the middle of a
+        long line (a crash mid-write) then holds nothing of it while it waits."""
+        self.released += self.decoder.drop_partial()
+
+    def rewind(self) -> int:
+        """Before a read: go back to the start of a partial line let go, so that it is read
+        again whole. Returns how many bytes are read again."""
+        released, self.released = self.released, 0
+        self.read_pos -= released
+        return released
 
     def checkpoint(self, watermark: int | None) -> FileCheckpoint | None:
         """Where this log may resume: the latest safe place whose spans were all exported

@@ -40,6 +40,13 @@ logger = logging.getLogger("otel_bridge.sources._tail")
 _READ_LIMIT = 1 << 20
 _MIN_READ = 4096
 _BYTES_PER_SPAN = 100
+#: A read that stops inside a line reads on to its end (`_finish_line`, in steps from this
+#: up to `_READ_LIMIT`), instead of every log of a catch-up holding a partial tool result of
+#: megabytes at once, cut by small reads under back-pressure (tens of MiB, kept by malloc).
+_LINE_STEP = 64 << 10
+#: A line half written at the end of a file is held up to this size; a longer one is let go
+#: and read again from disk when the file grows (`Reader.released`).
+_HELD_LINE_BYTES = 64 << 10
 
 
 class Reading:
@@ -177,21 +184,28 @@ class Reading:
         return events + self._read_more(reader, handle, size, now)
 
     def _read_more(self, reader: Reader, handle: RegularFile, size: int, now: float) -> int:
-        """Read the log's next bytes (up to `read_limit`) and feed their events."""
+        """Read the log's next bytes (up to `read_limit`, and on to the end of a line the
+        read stopped in) and feed their events."""
         stream = reader.stream
-        wanted = min(size - reader.read_pos, self.read_limit())
+        released = reader.rewind()  # a long partial line let go: read again from its start
         start = reader.read_pos
+        wanted = min(size - start, self.read_limit() + released)
         chunk = handle.read_at(start, wanted)
         if start == 0 and chunk:
             reader.fingerprint = fingerprint_of(chunk[:FINGERPRINT_BYTES])
         positions = self._decode(reader, chunk, now)
-        catching_up = not reader.caught_up
-        if catching_up:
-            self.caught_up_bytes += len(chunk)
         # A read that ends short is the end of the file, whatever its size said (truncated
         # meanwhile, or a file that tells no size): looked at again when it changes, not at
         # every poll.
-        if len(chunk) < wanted or reader.read_pos >= size:
+        at_end = len(chunk) < wanted
+        if not at_end and reader.decoder.pending_bytes:
+            at_end = self._finish_line(reader, handle, positions, now)
+        catching_up = not reader.caught_up
+        if catching_up:
+            self.caught_up_bytes += max(reader.read_pos - start - released, 0)
+        if at_end or reader.read_pos >= size:
+            if reader.decoder.pending_bytes > _HELD_LINE_BYTES:
+                reader.release_partial()
             self.reached_end(reader)
         else:
             reader.at_end = False
@@ -207,6 +221,27 @@ class Reading:
                 # later, so that catching up on 10,000 logs does not hold 10,000 sessions.
                 self._downstream.evict(stream, reader.ledger)
         return len(positions)
+
+    def _finish_line(
+        self, reader: Reader, handle: RegularFile, positions: list[tuple[Any, int]], now: float
+    ) -> bool:
+        """The read stopped inside a line: read on to its newline (not past it: the limits
+        hold for the lines after it), its event added to `positions`; one event more, under
+        back-pressure too. The decoder drops a line over `--max-line-bytes` as it goes, which
+        ends this. Returns whether the end of the file came first."""
+        size = handle.stat.st_size
+        step = _LINE_STEP
+        while reader.decoder.pending_bytes and reader.read_pos < size:
+            wanted = min(size - reader.read_pos, step)
+            piece = handle.read_at(reader.read_pos, wanted)
+            newline = piece.find(b"\n")
+            if newline >= 0:
+                piece = piece[: newline + 1]
+            positions.extend(self._decode(reader, piece, now))
+            if newline < 0 and len(piece) < wanted:
+                return True
+            step = min(step * 2, _READ_LIMIT)
+        return False
 
     def _decode(self, reader: Reader, chunk: bytes, now: float) -> list[tuple[Any, int]]:
         """The events of `chunk`, the next bytes of the log, counted (and their lag, once
@@ -249,6 +284,7 @@ class Reading:
                 if (st.st_dev, st.st_ino) != reader.identity:
                     return 0
                 end = min(st.st_size, self._options.max_log_bytes)
+                reader.rewind()
                 while reader.read_pos < end:
                     wanted = min(end - reader.read_pos, self.read_limit())
                     chunk = old.read_at(reader.read_pos, wanted)

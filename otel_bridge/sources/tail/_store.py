@@ -53,11 +53,21 @@ class Saver:
     """Writes the checkpoints that moved (`Tailer.save_checkpoints`)."""
 
     def __init__(self, store: Store, tracker: Tracker, every: float) -> None:
-        self._store = store
+        self.store = store
         self._tracker = tracker
         self._every = every
         self.unsaved: dict[str, FileCheckpoint] = {}  # taken, not yet written (a failure)
         self._next_save = 0.0
+
+    def take(self, checkpoint: FileCheckpoint) -> None:
+        """A checkpoint made without a reader (a log asleep from the start): written with
+        the next save."""
+        self.unsaved[checkpoint.path] = checkpoint
+
+    def taken(self, stream: str) -> FileCheckpoint | None:
+        """The checkpoint of `stream` taken and not yet written, if any: newer than the
+        store's."""
+        return self.unsaved.get(stream)
 
     def save(self, watermark: int | None, *, force: bool) -> int:
         """Write the checkpoint of each dirty log whose checkpoint moved, up to `watermark`
@@ -91,7 +101,7 @@ class Saver:
             return 0
         self.unsaved = {}
         try:
-            return self._store.save(entries)
+            return self.store.save(entries)
         except CheckpointError:
             self.unsaved = entries
             raise

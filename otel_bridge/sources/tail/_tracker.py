@@ -32,6 +32,9 @@ class Tracker:
         gate: one path per file; refused logs.
     """
 
+    #: Logs may sleep (with checkpoints: one is what a sleeping log is).
+    sleeps = True
+
     def __init__(self, gate: Gate) -> None:
         self.gate = gate
         self.awake: dict[str, Reader] = {}
@@ -85,13 +88,17 @@ class Tracker:
         self.asleep[stream] = pack(key, size)
         self.gate.claim(key, stream)
 
-    def put_to_sleep(self, unsaved: Collection[str]) -> None:
+    def put_to_sleep(self, unsaved: Collection[str]) -> int:
         """Let go of the readers of logs whose checkpoint, saved, holds all there is of
-        them (none of `unsaved`): what is left in memory of each is its inode and size."""
+        them (none of `unsaved`): what is left in memory of each is its inode and size.
+        Returns how many were let go."""
+        count = 0
         for stream, reader in list(self.awake.items()):
             if self._may_sleep(reader, unsaved):
                 del self.awake[stream]
                 self.asleep[stream] = pack(identity_key(*reader.identity), reader.read_pos)
+                count += 1
+        return count
 
     def _may_sleep(self, reader: Reader, unsaved: Collection[str]) -> bool:
         stream = reader.stream
@@ -107,14 +114,17 @@ class Tracker:
         """The sweep's look at sleeping logs: those whose file grew, was replaced or is gone,
         with what a stat of each said, one at a time (each is woken before the next is
         looked at)."""
+        # At every sweep, for every sleeping log: `pack` and `identity_key` written out, and
+        # `os.stat` called bare (a third of the cost of 10,000 sleeping logs at idle).
+        stat = os.stat
         for stream, packed in list(self.asleep.items()):
-            st = stat_of(stream)
-            if (
-                isinstance(st, os.stat_result)
-                and pack(identity_key(st.st_dev, st.st_ino), st.st_size) == packed
-            ):
-                continue  # unchanged: still asleep
-            yield stream, st
+            try:
+                st = stat(stream)
+            except OSError as exc:
+                yield stream, exc
+                continue
+            if ((st.st_dev << 64 | st.st_ino) << 64 | st.st_size) != packed:
+                yield stream, st  # grown, replaced (else unchanged: still asleep)
 
     def wake(self, stream: str) -> None:
         """A sleeping log is taken back (its reader made from its checkpoint next)."""
@@ -124,11 +134,13 @@ class Tracker:
 class Untracked(Tracker):
     """Without checkpoints: nothing sleeps, and no checkpoint moves."""
 
+    sleeps = False
+
     def mark_dirty(self, stream: str) -> None:
         return None
 
-    def put_to_sleep(self, unsaved: Collection[str]) -> None:
-        return None
+    def put_to_sleep(self, unsaved: Collection[str]) -> int:
+        return 0
 
 
 def pack(key: int, size: int) -> int:

@@ -702,3 +702,36 @@ def test_a_catch_up_reads_its_logs_a_batch_a_poll_and_goes_on_at_once(
     roots = [s for s in out if s.parent_span_id is None]
     assert sorted(r.trace_id for r in roots) == sorted({r.trace_id for r in roots})
     assert len(roots) == 5
+
+
+def test_old_logs_followed_from_their_end_sleep_at_once(tmp_path) -> None:
+    """An old log with nothing to read is asleep from the start: no reader, its first
+    checkpoint (its end) written by the first save. Before, its reader stayed awake for good
+    (its session never in memory, so never evicted): 3 KB a log, 30 MB over 10,000 old
+    sessions. Growing, even before that save, it wakes at its end and gives only what was
+    appended."""
+    root = tmp_path / "session-state"
+    logs = sessions(root, 5)
+    clock = Clock(max(os.path.getmtime(p) for p in logs) + 7200)  # two hours old
+    store = CheckpointStore(tmp_path / "state")
+    out: list = []
+    tailer = Tailer(
+        [root],
+        StreamFeeder(Assembler(), out.extend),
+        TailOptions(rescan_seconds=0, watch=False, catch_up_seconds=3600, evict_seconds=30),
+        clock=clock,
+        checkpoints=store,
+    )
+    tailer.start()
+    assert tailer.sleeping == 5 and tailer.followed_count == 5 and not tailer._tracker.awake
+    path, log = next(iter(logs.items()))
+    append_task(path, log, "later")  # before any save: woken from the checkpoint taken
+    tailer.poll_once()
+    assert [s.name for s in out].count("invoke_agent copilot") == 1 and out[-1]
+    assert tailer.save_checkpoints() == 5
+    assert all(store.get(p) is not None for p in logs)
+    settle(tailer, clock)
+    assert tailer.sleeping == 5
+    tailer.close()
+    _, again = read_once(root, clock, tmp_path / "state", catch_up_seconds=3600)
+    assert again.sleeping == 5  # resumed at their ends from those checkpoints
