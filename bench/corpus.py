@@ -29,6 +29,7 @@ __all__ = [
     "LIVE_FIXTURES",
     "SessionCopy",
     "Template",
+    "add_big_outputs",
     "build_corpus",
     "count_events",
     "load_templates",
@@ -215,3 +216,43 @@ def count_events(root: Path) -> tuple[int, int]:
         lines += data.count(b"\n")
         size += len(data)
     return lines, size
+
+
+def _big_output(line: str, size: int) -> str | None:
+    """`line` with its tool result grown to about `size` bytes, or None when it is not the
+    completion of a tool with a text result."""
+    if '"tool.execution_complete"' not in line:
+        return None
+    event = json.loads(line)
+    result = event.get("data", {}).get("result")
+    if not isinstance(result, dict) or not isinstance(result.get("content"), str):
+        return None
+    half = max(size // 2, 1)
+    filler = "".join(
+        f"{k:07d}  build output, nothing of note on this line\n" for k in range(half // 50)
+    )
+    result["content"] += "\n" + filler
+    result["detailedContent"] = result["content"]  # the CLI keeps the output twice
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def add_big_outputs(root: Path, every: int, size: int) -> int:
+    """Grow one tool result to about `size` bytes (a line of that length: a build log, a big
+    file read) in one session of every `every` under `root`, spread evenly, file times kept;
+    returns how many. The fixtures' longest line is 45 KB, real sessions have lines of 1-2 MB,
+    and what the bridge holds of a line read in several polls only shows with them."""
+    grown = 0
+    for index, log in enumerate(sorted(root.glob("*/events.jsonl"))):
+        if every <= 0 or grown * every > index:
+            continue
+        lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+        for number, line in enumerate(lines):
+            big = _big_output(line, size)
+            if big is not None:
+                times = log.stat()
+                lines[number] = big
+                log.write_text("".join(lines), encoding="utf-8")
+                os.utime(log, ns=(times.st_atime_ns, times.st_mtime_ns))
+                grown += 1
+                break
+    return grown

@@ -26,6 +26,7 @@ __all__ = [
     "bridge_env",
     "free_port",
     "run_to_end",
+    "status_mb",
 ]
 
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -49,6 +50,16 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def status_mb(pid: int, field: str) -> float:
+    """A memory field of /proc/<pid>/status (VmRSS, VmHWM...) in MB (MiB: the kernel's kB are
+    KiB); 0.0 when the field is absent."""
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def command(sub: str, args: Sequence[str]) -> list[str]:
@@ -97,11 +108,12 @@ class Bridge:
 
     def rss_mb(self) -> float:
         """Resident set size in MB (VmRSS of /proc/<pid>/status)."""
-        with open(f"/proc/{self.pid}/status") as handle:
-            for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0.0
+        return status_mb(self.pid, "VmRSS")
+
+    def peak_rss_mb(self) -> float:
+        """The largest resident set size since the start, in MB (VmHWM: the kernel's
+        high-water mark, so no peak between two samples is missed)."""
+        return status_mb(self.pid, "VmHWM")
 
     def fds(self) -> int:
         return len(os.listdir(f"/proc/{self.pid}/fd"))

@@ -25,7 +25,7 @@ from .corpus import LIVE_FIXTURES, build_corpus, count_events, load_templates
 from .procs import Bridge, bridge_env, command, free_port, run_to_end
 from .writers import KillWriter, LiveWriter, SoakWriter
 
-__all__ = ["SECTIONS", "Options"]
+__all__ = ["SECTIONS", "Options", "Readiness", "sample_idle", "watch_readiness"]
 
 Figures = dict[str, Any]
 OLD_S = 2 * 86400  # "old" logs: two days, well past --catch-up-minutes
@@ -200,7 +200,7 @@ def section_replay(opts: Options) -> Figures:
 # ---------------------------------------------------------------------------- 3. idle
 
 
-def _sample_idle(bridge: Bridge, seconds: float) -> tuple[float, float]:
+def sample_idle(bridge: Bridge, seconds: float) -> tuple[float, float]:
     """CPU % of a core over `seconds`, and the largest RSS seen meanwhile."""
     started, cpu0 = time.monotonic(), bridge.cpu_seconds()
     rss = bridge.rss_mb()
@@ -227,7 +227,7 @@ def section_idle(opts: Options) -> Figures:
                 if ready is None:
                     raise RuntimeError(f"idle {tag}: never ready\n{b.log_tail()}")
                 time.sleep(opts.settle_seconds)
-                cpu, rss = _sample_idle(b, opts.idle_seconds)
+                cpu, rss = sample_idle(b, opts.idle_seconds)
             figures[f"{tag}_ready_s"] = round(ready, 2)
             figures[f"{tag}_cpu_pct"] = round(cpu, 2)
             figures[f"{tag}_rss_mb"] = round(rss, 1)
@@ -374,7 +374,7 @@ class Readiness:
     caught_up_s: float | None = None  # when that count first reached the events expected
 
 
-def _watch_readiness(
+def watch_readiness(
     bridge: Bridge, timeout: float, events_expected: float = 0, hold_s: float = 2.0
 ) -> Readiness:
     """Poll /readyz (every 50 ms) and /metrics until the bridge has read `events_expected`
@@ -417,7 +417,7 @@ def section_ready(opts: Options) -> Figures:
     env = _quiet_env(opts)
     figures: Figures = {"sessions": opts.ready_sessions, "events": events}
     with Bridge(args, env, opts.log("ready-first"), port=free_port()) as bridge:
-        first = _watch_readiness(bridge, opts.start_timeout, events_expected=events)
+        first = watch_readiness(bridge, opts.start_timeout, events_expected=events)
         figures["first_run_first_200_s"] = round(first.first_200_s or 0, 2)
         figures["first_run_ready_s"] = round(first.ready_s or 0, 2)
         figures["first_run_caught_up_s"] = round(first.caught_up_s or 0, 2)
@@ -427,7 +427,7 @@ def section_ready(opts: Options) -> Figures:
         bridge.stop()
         figures["first_run_stop_s"] = round(time.monotonic() - stop_started, 2)
     with Bridge(args, env, opts.log("ready-restart"), port=free_port()) as bridge:
-        again = _watch_readiness(bridge, opts.start_timeout)
+        again = watch_readiness(bridge, opts.start_timeout)
         figures["restart_first_200_s"] = round(again.first_200_s or 0, 2)
         figures["restart_ready_s"] = round(again.ready_s or 0, 2)
         figures["restart_503_s"] = round(again.unready_s, 2)
