@@ -26,7 +26,7 @@ from typing import Any
 
 from .._exceptions import BridgeError
 from .._progress import TerminalHandler, printable
-from ..export._common import CredentialFilter
+from ..export import CredentialFilter
 from ._checks import contradiction
 from ._common import Interrupted
 from ._config_file import ConfigFileError

@@ -20,8 +20,7 @@ from typing import Protocol
 from .._metrics import MetricsRecorder
 from .._records import AttributeValue, SpanRecord
 from ..assembler import Assembler, AssemblerConfig, AssemblerStats
-from ..export import encode_record
-from ..export._common import CredentialFilter
+from ..export import CredentialFilter, encode_record
 from ..processors import Scrubber, ScrubberConfig
 from ..sources import DEFAULT_MAX_LOG_BYTES, LogFile, ReplaySummary, replay_logs
 from ._feeder import StreamFeeder
