@@ -21,6 +21,7 @@ __all__ = [
     "CONSOLE_FORMATS",
     "DEFAULT_ENDPOINTS",
     "DEFAULT_MAX_LABEL_VALUES",
+    "DEFAULT_MAX_SESSION_LABEL_VALUES",
     "DEFAULT_PROMETHEUS_HOST",
     "DEFAULT_PROMETHEUS_PORT",
     "HIDDEN",
@@ -323,6 +324,13 @@ DEFAULT_PROMETHEUS_PORT = 9464
 #: hundred tools at most (MCP servers included); a log that names thousands is hostile or broken,
 #: and every value is a series a scrape serializes for as long as the process lives.
 DEFAULT_MAX_LABEL_VALUES = 500
+
+#: Of those, the most one session may bring (new values of one label of one metric): without
+#: it the cap was first come for the life of the process, and one hostile log that named 500
+#: tools first sent every later real tool or model name to `other` until a restart. A real
+#: session uses some tens of tools; a log past this is broken or hostile, and it alone can
+#: take a tenth of the cap, leaving the rest to the others.
+DEFAULT_MAX_SESSION_LABEL_VALUES = 50
 
 #: What --console-format takes (`_console.py` prints them).
 CONSOLE_FORMATS = ("summary", "tree", "json")
