@@ -136,9 +136,12 @@ class Repairs:
     text: int = 0
     number: int = 0
     time: int = 0
+    #: usage numbers no call can have, left out before the span was made
+    #: (`assembler._accounting.drop_implausible`)
+    implausible: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.text or self.number or self.time)
+        return bool(self.text or self.number or self.time or self.implausible)
 
 
 def valid_record(record: SpanRecord) -> bool:

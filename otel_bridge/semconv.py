@@ -292,6 +292,9 @@ OTEL_BRIDGE_REASON: Final = "otel_bridge.reason"
 REPAIR_TEXT: Final = "text"  # lone surrogates, made U+FFFD
 REPAIR_NUMBER: Final = "number"  # beyond 64 bits or not finite, left out
 REPAIR_TIME: Final = "time"  # outside 1970..2262 or an end before its start, clamped
+#: a usage record's tokens, cost or credits beyond what one LLM call can use, or negative: left
+#: out (`assembler._accounting.drop_implausible`)
+REPAIR_IMPLAUSIBLE: Final = "implausible"
 METRIC_LIMITS_REACHED: Final = MetricName("otel_bridge.limits.reached")
 #: On otel_bridge.limits.reached: which bound of what an open task holds (the LIMIT_* values).
 OTEL_BRIDGE_LIMIT: Final = "otel_bridge.limit"

@@ -211,6 +211,13 @@ class Daemon:
 
     def _say_stopping(self, signum: int) -> None:
         name = signal.Signals(signum).name
+        if signum == getattr(signal, "SIGHUP", None):
+            # A service manager's `reload` (or a habit from other daemons) sends it to have
+            # the configuration read again: say that it stops run instead, and how to reload.
+            name += (
+                " (it stops run as SIGTERM does; the configuration, --config, flags and "
+                "OTEL_* variables, is read only at start: restart run to apply a change)"
+            )
         queued = self.pipeline.sink.queued
         if not queued:
             logger.info("received %s; stopping", name)

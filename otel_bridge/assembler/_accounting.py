@@ -81,6 +81,42 @@ def call_attributes(usage: Mapping[str, Any]) -> dict[str, AttributeValue]:
     )
 
 
+#: The most one LLM call can report, beyond which a usage record's number is taken for broken
+#: or hostile and left out of the chat span (and so of every sum and metric made from it):
+#: tokens of each kind (context windows are millions of tokens; a billion is far past any),
+#: its cost in premium requests (a model's multiplier: 0 to some tens), its AI credits in
+#: nano-AIU (a thousand AIU). A negative number is left out too. docs/metrics.md says them.
+MAX_CALL_TOKENS = 1_000_000_000
+MAX_CALL_COST = 1_000.0
+MAX_CALL_NANO_AIU = 1e12
+_COST_BOUNDS: dict[str, float] = {
+    sc.COPILOT_USAGE_COST: MAX_CALL_COST,
+    sc.COPILOT_USAGE_AI_CREDITS: MAX_CALL_NANO_AIU,
+}
+
+
+def drop_implausible(attributes: dict[str, AttributeValue]) -> int:
+    """Take out of a chat span's attributes every usage number no call can have: one record
+    with 1e30 tokens or cost would otherwise own every total and dashboard of its model for
+    good (a counter never goes back). Returns how many were taken out, for
+    otel_bridge.values.repaired (reason implausible)."""
+    dropped = []
+    for key, value in attributes.items():
+        if key in _COST_BOUNDS:
+            bound = _COST_BOUNDS[key]
+        elif key.startswith("gen_ai.usage.") and key.endswith("tokens"):
+            bound = MAX_CALL_TOKENS
+        else:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if not 0 <= value <= bound:
+            dropped.append(key)
+    for key in dropped:
+        del attributes[key]
+    return len(dropped)
+
+
 def count_call(facts: SessionFacts, attributes: Mapping[str, AttributeValue]) -> None:
     """Tally a call as billed or bring-your-own-key (a session of BYOK calls only has no cost
     to show). Its cost is counted from its chat span (`_spanmetrics`)."""

@@ -160,6 +160,7 @@ class SessionMeter:
             (sc.REPAIR_TEXT, repairs.text),
             (sc.REPAIR_NUMBER, repairs.number),
             (sc.REPAIR_TIME, repairs.time),
+            (sc.REPAIR_IMPLAUSIBLE, repairs.implausible),
         ):
             if count:
                 self._stats.repaired[reason] += count

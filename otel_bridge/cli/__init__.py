@@ -26,6 +26,7 @@ from typing import Any
 
 from .._exceptions import BridgeError
 from .._progress import TerminalHandler, printable
+from ..export import CredentialFilter
 from ._checks import contradiction
 from ._common import Interrupted
 from ._config_file import ConfigFileError
@@ -87,6 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Through the progress bar's terminal: a record never lands on the bar's line.
     handler = TerminalHandler(sys.stderr)
     handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    # On the handler, not a logger: the SDK's, gRPC's and urllib3's records propagate to it
+    # from loggers of their own, and quote the endpoint with its password or key.
+    handler.addFilter(CredentialFilter())
     logging.basicConfig(level=args.log_level, handlers=[handler])
     if args.command is None:
         parser.print_help()

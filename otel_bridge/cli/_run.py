@@ -19,8 +19,8 @@ logger = logging.getLogger("otel_bridge")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Follow the logs until a signal; exit status 0, or 128 + the signal after a second one
-    (130 after two Ctrl-C)."""
+    """Follow the logs until a signal (SIGINT, SIGTERM or SIGHUP: each stops it cleanly);
+    exit status 0, or 128 + the signal after a second one (130 after two Ctrl-C)."""
     settings = run_settings(args, os.environ)
     if sdk_disabled(os.environ):  # checkpoints stay put: what was read now is exported then
         logger.warning(
@@ -43,4 +43,13 @@ def run(args: argparse.Namespace) -> int:
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
+    # SIGHUP (the terminal closed, or a service manager's `reload`) killed run on the spot,
+    # by default: nothing delivered, no checkpoint saved, every span of the last interval
+    # sent again at the next start. It stops run as SIGTERM does (the daemon says that a
+    # changed config needs a restart: reading it again in place is not done, since most
+    # options shape state already built). Ignored at start (`nohup`), it stays ignored, as
+    # SIGINT does: whoever started run so asked for it to outlive the terminal.
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:
+        signal.signal(hangup, _stop)
     return daemon.run(signals)

@@ -17,7 +17,7 @@ from ._types import (
     poll_interval,
     port,
     positive_float,
-    positive_int,
+    queue_size,
 )
 
 __all__ = ["checkpoints", "export_group", "probes", "scale", "sources", "trouble"]
@@ -101,11 +101,12 @@ def export_group(run: argparse.ArgumentParser) -> None:
     export(spans, "run")
     spans.add_argument(
         "--queue-size",
-        type=positive_int,
+        type=queue_size,
         default=DEFAULT_QUEUE_SPANS,
         metavar="N",
         help="spans kept per exporter while its collector is down or slow; while a queue "
-        f"is half full, logs are not read (they wait on disk) (default: {DEFAULT_QUEUE_SPANS})",
+        f"is half full, logs are not read (they wait on disk) (default: {DEFAULT_QUEUE_SPANS}; "
+        "at most 1000000)",
     )
 
 

@@ -112,8 +112,32 @@ def bridge_command() -> list[str]:
     return [os.path.abspath(sys.executable), "-m", "otel_bridge"]
 
 
+def _refuse_newlines(environ: Mapping[str, str]) -> None:
+    """A variable the service needs whose value holds a newline (a header pasted from a file,
+    `OTEL_EXPORTER_OTLP_HEADERS="$(cat headers)"` with two lines) cannot be copied: it was
+    left out without a word, and the service ran without its auth header, every export
+    refused. Refused here, naming the variable and never its value (it may be a token).
+
+    Raises:
+        BridgeError: one line naming each such variable (exit status 2).
+    """
+    names = [
+        key
+        for key, value in sorted(environ.items())
+        if (key.startswith(env.OTEL_PREFIX) or key == env.COPILOT_HOME) and "\n" in value
+    ]
+    if names:
+        raise BridgeError(
+            f"{', '.join(names)} {'holds' if len(names) == 1 else 'hold'} a newline, which "
+            "the service's environment cannot carry (the service would run without "
+            f"{'it' if len(names) == 1 else 'them'}): remove the newline and run "
+            "install-service again (the value is not shown)"
+        )
+
+
 def copied_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables of the installing shell the service needs: OTEL_* and COPILOT_HOME."""
+    """The variables of the installing shell the service needs: OTEL_* and COPILOT_HOME (one
+    holding a newline, which install-service refuses, left out)."""
     return {
         key: value
         for key, value in sorted(environ.items())
@@ -298,6 +322,7 @@ def install_service(args: argparse.Namespace) -> int:
     it. Exit status 1 when a different file is there already and --force was not given."""
     run_args = list(args.run_args)
     options = _run_options(run_args, os.environ)
+    _refuse_newlines(os.environ)
     platform = args.platform or default_platform()
     service = render(platform, run_args, os.environ, options.export_timeout)
     if args.print:

@@ -24,6 +24,7 @@ __all__ = [
     "port",
     "positive_float",
     "positive_int",
+    "queue_size",
     "ratio",
     "root_name",
 ]
@@ -55,6 +56,18 @@ def _number(text: str, ok: Callable[[float], bool], expected: str) -> float:
 
 def positive_int(text: str) -> int:
     return _whole(text, 1, None, "a whole number of 1 or more")
+
+
+#: Most spans --queue-size takes: each holds about 2 KiB while queued, so a million is some 2
+#: GiB per exporter, more than a host should give a telemetry bridge; a larger number is a
+#: typo (or 1e20), and would only show as memory exhausted while a collector is down.
+MAX_QUEUE_SPANS = 1_000_000
+
+
+def queue_size(text: str) -> int:
+    return _whole(
+        text, 1, MAX_QUEUE_SPANS, f"a whole number of spans from 1 to {MAX_QUEUE_SPANS:,}"
+    )
 
 
 def non_negative_int(text: str) -> int:

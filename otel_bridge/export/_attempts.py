@@ -72,10 +72,14 @@ class ExporterCalls:
         self._on_rejected = on_rejected
         self._rejection_logged = False
 
-    def attempt(self, spans: list[ExportItem]) -> Attempt:
+    def attempt(
+        self, spans: list[ExportItem], on_trouble: Callable[[], None] | None = None
+    ) -> Attempt:
         """One export call: whether it went through, and if not, why (from what the SDK
-        logged meanwhile, which is kept off the terminal) and what that says of the batch."""
-        with capture_exporter_logs() as records:
+        logged meanwhile, which is kept off the terminal) and what that says of the batch.
+        `on_trouble`: called at the first failure inside the call (`capture_exporter_logs`),
+        which the SDK may retry for its whole timeout before the call returns."""
+        with capture_exporter_logs(on_trouble) as records:
             try:
                 # EncodedSpans are given only to the OTLP JSON file exporter (SpanSink)
                 ok = self._exporter.export(spans) is SpanExportResult.SUCCESS  # type: ignore[arg-type]
@@ -128,18 +132,30 @@ class Outage:
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self.failing_since: float | None = None  # monotonic time the current batch first failed
+        #: monotonic time the current batch first met a failure (a refused connection inside
+        #: the SDK's call counts at once, `trouble`); what /readyz counts from
+        self.failing_since: float | None = None
+        self._said = False  # the warning that the exporter is failing was logged
+
+    def trouble(self) -> None:
+        """A failure inside an export call that has not returned yet (the SDK retries a
+        refused connection for its whole timeout, 10 s by default): the outage starts now
+        for /readyz; the warning waits for the call's reason (`failed`). Called on the
+        worker's own thread, as `failed` and `recovered` are."""
+        if self.failing_since is None:
+            self.failing_since = time.monotonic()
 
     def recovered(self, depth: int) -> None:
         """An export went through; `depth`: spans still queued."""
-        if self.failing_since is not None:
+        if self.failing_since is not None and self._said:
             logger.info(
                 "%s: exporting again after %.0f s of failures; %s queued",
                 self.label,
                 time.monotonic() - self.failing_since,
                 plural(depth, "span"),
             )
-            self.failing_since = None
+        self.failing_since = None
+        self._said = False
 
     def failed(
         self, result: Attempt, attempt: int, batch: int, delay: float, depth: int, *, shut: bool
@@ -148,8 +164,10 @@ class Outage:
         seconds; `depth` spans queued. `shut`: the exporter was shut down under the call (a
         stop): no news."""
         refused_for_good = result.verdict is Verdict.ENDPOINT
-        if self.failing_since is None and not shut:
-            self.failing_since = time.monotonic()
+        if not self._said and not shut:
+            if self.failing_since is None:
+                self.failing_since = time.monotonic()
+            self._said = True
             logger.warning(
                 "%s: export failed (%s); %s queued, retrying with back-off %s",
                 self.label,

@@ -4,6 +4,7 @@ without credentials), output files, and the SDK's kill switch. The SDK exporters
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import socket
@@ -20,14 +21,18 @@ __all__ = [
     "CONSOLE_FORMATS",
     "DEFAULT_ENDPOINTS",
     "DEFAULT_MAX_LABEL_VALUES",
+    "DEFAULT_MAX_SESSION_LABEL_VALUES",
     "DEFAULT_PROMETHEUS_HOST",
     "DEFAULT_PROMETHEUS_PORT",
+    "HIDDEN",
     "OTLP_PROTOCOLS",
+    "CredentialFilter",
     "OtlpEndpoint",
     "metric_exporter_names",
     "open_output",
     "otlp_endpoint",
     "otlp_protocol",
+    "query_problem",
     "reachability",
     "sdk_disabled",
     "shown_endpoint",
@@ -104,8 +109,33 @@ class OtlpEndpoint:
 _AUTHORITY = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)?(?P<authority>[^/?#]*)")
 _HOST = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]*)(?::[0-9]*)?")
 #: a user (and password) before a host in running text: scheme://user:password@ (what an
-#: exception or an exporter's message may quote)
-_USERINFO_IN_TEXT = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#@]*@")
+#: exception or an exporter's message may quote); a password holding an unencoded @ goes too
+_USERINFO_IN_TEXT = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)(?:[^\s/?#@]*@)+")
+#: the same without a scheme, as gRPC quotes its target (`alice:PASSWORD@127.0.0.1:4317`):
+#: user:password@ before any host (gRPC decodes a percent-encoded password, so it may hold
+#: / and @: up to the last @), or a lone token@ before a host:port (an e-mail address, which
+#: has no port, stays). It starts a word: after a space, a quote, a bracket, = or ,.
+_BARE_USERINFO = re.compile(
+    r"(?<![^\s'\"(\[<=,;])(?:[^\s/?#@'\"<>()\[\],;=:]+:[^\s'\"<>]*@(?=[\w\[])"
+    r"|[^\s?#@'\"<>()\[\],;=:]+@(?=(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.\-]+):[0-9]{1,5}\b))"
+)
+#: a query parameter whose name says it is a credential (api_key, token, sig, ...)
+_QUERY_SECRET = re.compile(
+    r"(?i)([?&;](?:[\w.\-]*(?:key|token|auth|passw|pwd|secret|signature|credential)[\w.\-]*"
+    r"|sig|code)=)[^&\s#'\"<>)]+"
+)
+#: a header that carries a credential, as text quotes it (`Authorization: Bearer X`,
+#: `x-api-key=X` of OTEL_EXPORTER_OTLP_HEADERS, `'api-key': 'X'` of a dict): its value,
+#: after an authentication scheme when there is one
+_HEADER_SECRET = re.compile(
+    r"(?i)\b((?:proxy-)?authorization|(?:x-)?api[-_]?key|x-[\w-]*?(?:token|key|secret)"
+    r"|[\w-]*auth-token|private-token|access[-_]token|cookie|client[-_]secret)"
+    r"(['\"]?\s*[:=]\s*['\"]?)"
+    r"((?:(?:bearer|basic|token|digest|apikey|negotiate)(?:\s+|%20))?)"
+    r"(?!\[REDACTED\])[^\s,'\"&;)}\]]+"
+)
+#: what a credential in a log line is replaced by
+HIDDEN = "[REDACTED]"
 
 
 def shown_endpoint(url: str) -> str:
@@ -126,9 +156,51 @@ def shown_endpoint(url: str) -> str:
 
 
 def without_credentials(text: str) -> str:
-    """`text` with the user and password taken out of every URL in it (an exception's or an
-    exporter's message about an endpoint)."""
-    return _USERINFO_IN_TEXT.sub(r"\1", text)
+    """`text` with the credentials a collector's address or request may carry taken out: the
+    user and password of every URL in it (with or without a scheme: gRPC quotes its target
+    as `user:password@host:port`), the value of every query parameter named like a key
+    (`?api_key=`), and the value of every header that authenticates (`Authorization: Bearer
+    X`, `x-api-key=X`). What is left still says where the request went and why it failed.
+
+    Used for every message the bridge makes of an exception or an exporter's words, and by
+    `CredentialFilter` for every log record, the SDK's, gRPC's and urllib3's included."""
+    if not any(mark in text for mark in _MARKS):
+        return text  # most log lines: nothing to scrub
+    text = _USERINFO_IN_TEXT.sub(r"\1", text)
+    text = _BARE_USERINFO.sub("", text)
+    text = _QUERY_SECRET.sub(rf"\1{HIDDEN}", text)
+    return _HEADER_SECRET.sub(rf"\1\2\3{HIDDEN}", text)
+
+
+#: what a text holding a credential holds at least one of (case folded: `_HEADER_SECRET`)
+_MARKS = ("@", "=", ":")
+
+
+class CredentialFilter(logging.Filter):
+    """Takes credentials out of every record a handler writes (`without_credentials`): put on
+    each handler the bridge installs, not on a logger, because a logger's filter never sees
+    the records that propagate to it from other loggers, and the SDK's exporters, gRPC and
+    urllib3 quote the endpoint (`Failed to export traces to alice:PASSWORD@...`) from loggers
+    of their own. The record's message is made (its arguments put in) and scrubbed, and so
+    is the text of its exception; a record that held a credential then carries the scrubbed
+    text, with no arguments, so that every handler after this one writes the same (the
+    export's own copies of the SDK's records keep theirs: `_sdk_logs`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a record whose arguments do not fit: logging reports it later
+            return True
+        scrubbed = without_credentials(message)
+        if scrubbed != message:
+            record.msg, record.args = scrubbed, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = without_credentials(record.exc_text)
+        if record.stack_info:
+            record.stack_info = without_credentials(record.stack_info)
+        return True
 
 
 def otlp_endpoint(environ: Mapping[str, str], signal: str) -> OtlpEndpoint:
@@ -175,6 +247,33 @@ def otlp_endpoint(environ: Mapping[str, str], signal: str) -> OtlpEndpoint:
     if protocol == "http/protobuf" and variable != specific:
         target = f"{url.removesuffix('/')}/v1/{signal}"
     return OtlpEndpoint(url, variable, protocol, host, port, target)
+
+
+def query_problem(endpoint: OtlpEndpoint, signal: str) -> str | None:
+    """Why a query string in the endpoint (where some services take a key: `?api_key=K`)
+    cannot work, in one line that does not quote it; None when there is none or it works.
+
+    The HTTP exporter puts /v1/<signal> after the general variable's value, query included
+    (`http://h:4318/?api_key=K/v1/traces`), so the path is wrong and the key too, and every
+    export fails; the gRPC exporter keeps only host:port and sends no query at all. Only a
+    signal's own variable, which the HTTP exporter takes as it is, keeps a query working.
+    """
+    if "?" not in endpoint.url:
+        return None
+    name = endpoint.variable or env.OTEL_EXPORTER_OTLP_ENDPOINT
+    if endpoint.protocol == "grpc":
+        why = "the gRPC exporter sends only host:port, so a key there is never sent"
+    elif endpoint.target != endpoint.url:
+        why = (
+            f"the exporter appends /v1/{signal} after it, so no export can work; or give "
+            f"the full URL in {env.otlp_signal_variable('ENDPOINT', signal)}"
+        )
+    else:
+        return None
+    return (
+        f"{name}={shown_endpoint(endpoint.url)!r} has a query string (value not shown): "
+        f"{why}; send a key as a header (OTEL_EXPORTER_OTLP_HEADERS)"
+    )
 
 
 def reachability(endpoint: OtlpEndpoint, timeout: float = 2.0) -> str | None:
@@ -225,6 +324,13 @@ DEFAULT_PROMETHEUS_PORT = 9464
 #: hundred tools at most (MCP servers included); a log that names thousands is hostile or broken,
 #: and every value is a series a scrape serializes for as long as the process lives.
 DEFAULT_MAX_LABEL_VALUES = 500
+
+#: Of those, the most one session may bring (new values of one label of one metric): without
+#: it the cap was first come for the life of the process, and one hostile log that named 500
+#: tools first sent every later real tool or model name to `other` until a restart. A real
+#: session uses some tens of tools; a log past this is broken or hostile, and it alone can
+#: take a tenth of the cap, leaving the rest to the others.
+DEFAULT_MAX_SESSION_LABEL_VALUES = 50
 
 #: What --console-format takes (`_console.py` prints them).
 CONSOLE_FORMATS = ("summary", "tree", "json")

@@ -17,7 +17,7 @@ from .._metrics import BUCKETS, CATALOGUE, METRICS, Instrument, known_metric
 from .._records import AttributeValue
 from .._version import __version__
 from ..processors import Scrubber
-from ._common import DEFAULT_MAX_LABEL_VALUES
+from ._common import DEFAULT_MAX_LABEL_VALUES, DEFAULT_MAX_SESSION_LABEL_VALUES
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider
@@ -43,9 +43,12 @@ class OtelMetricsRecorder:
     Label values that come from logs (tool, model, agent names) are scrubbed like span
     attributes: a secret pasted where a tool name goes must not become a label.
 
-    Every label of every metric takes at most `max_label_values` distinct values; later new
-    values are recorded as "other", counted in otel_bridge.labels.capped (by metric and label)
-    and said once per metric in the log. Capped here, at the one edge every observation
+    Every label of every metric takes at most `max_label_values` distinct values, of which one
+    session may bring at most `max_session_values` (the bridge's own observations, session id
+    "", are not held to that): so one hostile log cannot take the whole cap first and send
+    every later real name to "other" until a restart. Later new values are recorded as
+    "other", counted in otel_bridge.labels.capped (by metric and label) and said once per
+    metric in the log. Capped here, at the one edge every observation
     crosses, rather than at each place in the assembler that reads a name from a log: tool,
     model, agent and skill names, error types, MCP servers, repositories, CLI versions, and
     any label added later. Labels that take a few values of the bridge's own (outcomes, modes)
@@ -68,9 +71,10 @@ class OtelMetricsRecorder:
         scrubber: Scrubber | None = None,
         semconv_mode: str = semconv.SEMCONV_RELEASED,
         max_label_values: int = DEFAULT_MAX_LABEL_VALUES,
+        max_session_values: int = DEFAULT_MAX_SESSION_LABEL_VALUES,
     ) -> None:
-        if max_label_values < 1:
-            raise ValueError("max_label_values must be positive")
+        if max_label_values < 1 or max_session_values < 1:
+            raise ValueError("max_label_values and max_session_values must be positive")
         if semconv_mode not in semconv.SEMCONV_MODES:
             raise ConfigError(
                 f"--semconv {semconv_mode!r}: use one of {', '.join(semconv.SEMCONV_MODES)}"
@@ -79,7 +83,11 @@ class OtelMetricsRecorder:
         self._previous = semconv_mode != semconv.SEMCONV_RELEASED
         self._scrubber = scrubber or Scrubber()
         self._max_values = max_label_values
+        self._session_max = max_session_values
         self._values: dict[tuple[str, str], set[object]] = {}  # (metric, label) -> values
+        # (metric, label) -> session -> values it brought; at most max_label_values sessions
+        # each, since only a session that brought a value is there
+        self._brought: dict[tuple[str, str], dict[str, int]] = {}
         self._capped: set[str] = set()  # metrics whose capping was logged
         self._lock = threading.Lock()
         meter = provider.get_meter("otel_bridge", __version__, schema_url=semconv.SCHEMA_URL)
@@ -111,7 +119,7 @@ class OtelMetricsRecorder:
             return
         counter = self._counters.get(name)
         if counter is not None:  # the session id is never a label
-            counter.add(value, self._labels(name, attributes))
+            counter.add(value, self._labels(name, attributes, session_id))
         else:  # only on a miss (the assembler checked its names already): raised in tests,
             known_metric(name)  # counted and said once in production
 
@@ -121,19 +129,21 @@ class OtelMetricsRecorder:
         previous = _PREVIOUS.get(name)
         if previous is not None and self._previous:
             old_name, extra = previous
-            self._record(old_name, value, {**attributes, **extra})
+            self._record(old_name, value, {**attributes, **extra}, session_id)
         if self._released or (previous is None and name not in _RELEASED_ONLY):
-            self._record(name, value, attributes)
+            self._record(name, value, attributes, session_id)
 
-    def _record(self, name: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
+    def _record(
+        self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
+    ) -> None:
         histogram = self._histograms.get(name)
         if histogram is not None:
-            histogram.record(value, self._labels(name, attributes))
+            histogram.record(value, self._labels(name, attributes, session_id))
         else:  # as in add: the catalogue is asked only on a miss
             known_metric(name)
 
     def _labels(
-        self, name: str, attributes: Mapping[str, AttributeValue]
+        self, name: str, attributes: Mapping[str, AttributeValue], session_id: str
     ) -> dict[str, AttributeValue]:
         """Scrubbed, then cut to 64 characters (cutting first could leave half a secret the
         patterns no longer recognize), then capped in number."""
@@ -141,29 +151,39 @@ class OtelMetricsRecorder:
         for key, value in self._scrubber.attributes(attributes).items():
             if isinstance(value, str) and len(value) > _LABEL_MAX:
                 value = value[: _LABEL_MAX - 3] + "..."
-            labels[key] = self._bounded(name, key, value)
+            labels[key] = self._bounded(name, key, value, session_id)
         return labels
 
-    def _bounded(self, name: str, key: str, value: AttributeValue) -> AttributeValue:
-        """`value`, or "other" once label `key` of metric `name` has its fill of values."""
+    def _bounded(
+        self, name: str, key: str, value: AttributeValue, session_id: str
+    ) -> AttributeValue:
+        """`value`, or "other" once label `key` of metric `name` has its fill of values, or
+        session `session_id` has brought its share of them."""
         seen = self._values.get((name, key))
         marker = value if isinstance(value, (str, int, float)) else repr(value)
         if seen is not None and marker in seen:  # the common case, without the lock
             return value
         with self._lock:
             seen = self._values.setdefault((name, key), set())
-            if marker in seen or len(seen) < self._max_values:
+            if marker in seen:
+                return value
+            brought = self._brought.setdefault((name, key), {})
+            share = brought.get(session_id, 0)
+            if len(seen) < self._max_values and (not session_id or share < self._session_max):
                 seen.add(marker)
+                if session_id:
+                    brought[session_id] = share + 1
                 return value
             first = name not in self._capped
             self._capped.add(name)
         if first:  # never the value itself: it came from a log, and may hold anything
             logger.warning(
-                "metric %s: more than %d distinct values of its label %s; further ones are "
-                "recorded as %r (counted in %s)",
+                "metric %s: more than %d distinct values of its label %s, or more than %d "
+                "new ones from one session; further ones are recorded as %r (counted in %s)",
                 name,
                 self._max_values,
                 key,
+                self._session_max,
                 OTHER_LABEL_VALUE,
                 _LABELS_CAPPED,
             )
@@ -195,7 +215,7 @@ class OtelMetricsRecorder:
         spec = METRICS[name]
 
         def callback(_options: CallbackOptions) -> Iterable[Observation]:
-            return [Observation(value, self._labels(name, labels)) for value, labels in read()]
+            return [Observation(value, self._labels(name, labels, "")) for value, labels in read()]
 
         self._meter.create_observable_gauge(
             name, [callback], unit=spec.unit, description=spec.description

@@ -294,7 +294,7 @@ class ExportWorker:
         attempt = 0
         while True:
             attempt += 1
-            result = self._calls.attempt([span for _, span in batch])
+            result = self._calls.attempt([span for _, span in batch], self._outage.trouble)
             self._on_result(self.name, [seq for seq, _ in batch], result.ok)
             ok = result.ok
             if not ok and result.verdict is Verdict.DATA:

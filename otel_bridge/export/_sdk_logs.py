@@ -13,6 +13,7 @@ Records from any other thread (an application's own exporters, next to LiveBridg
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime
 import email.utils
 import functools
@@ -25,7 +26,7 @@ from typing import Any, TypeVar
 
 from .. import _env as env
 from .._exceptions import ConfigError
-from ._common import OtlpEndpoint, without_credentials
+from ._common import OtlpEndpoint, query_problem, without_credentials
 
 __all__ = [
     "build_otlp_exporter",
@@ -62,8 +63,21 @@ class _ExportChatter(logging.Filter):
         if kept is None:
             return True
         if len(kept) < _MAX_KEPT:
-            kept.append(record)
+            # a copy: a handler's CredentialFilter may put the scrubbed text in place of the
+            # arguments (a gRPC status, an exception) that `_verdicts` reads the failure from
+            kept.append(copy.copy(record))
+        if record.levelno >= logging.WARNING:
+            _trouble()
         return _bridge_logger.isEnabledFor(logging.DEBUG)
+
+
+def _trouble() -> None:
+    """The export on this thread has met a failure (a refused connection, an error answer)
+    while the SDK may go on retrying inside the call for its whole timeout: tell whoever
+    asked (`capture_exporter_logs`' `on_trouble`) now, not when the call returns."""
+    on_trouble: Callable[[], None] | None = getattr(_local, "on_trouble", None)
+    if on_trouble is not None:
+        on_trouble()
 
 
 _CHATTER = _ExportChatter()
@@ -86,6 +100,9 @@ def build_otlp_exporter(
             f"{without_credentials(str(exc))}; check the OTEL_EXPORTER_OTLP_* variables"
         ) from exc
     quiet_exporter_logs()
+    problem = query_problem(endpoint, "traces" if what == "trace" else "metrics")
+    if problem is not None:
+        _bridge_logger.warning("%s", problem)
     return exporter
 
 
@@ -114,16 +131,20 @@ def quiet_exporter_logs() -> None:
 
 
 @contextlib.contextmanager
-def capture_exporter_logs() -> Iterator[list[logging.LogRecord]]:
+def capture_exporter_logs(
+    on_trouble: Callable[[], None] | None = None,
+) -> Iterator[list[logging.LogRecord]]:
     """Within the block, on this thread, the SDK's log records are collected (and hidden
-    below DEBUG); the list holds them for `failure_reason`."""
-    previous = getattr(_local, "records", None)
+    below DEBUG); the list holds them for `failure_reason`. `on_trouble` is called (on this
+    thread) at each failure met inside the call: a refused connection, a warning or error
+    of the SDK's, an error answer, so that /readyz can tell from the first one."""
+    previous = getattr(_local, "records", None), getattr(_local, "on_trouble", None)
     records: list[logging.LogRecord] = []
-    _local.records = records
+    _local.records, _local.on_trouble = records, on_trouble
     try:
         yield records
     finally:
-        _local.records = previous
+        _local.records, _local.on_trouble = previous
 
 
 def http_session(environ: Mapping[str, str], signal: str) -> Any:
@@ -152,8 +173,10 @@ def _noting_session_class() -> type:
                 response = super().request(*args, **kwargs)
             except Exception as exc:
                 _note("request failed: %s", (exc,))
+                _trouble()
                 raise
             if response.status_code >= 300:
+                _trouble()
                 _note(
                     "collector answered %d %s",
                     (response.status_code, response.reason or ""),

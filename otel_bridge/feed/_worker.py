@@ -20,7 +20,7 @@ from typing import Protocol
 from .._metrics import MetricsRecorder
 from .._records import AttributeValue, SpanRecord
 from ..assembler import Assembler, AssemblerConfig, AssemblerStats
-from ..export import encode_record
+from ..export import CredentialFilter, encode_record
 from ..processors import Scrubber, ScrubberConfig
 from ..sources import DEFAULT_MAX_LOG_BYTES, LogFile, ReplaySummary, replay_logs
 from ._feeder import StreamFeeder
@@ -148,6 +148,9 @@ class _Capture(logging.Handler):
 
 
 _CAPTURE = _Capture()
+# A worker's records are written by the parent's handler, which scrubs them; scrubbed here
+# too, so that no record with a credential in it is ever pickled to another process.
+_CAPTURE.addFilter(CredentialFilter())
 
 
 def _start_worker(level: int, parent: int) -> None:

@@ -380,3 +380,23 @@ def test_the_service_s_defaults_never_contradict_its_arguments() -> None:
     otlp = run_args(render("systemd", [], endpoint, 30.0, ["otel-bridge"]).text)
     assert "--console-format" not in otlp  # it would add the console to the collector
     assert otlp[:3] == ["--state-dir", "%S/otel-bridge", "--config"]
+
+
+@pytest.mark.parametrize("value", ["1000001", "100000000000000000000", "0"])
+def test_queue_size_is_bounded_with_a_clear_error(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1e20 spans was taken, to show only as memory exhausted while a collector is down."""
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["run", "--queue-size", value])
+    assert exit_.value.code == 2
+    assert "--queue-size" in capsys.readouterr().err
+    assert build_parser().parse_args(["run", "--queue-size", "1000000"]).queue_size == 1_000_000
+
+
+def test_queue_size_in_a_config_file_is_bounded_as_the_flag(tmp_path: Path) -> None:
+    config = tmp_path / "bridge.toml"
+    config.write_text("queue-size = 9000000000\n")
+    result = bridge("run", "--config", str(config), "--no-prometheus")
+    assert result.returncode == 2, result.stderr
+    assert "queue-size" in result.stderr and "1,000,000" in result.stderr, result.stderr

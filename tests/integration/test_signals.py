@@ -9,6 +9,7 @@ they do on Ctrl-C. Each child here is started with the disposition the test is a
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -26,6 +27,7 @@ from tests.builder import Log
 from tests.corpus import session_state, spans_in_order
 from tests.otlp_receiver import OtlpReceiver
 from tests.processes import bridge_env, start_bridge, terminate
+from tests.traces_file import attribute, spans_in_file
 
 ROOT = paths.REPO
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
@@ -224,3 +226,75 @@ def test_run_started_from_a_terminal_stops_on_ctrl_c(
             process.stderr.close()
     assert process.returncode == 0, stderr
     assert "received SIGINT" in stderr
+
+
+def _checkpointed(state_dir: Path, log: Path) -> bool:
+    """The checkpoint of `log` is past its whole length: its task ended and was delivered, so a
+    restart must not send any of it again."""
+    path = state_dir / "checkpoints.jsonl"
+    offset = -1
+    if path.exists():
+        for line in path.read_text().splitlines()[1:]:  # a journal: a log's latest entry holds
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:  # the line being written now
+                continue
+            if entry.get("path") == str(log):
+                offset = entry.get("offset", -1)
+    return offset == log.stat().st_size
+
+
+@pytest.mark.parametrize("sigint", ["default", "ignored"], ids=lambda s: f"sigint_{s}")
+def test_sighup_stops_run_cleanly_and_a_restart_sends_no_span_twice(
+    tmp_path: Path, sigint: Literal["default", "ignored"]
+) -> None:
+    """SIGHUP killed run on the spot (status 129, nothing flushed, no checkpoint, nothing
+    said), and the restart sent again what was delivered. Now it stops run as SIGTERM does,
+    with one line saying so and that a config change needs a restart, also when SIGINT was
+    ignored at start (a script's background job). The restart sends only the new task."""
+    state = tmp_path / "session-state"
+    first = state / "first" / "events.jsonl"
+    first.parent.mkdir(parents=True)
+    shutil.copyfile(paths.FIXTURES / "one_tool_cli1092" / "events.jsonl", first)
+    traces, state_dir, log = (
+        tmp_path / "traces.jsonl",
+        tmp_path / "bridge-state",
+        tmp_path / "run.log",
+    )
+    argv = [
+        *("run", "--session-state", str(state), "--state-dir", str(state_dir)),
+        *("--traces-file", str(traces), "--no-prometheus", "--poll-interval", "0.1"),
+        *("--rescan-interval", "0.3"),
+    ]
+    process = start_bridge(argv, env=_environment(), log=log, sigint=sigint)
+    try:
+        _wait_for(lambda: bool(spans_in_file(traces)), 30, "the first spans written")
+        written = spans_in_file(traces)
+        _wait_for(lambda: _checkpointed(state_dir, first), 30, "the checkpoint past the task")
+        process.send_signal(signal.SIGHUP)
+        assert process.wait(timeout=30) == 0, log.read_text()
+    finally:
+        terminate(process)
+    stderr = log.read_text()
+    (said,) = [line for line in stderr.splitlines() if "received SIGHUP" in line]
+    assert "restart" in said and "Traceback" not in stderr, stderr
+    assert "stopped:" in stderr, stderr  # the stop ran: delivered, checkpoints saved
+
+    process = start_bridge(argv, env=_environment(), log=log, sigint=sigint, append=True)
+    try:
+        (state / "second").mkdir()
+        (state / "second" / "events.jsonl").write_bytes(_one_task("second"))
+        _wait_for(
+            lambda: any(
+                attribute(s, "gen_ai.conversation.id") == "second" for s in spans_in_file(traces)
+            ),
+            30,
+            "the second task's spans",
+        )
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0, log.read_text()
+    finally:
+        terminate(process)
+    ids = [span["spanId"] for span in spans_in_file(traces)]
+    assert len(ids) == len(set(ids)), "a span was written twice"
+    assert {span["spanId"] for span in written} <= set(ids)

@@ -151,10 +151,16 @@ class SpanFactory:
             self._repaired = True
             logger.warning(
                 "%s: values no exporter can carry made valid (text with lone surrogates, "
-                "numbers beyond 64 bits or not finite, times outside 1970..2262); "
+                "numbers beyond 64 bits or not finite, times outside 1970..2262, usage "
+                "numbers no LLM call can have); "
                 "counted in otel_bridge.values.repaired, not said again for this session",
                 self._stream or "session",
             )
+
+    def implausible(self, count: int) -> None:
+        """`count` usage numbers of an LLM call left out as implausible (`drop_implausible`):
+        counted and said as the values made valid are."""
+        self._report(Repairs(implausible=count))
 
     def limit(self, which: str) -> None:
         """A bound of what an open task holds was reached (`SessionMeter.limit`)."""

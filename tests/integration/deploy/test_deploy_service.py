@@ -340,3 +340,33 @@ def test_launchd_carries_a_newline_and_refuses_what_a_plist_cannot_hold(
     assert main([*args, "/srv/a"]) == 2
     assert "control character" in caplog.text and "\\x1b" in caplog.text
     assert not path.exists()
+
+
+@pytest.mark.parametrize("platform", ["systemd", "launchd"])
+def test_a_variable_holding_a_newline_is_refused_not_left_out(home: Path, platform: str) -> None:
+    """A header with a newline was silently left out of the unit, and the service ran without
+    its auth header. Now install-service says so (naming the variable, not the value), writes
+    nothing, and exits 2, with --print too."""
+    environ = dict(os.environ, OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer s3cr3tT0ken\nx=1")
+    for extra in ([], ["--print"]):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "otel_bridge",
+                "install-service",
+                "--platform",
+                platform,
+                *extra,
+            ],
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert "OTEL_EXPORTER_OTLP_HEADERS holds a newline" in done.stderr, done.stderr
+        assert "s3cr3tT0ken" not in done.stderr + done.stdout, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (home / ".config").exists() and not (home / "Library").exists()

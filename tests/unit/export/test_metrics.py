@@ -19,6 +19,7 @@ from otel_bridge import Assembler
 from otel_bridge._metrics import CATALOGUE, Instrument, prometheus_name
 from otel_bridge.cli import main
 from otel_bridge.export import OtelMetricsRecorder
+from otel_bridge.export._common import DEFAULT_MAX_SESSION_LABEL_VALUES
 from otel_bridge.export._metric_recorder import DEFAULT_MAX_LABEL_VALUES, OTHER_LABEL_VALUE
 from tests import paths, spantree
 from tests.builder import Log
@@ -353,23 +354,26 @@ def sdk_points(reader, *, zeros: bool = False) -> dict[str, list[tuple[dict, flo
     return found
 
 
-def many_tools_log(count: int) -> list:
-    log = Log.asked()
-    for turn in range(0, count, 100):
-        tools = [(f"c{i}", f"mcp_tool_{i}") for i in range(turn, min(turn + 100, count))]
+def many_tools_log(count: int, first: int = 0, session: str = "sess-1") -> list:
+    log = Log.asked(session)
+    for turn in range(first, first + count, 100):
+        tools = [(f"c{i}", f"mcp_tool_{i}") for i in range(turn, min(turn + 100, first + count))]
         log.simple_turn(str(turn), f"u{turn}", tools)
     return log.events()
 
 
 def test_tool_names_past_the_cap_are_recorded_as_other_counted_and_said_once(caplog) -> None:
-    """A log naming 600 tools: 500 keep their names, the rest are one `other` series, nothing
-    is lost from the counts, the capping is counted and logged once per metric."""
+    """Logs naming 600 tools, 50 each (a session's share): 500 keep their names, the rest
+    are one `other` series, nothing is lost from the counts, the capping is counted and logged
+    once per metric."""
     reader = InMemoryMetricReader()
     recorder = OtelMetricsRecorder(MeterProvider(metric_readers=[reader]))
     assembler = Assembler(metrics=recorder)
     with caplog.at_level(logging.WARNING):
-        assembler.feed("s", many_tools_log(600))
-        assembler.end_stream("s")
+        for part in range(12):
+            stream = f"s{part}"
+            assembler.feed(stream, many_tools_log(50, part * 50, f"sess-{part}"))
+            assembler.end_stream(stream)
     points = sdk_points(reader)
     calls = points["copilot.tool.calls"]
     names = {attributes["gen_ai.tool.name"] for attributes, _ in calls}
@@ -390,6 +394,38 @@ def test_tool_names_past_the_cap_are_recorded_as_other_counted_and_said_once(cap
     warnings = [r.getMessage() for r in caplog.records if "distinct values" in r.getMessage()]
     assert len(warnings) == 2  # once per metric, not per value
     assert all("mcp_tool_5" not in message for message in warnings)  # no value from the log
+
+
+def test_one_hostile_session_cannot_take_the_label_cap_from_the_others() -> None:
+    """The cap was first come for the life of the process: one log naming 600 tools first
+    sent every later real tool name to `other` until a restart. A session now brings at most
+    DEFAULT_MAX_SESSION_LABEL_VALUES new values of a label; the others keep theirs."""
+    reader = InMemoryMetricReader()
+    recorder = OtelMetricsRecorder(MeterProvider(metric_readers=[reader]))
+    assembler = Assembler(metrics=recorder)
+    assembler.feed("hostile", many_tools_log(600, 0, "hostile"))
+    assembler.end_stream("hostile")
+    real = Log.asked("real")
+    real.simple_turn("0", "u0", [("r1", "bash"), ("r2", "view")])
+    assembler.feed("real", real.events())
+    assembler.end_stream("real")
+    calls = sdk_points(reader)["copilot.tool.calls"]
+    names = {attributes["gen_ai.tool.name"] for attributes, _ in calls}
+    assert {"bash", "view"} <= names
+    assert len(names - {"bash", "view", OTHER_LABEL_VALUE}) == DEFAULT_MAX_SESSION_LABEL_VALUES
+    assert sum(v for a, v in calls if a["gen_ai.tool.name"] == OTHER_LABEL_VALUE) == 550
+    assert sum(v for _, v in calls) == 602  # nothing lost from the counts
+
+
+def test_the_bridge_s_own_observations_are_held_to_the_cap_only() -> None:
+    reader = InMemoryMetricReader()
+    recorder = OtelMetricsRecorder(
+        MeterProvider(metric_readers=[reader]), max_label_values=4, max_session_values=2
+    )
+    for name in ["a", "b", "c", "d", "e"]:
+        recorder.add("copilot.tool.calls", 1, {"gen_ai.tool.name": name}, "")
+    counts = {a["gen_ai.tool.name"]: v for a, v in sdk_points(reader)["copilot.tool.calls"]}
+    assert counts == {"a": 1, "b": 1, "c": 1, "d": 1, OTHER_LABEL_VALUE: 1}
 
 
 def test_a_value_seen_before_the_cap_keeps_its_own_series() -> None:

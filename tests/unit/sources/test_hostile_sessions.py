@@ -426,3 +426,53 @@ def test_a_turn_that_never_ends_holds_a_bounded_amount_and_says_its_full_size() 
     assert {sc.LIMIT_TURN_MESSAGES, sc.LIMIT_ANSWER, sc.LIMIT_HELD_CHATS} <= set(
         assembler.stats.limits
     )
+
+
+@pytest.mark.parametrize(
+    ("fields", "left_out"),
+    [
+        ({"inputTokens": 10**18, "outputTokens": 2_000_000_000}, 2),
+        ({"inputTokens": -5, "cacheReadTokens": -1}, 2),
+        ({"cost": 1e30}, 1),
+        ({"cost": -1.0, "copilotUsage": {"totalNanoAiu": 1e30}}, 2),
+    ],
+)
+def test_an_implausible_usage_number_is_left_out_and_counted(fields: dict, left_out: int) -> None:
+    """A usage record with 1e30 tokens or cost was taken as it was, and would own every total
+    of its model for good. Such a number is left out of the chat span (so of every metric made
+    from it) and counted in otel_bridge.values.repaired, reason implausible; the plausible
+    numbers of the same record stay."""
+    log = Log()
+    one_tool_task(log, {"inputTokens": 100, "outputTokens": 10, "cost": 1.0, **fields})
+    recorder = Recorder()
+    spans, assembler, _ = replay_bytes(log.jsonl(), recorder=recorder)
+    (chat,) = by_name(spans, "chat")
+    kept = chat.attributes
+    for key in (
+        sc.GEN_AI_USAGE_INPUT_TOKENS,
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS,
+        sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+        sc.COPILOT_USAGE_COST,
+        sc.COPILOT_USAGE_AI_CREDITS,
+    ):
+        value = kept.get(key)
+        assert value is None or 0 <= value <= 1_000_000_000, (key, value)
+    if "outputTokens" not in fields:
+        assert kept[sc.GEN_AI_USAGE_OUTPUT_TOKENS] == 10
+    assert assembler.stats.repaired[sc.REPAIR_IMPLAUSIBLE] == left_out
+    counted = recorder.values(sc.METRIC_VALUES_REPAIRED, otel_bridge__reason="implausible")
+    assert sum(counted) == left_out
+    for name in (sc.METRIC_PREMIUM_REQUESTS, sc.METRIC_AI_CREDITS, sc.METRIC_USAGE_INPUT_TOKENS):
+        assert all(0 <= v <= 1_000_000_000 for v in recorder.values(name)), name
+
+
+def test_a_plausible_usage_record_is_kept_whole() -> None:
+    log = Log()
+    usage = {"inputTokens": 900_000_000, "cost": 50.0, "copilotUsage": {"totalNanoAiu": 5e11}}
+    one_tool_task(log, usage)
+    spans, assembler, _ = replay_bytes(log.jsonl(), recorder=Recorder())
+    (chat,) = by_name(spans, "chat")
+    assert chat.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] == 900_000_000
+    assert chat.attributes[sc.COPILOT_USAGE_COST] == 50.0
+    assert chat.attributes[sc.COPILOT_USAGE_AI_CREDITS] == 5e11
+    assert not assembler.stats.repaired[sc.REPAIR_IMPLAUSIBLE]
