@@ -61,6 +61,7 @@ from ._checkpoint_journal import (
     why,
 )
 from ._exceptions import CheckpointError
+from ._safe_open import open_regular
 from .processors import Scrubber, ScrubberConfig
 
 __all__ = ["FINGERPRINT_BYTES", "CheckpointStore", "FileCheckpoint", "fingerprint"]
@@ -159,9 +160,8 @@ class CheckpointStore:
         if position < 0:
             return self._legacy.get(path)
         try:
-            with self.path.open("rb") as handle:
-                handle.seek(position)
-                line = handle.read(digest_length(digest)).decode("utf-8")
+            with open_regular(self.path, self.directory) as handle:  # never a FIFO's wait
+                line = handle.read_at(position, digest_length(digest)).decode("utf-8")
             checkpoint = decode(line)
             if checkpoint.path != path or line_digest(line, position) != digest:
                 raise ValueError("the journal changed under the bridge")

@@ -5,7 +5,8 @@ file system can do to a file: a leftover temporary file of a crash, a link plant
 file goes, a failed write that must leave nothing half-written behind, a damaged file that
 must not be written over. Files are opened without following links (`O_NOFOLLOW`), created
 only afresh (`O_EXCL`, mode 0600), and a replacement is fsynced before the rename and the
-directory after it (as Vector's checkpointer does).
+directory after it (as Vector's checkpointer does). A file is read only if it is a regular
+file, opened without blocking (`_safe_open`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import stat
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ._safe_open import open_regular
+
 __all__ = ["append_file", "read_file", "replace_file", "set_aside"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -24,14 +27,19 @@ _ASIDE = ".damaged-"
 
 
 def read_file(path: Path) -> bytes:
-    """A checkpoint file's bytes, not through a symbolic link.
+    """A checkpoint file's bytes, opened as the logs are (`open_regular` below its directory:
+    not through a symbolic link, and a FIFO or a device put in its place is refused at once
+    instead of blocking the start, where SIGTERM could not stop it).
 
     Raises:
-        OSError: it cannot be read (a link: ELOOP).
+        OSError: it cannot be read (a link, or not a regular file: `UnsafeFile`).
     """
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    with open_regular(path, path.parent) as handle:
+        size = handle.stat.st_size
+        data = handle.read(size)
+        while len(chunk := handle.read(1 << 16)) > 0:  # grown since (not by the bridge)
+            data += chunk
+        return data
 
 
 def append_file(path: Path, data: bytes) -> None:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from . import _env as env
 from ._doctor_run import Check, check_port, check_state_dir, session_logs
 from ._exceptions import ConfigError
+from ._output_places import misplaced
 from ._progress import printable
 from ._words import plural
 from .export import (
@@ -37,6 +38,12 @@ from .export import (
 __all__ = ["Check", "RunSetup", "diagnose"]
 
 _EVENTS_FILE = "events.jsonl"
+_WATCHED = "a session-state directory run watches"
+#: What run says of an output inside a watched directory (`_output_places`), and does.
+_REFUSES = (
+    "run refuses to start (it writes nothing where the Copilot CLI keeps its sessions, "
+    "which it reads back on resume): give it another"
+)
 _FALSE = ("", "0", "false", "no", "off")
 
 
@@ -85,8 +92,12 @@ def _diagnose(
     disabled = sdk_disabled(environ)
     running = None
     if run.state_dir is not None and not disabled:  # disabled: run keeps no checkpoints
-        state, running = check_state_dir(run.state_dir)
-        checks.append(state)
+        inside = misplaced(run.state_dir, roots, _WATCHED)
+        if inside is not None:
+            checks.append(Check(False, f"state directory {inside}: {_REFUSES} --state-dir"))
+        else:
+            state, running = check_state_dir(run.state_dir)
+            checks.append(state)
     if run.port is not None:
         checks.append(check_port(*run.port, running))
     if disabled:
@@ -100,7 +111,12 @@ def _diagnose(
             )
         )
         return checks
-    checks.extend(_check_exporters(environ, traces_file, timeout))
+    exporters = _check_exporters(environ, traces_file, timeout)
+    inside = None if traces_file is None else misplaced(traces_file, roots, _WATCHED)
+    if inside is not None:  # in the stead of its "[ok] traces file" line
+        exporters = [c for c in exporters if not c.message.startswith("traces file: ")]
+        exporters.append(Check(False, f"traces file {inside}: {_REFUSES} --traces-file"))
+    checks.extend(exporters)
     duplicate = _check_cli_telemetry(environ)
     if duplicate is not None:
         checks.append(duplicate)

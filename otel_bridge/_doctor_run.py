@@ -17,7 +17,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._safe_open import open_regular
+from ._safe_open import UnsafeFile, open_regular
 from ._state_lock import LOCK_NAME
 from .export import cannot_serve
 from .sources import LogFile, Refused, session_log, shown
@@ -25,6 +25,8 @@ from .sources import LogFile, Refused, session_log, shown
 __all__ = ["Check", "check_port", "check_state_dir", "session_logs"]
 
 _HOLDER_MAX = 512
+#: run's checkpoint journal (`_checkpoint`, not imported: doctor loads no store).
+CHECKPOINTS_NAME = "checkpoints.jsonl"
 _SHOWN = 3  # logs that cannot be read named in the line; the rest are counted
 
 
@@ -81,11 +83,13 @@ def session_logs(root: Path) -> tuple[list[LogFile], Check | None]:
 
 def lock_holder(state_dir: Path) -> str | None:
     """Who holds the state directory's lock (a `run` is using it), or None. Tried, never
-    taken: the file is not created, not written."""
+    taken: the file is not created, not written. Opened as `open_regular` opens (a FIFO
+    there would block doctor; `special_files` reports one)."""
     try:
-        fd = os.open(state_dir / LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        handle = open_regular(state_dir / LOCK_NAME, state_dir)
     except OSError:
         return None  # no lock file: no run has used it, or it cannot be looked at
+    fd = handle.fileno()
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -96,7 +100,24 @@ def lock_holder(state_dir: Path) -> str | None:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
-        os.close(fd)
+        handle.close()
+
+
+def special_files(state_dir: Path) -> str | None:
+    """The files of the state directory that run reads but could not use, in words: its
+    lock or checkpoints replaced by a FIFO, a device, a link or a directory. None: all
+    well (or not there yet)."""
+    problems = []
+    for name in (LOCK_NAME, CHECKPOINTS_NAME):
+        if not os.path.lexists(state_dir / name):
+            continue
+        try:
+            open_regular(state_dir / name, state_dir).close()
+        except UnsafeFile as exc:
+            problems.append(f"{name} is {exc.strerror}")
+        except OSError:
+            continue  # unreadable: the writable check says what matters
+    return "; ".join(problems) or None
 
 
 def check_state_dir(state_dir: Path) -> tuple[Check, str | None]:
@@ -113,6 +134,13 @@ def check_state_dir(state_dir: Path) -> tuple[Check, str | None]:
                 False,
                 f"state directory {state_dir}: not writable by this user: "
                 "give run another --state-dir",
+            ), None
+        special = special_files(state_dir)
+        if special is not None:
+            return Check(
+                False,
+                f"state directory {state_dir}: {special}: run refuses such a lock file, and "
+                "uses no such checkpoints (it reads every log from its start); remove it",
             ), None
         holder = lock_holder(state_dir)
         if holder is not None:

@@ -93,6 +93,10 @@ class RegularFile:
         os.lseek(self._fd, offset, os.SEEK_SET)
         return self.read(size)
 
+    def fileno(self) -> int:
+        """The descriptor (for `flock`): the file's until `close`."""
+        return self._fd
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)

@@ -14,14 +14,17 @@ import datetime
 import fcntl
 import os
 import socket
+import stat
 from pathlib import Path
 
 from ._exceptions import ConfigError
+from ._safe_open import kind
 
 __all__ = ["LOCK_NAME", "StateLock"]
 
 LOCK_NAME = "run.lock"
 _HOLDER_MAX = 512  # bytes of the holder's line read back (it is ours, but the file is not)
+_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 class StateLock:
@@ -38,13 +41,23 @@ class StateLock:
         self._fd: int | None = None
         try:
             # O_NOFOLLOW: a link planted in the state directory does not make us open (and
-            # write into) another file; O_CLOEXEC: children do not inherit the lock.
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            # write into) another file; O_CLOEXEC: children do not inherit the lock;
+            # O_NONBLOCK, then fstat: a FIFO or a device there is refused at once, as
+            # `_safe_open` refuses one (open(2) of a FIFO can wait for good, SIGTERM too).
+            fd = os.open(self.path, _FLAGS, 0o600)
         except OSError as exc:
             raise ConfigError(
                 f"cannot open the lock file {self.path}: {exc.strerror or exc}; choose another "
                 "state directory with --state-dir"
             ) from exc
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise ConfigError(
+                f"cannot use the lock file {self.path}: not a regular file ({kind(mode)}); "
+                "remove it, or choose another state directory with --state-dir"
+            )
+        os.set_blocking(fd, True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

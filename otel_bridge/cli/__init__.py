@@ -84,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             apply_config(parser, sub, args, sys.argv[1:] if argv is None else argv)
         except ConfigFileError as exc:
-            sub.error(str(exc))  # exit status 2
+            if args.command != "doctor":
+                sub.error(str(exc))  # exit status 2
+            args.config_problem = str(exc)  # doctor says it among its checks
     # Through the progress bar's terminal: a record never lands on the bar's line.
     handler = TerminalHandler(sys.stderr)
     handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -8,17 +8,25 @@ run, the variable may come from a profile): `--console-format` adds the console 
 here is what no reading makes work: `--no-checkpoints --state-dir X`, `--no-prometheus
 --prometheus-port N`, `--backfill --catch-up-minutes M`, `--metrics-interval` with nothing
 exported at intervals, `--metric-labels` with no metrics, `--content-max-chars` without
-content, an attribute both allowed and denied. (`--user ''` is refused by its type.)
+content, an attribute both allowed and denied. (`--user ''` is refused by its type.) And an
+output where the agents live: a state directory, traces or metrics file inside a directory the
+command reads, or equal to a log (`_output_places`), whether a flag, the configuration file or
+OTEL_BRIDGE_STATE_DIR gave it.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from pathlib import Path
 
+from .. import _env as env
 from .._env import content_capture
-from ..export import metric_exporter_names
-from ._common import CONTENT_ENV
+from .._output_places import misplaced
+from ..app import state_dir
+from ..export import metric_exporter_names, sdk_disabled
+from ..sources import default_session_state
+from ._common import CONTENT_ENV, session_state_roots
 from ._options import given
 
 __all__ = ["contradiction", "prometheus_wanted"]
@@ -51,7 +59,13 @@ def contradiction(args: argparse.Namespace, environ: Mapping[str, str]) -> str |
         problem = None
     else:
         return None
-    return problem or _metric_labels(args, environ) or _content(args, environ) or _attributes(args)
+    return (
+        problem
+        or _metric_labels(args, environ)
+        or _content(args, environ)
+        or _attributes(args)
+        or _outputs(args, environ)
+    )
 
 
 def _checkpoints(args: argparse.Namespace) -> str | None:
@@ -139,3 +153,48 @@ def _attributes(args: argparse.Namespace) -> str | None:
             "--allow-attribute"
         )
     return None
+
+
+def _outputs(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    """An output inside what the command reads: run's watched session-state directories,
+    replay's PATHs (or the default it reads). Nothing has been created yet."""
+    if args.command == "run":
+        roots = [root for root, _ in session_state_roots(args.session_state, environ, say=False)]
+        reads = "a session-state directory run watches"
+    else:
+        roots = list(args.paths) or [default_session_state(dict(environ))]
+        reads = "a PATH replay reads"
+    for origin, path in _output_paths(args, environ):
+        why = misplaced(path, roots, reads)
+        if why is not None:
+            return (
+                f"{origin}: {why}: the bridge writes nothing where the Copilot CLI keeps its "
+                "sessions (it reads them back on resume); give a path outside it"
+            )
+    return None
+
+
+def _output_paths(args: argparse.Namespace, environ: Mapping[str, str]) -> list[tuple[str, Path]]:
+    """What the command would write, each with what gave it (a flag, a key of the file, a
+    variable, the default)."""
+    outputs = [
+        (_origin(args, dest, flag), path)
+        for dest, flag in (("traces_file", "--traces-file"), ("metrics_file", "--metrics-file"))
+        if (path := getattr(args, dest, None)) is not None
+    ]
+    if args.command == "run" and not args.no_checkpoints and not sdk_disabled(environ):
+        if args.state_dir is not None:
+            origin = _origin(args, "state_dir", "--state-dir")
+        elif environ.get(env.OTEL_BRIDGE_STATE_DIR):
+            origin = env.OTEL_BRIDGE_STATE_DIR
+        else:
+            origin = "the default state directory ($XDG_STATE_HOME/otel-bridge)"
+        outputs.insert(0, (origin, state_dir(args.state_dir, environ)))
+    return outputs
+
+
+def _origin(args: argparse.Namespace, dest: str, flag: str) -> str:
+    """ "argument --flag", or the configuration file's key when the file gave it."""
+    if dest in getattr(args, "config_options", ()):
+        return f"{args.config}: key {flag[2:]!r}"
+    return f"argument {flag}"

@@ -7,8 +7,9 @@ PATHs. Keys at the top of the file are for the command that reads it (one that o
 command has is left to it); a `[run]` or `[replay]` table holds keys for that command
 only. Each value goes through the flag's own type, so the file is checked as the command
 line is: an unknown key or a wrong value is an error naming the key and the file (exit
-status 2). The file is parsed with the standard library's tomllib (Python 3.11+) or tomli,
-its backport (https://toml.io/en/v1.0.0 for the format).
+status 2). Only a regular file of at most 1 MiB is read, opened without blocking (a FIFO or
+a device is refused at once). The file is parsed with the standard library's tomllib (Python
+3.11+) or tomli, its backport (https://toml.io/en/v1.0.0 for the format).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the backport, same interface
     import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
 
+from .._safe_open import open_regular
 from ._types import (
     metrics_interval,
     non_negative_float,
@@ -36,13 +38,17 @@ from ._types import (
 
 __all__ = [
     "COMMANDS",
+    "MAX_CONFIG_BYTES",
     "ConfigFileError",
     "command_line_options",
     "config_keys",
     "load_config",
+    "read_config_text",
     "to_toml",
 ]
 
+#: The largest configuration file read: a few hundred bytes is usual, a MiB is no configuration.
+MAX_CONFIG_BYTES = 1 << 20
 #: The commands that take --config, each a table of the file.
 COMMANDS = ("run", "replay")
 _POSITIONAL_KEY = {"paths": "log-paths"}
@@ -79,10 +85,7 @@ def load_config(
         ConfigFileError: the file cannot be read or parsed, a key is unknown, a value wrong.
     """
     try:
-        with path.open("rb") as handle:
-            table = tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        table = tomllib.loads(read_config_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: not a TOML file ({exc})") from None
     keys = config_keys(sub)
@@ -109,6 +112,33 @@ def load_config(
         keys[key].dest: _value(path, where, keys[key], value)
         for key, (where, value) in chosen.items()
     }
+
+
+def read_config_text(path: Path) -> str:
+    """The text of a configuration file, opened as the logs are (`open_regular`): a FIFO
+    there would block the start for good (and SIGTERM with it), `/dev/zero` or
+    `/dev/urandom` would be read until memory runs out. So only a regular file is read, and
+    one over `MAX_CONFIG_BYTES` is refused (a configuration is some lines; more is not one).
+
+    Raises:
+        ConfigFileError: it cannot be read, is not a regular file, is too large, or is not
+            UTF-8.
+    """
+    try:
+        with open_regular(path) as handle:
+            size = handle.stat.st_size
+            data = b"" if size > MAX_CONFIG_BYTES else handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if size > MAX_CONFIG_BYTES or len(data) > MAX_CONFIG_BYTES:
+        raise ConfigFileError(
+            f"{path}: {max(size, len(data))} bytes, more than a configuration file holds "
+            f"(at most {MAX_CONFIG_BYTES} bytes, 1 MiB)"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(f"{path}: not a TOML file (not UTF-8: {exc.reason})") from None
 
 
 def _value(path: Path, key: str, action: argparse.Action, value: Any) -> Any:

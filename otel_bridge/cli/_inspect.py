@@ -8,7 +8,8 @@ import logging
 import os
 import sys
 
-from .._doctor import RunSetup, diagnose
+from .._doctor import Check, RunSetup, diagnose
+from .._progress import printable
 from .._stats import StatsAssembler, StatsCollector
 from .._stats_table import render_table, table_width
 from .._version import __version__
@@ -58,6 +59,9 @@ def doctor(args: argparse.Namespace) -> int:
         aliases={root: given for root, given in pairs},
     )
     checks = diagnose([root for root, _ in pairs], os.environ, args.traces_file, run=setup)
+    problem = getattr(args, "config_problem", None)
+    if problem is not None:  # the rest is checked with the flags alone
+        checks.insert(0, Check(False, f"config file {printable(problem)}: run would not start"))
     print(f"otel-bridge {__version__}")
     for check in checks:
         mark = "!!" if not check.ok else "warn" if check.warning else "ok"

@@ -38,6 +38,7 @@ from pathlib import Path
 from .. import _env as env
 from .._exceptions import BridgeError
 from .._progress import printable
+from .._safe_open import open_regular
 from ..export import trace_exporter_names
 from ._checks import contradiction
 from ._config_file import command_line_options, to_toml
@@ -51,6 +52,8 @@ UNIT_NAME = "otel-bridge.service"
 CONFIG_NAME = "otel-bridge.toml"
 LAUNCHD_LABEL = "local.otel-bridge"
 STOP_MARGIN_S = 15
+#: More than a unit or its options file written here holds: read back no further.
+_MAX_SERVICE_FILE = 1 << 20
 
 
 def run_words(
@@ -331,7 +334,7 @@ def install_service(args: argparse.Namespace) -> int:
     files = ((service.path, service.text), (service.config_path, service.config))
     there = [path for path, _ in files if path.exists()]
     if there and not args.force:
-        differ = [path for path, text in files if not path.exists() or path.read_text() != text]
+        differ = [path for path, text in files if _text_of(path) != text]
         if not differ:
             print(f"{service.path} is already installed, unchanged")
             _print_next(service)
@@ -360,6 +363,16 @@ def _say_written(service: ServiceFile) -> None:
     print(f"wrote {service.config_path}")
     print(f"  the options of run: edit it, then {service.restart}")
     _print_next(service)
+
+
+def _text_of(path: Path) -> str | None:
+    """What an installed file says, read as every file the bridge reads (`open_regular`: a
+    FIFO or a device there is no unit, and is not waited on); None if there is none such."""
+    try:
+        with open_regular(path) as handle:
+            return handle.read(_MAX_SERVICE_FILE).decode("utf-8", "replace")
+    except OSError:
+        return None
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -95,6 +95,8 @@ def apply_config(
         if dest in given:
             continue
         setattr(args, dest, value)
+        # what the file gave, for a problem to name the file's key rather than a flag
+        args.config_options = getattr(args, "config_options", set()) | {dest}
         if dest in tracked:
             args.given_options = getattr(args, "given_options", set()) | {dest}
 

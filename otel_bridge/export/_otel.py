@@ -26,6 +26,7 @@ from opentelemetry.trace.status import StatusCode as SdkStatusCode
 from .. import _env as env
 from .. import semconv
 from .._records import SpanKind, SpanRecord, StatusCode
+from .._safe_open import open_regular
 from .._version import __version__
 
 __all__ = ["DEFAULT_SERVICE_NAME", "ResourceOptions", "build_resource", "to_readable_span"]
@@ -110,9 +111,9 @@ def instance_id(host: str, key: str = "") -> str:
     treated as confidential."""
     machine = host
     for path in _MACHINE_ID_FILES:
-        try:
-            with open(path, encoding="ascii", errors="replace") as file:
-                machine = file.read(64).strip() or host
+        try:  # a regular file only, opened without blocking, as every file the bridge reads
+            with open_regular(path) as file:
+                machine = file.read(64).decode("ascii", "replace").strip() or host
             break
         except OSError:
             continue

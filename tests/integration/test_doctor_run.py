@@ -105,11 +105,13 @@ def test_a_running_run_is_named_and_its_port_is_no_failure(tmp_path: Path) -> No
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    state_dir = tmp_path / "bridge-state"
+    state_dir = tmp_path / "bridge-state"  # beside the watched directory: never inside it
+    sessions = tmp_path / "session-state"
+    sessions.mkdir()
     log = tmp_path / "run.log"
     run = start_bridge(
         [
-            *("run", "--session-state", str(tmp_path), "--state-dir", str(state_dir)),
+            *("run", "--session-state", str(sessions), "--state-dir", str(state_dir)),
             *("--prometheus-port", str(port)),
         ],
         env=environment(),
@@ -122,7 +124,7 @@ def test_a_running_run_is_named_and_its_port_is_no_failure(tmp_path: Path) -> No
             time.sleep(0.05)
         result = doctor(
             "--session-state",
-            str(tmp_path),
+            str(sessions),
             "--state-dir",
             str(state_dir),
             "--prometheus-port",
