@@ -12,25 +12,26 @@ return large blocks on their own or have no such call.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 from collections.abc import Callable
 
-__all__ = ["give_back"]
+__all__ = ["give_back", "malloc_trim"]
 
 
-def _trim() -> Callable[[int], int] | None:
+def malloc_trim() -> Callable[[], object] | None:
+    """glibc's `malloc_trim(0)`, or None where there is none (macOS, musl)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim: Callable[[int], int] = libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        trim = ctypes.CDLL(None).malloc_trim  # glibc; musl has no such symbol
+    except (OSError, AttributeError):
         return None
-    return trim
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return lambda: trim(0)
 
 
-_MALLOC_TRIM = _trim()
+_MALLOC_TRIM = malloc_trim()
 
 
 def give_back() -> bool:
@@ -38,5 +39,5 @@ def give_back() -> bool:
     Costs about a millisecond: call it after a peak, not on every read."""
     if _MALLOC_TRIM is None:
         return False
-    _MALLOC_TRIM(0)
+    _MALLOC_TRIM()
     return True

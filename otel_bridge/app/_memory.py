@@ -11,10 +11,10 @@ sleep), never per poll: it walks the heap (a few milliseconds).
 
 from __future__ import annotations
 
-import ctypes
 import logging
-import sys
 from collections.abc import Callable
+
+from .._memory import malloc_trim
 
 __all__ = ["LET_GO_AT_ONCE", "MemoryRelease", "malloc_trim"]
 
@@ -22,19 +22,6 @@ logger = logging.getLogger(__name__)
 
 #: Logs put to sleep in one poll past which their memory is given back.
 LET_GO_AT_ONCE = 100
-
-
-def malloc_trim() -> Callable[[], object] | None:
-    """glibc's `malloc_trim(0)`, or None where there is none."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        trim = ctypes.CDLL(None).malloc_trim  # glibc; musl has no such symbol
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return lambda: trim(0)
 
 
 class MemoryRelease:
