@@ -28,7 +28,6 @@ def run(args: argparse.Namespace) -> int:
             "(files included), and checkpoints are left where they are; unset it "
             "to export"
         )
-    daemon = Daemon(settings.pipeline, settings.daemon, os.environ)
     signals: list[int] = []
 
     def _stop(signum: int, _frame: FrameType | None) -> None:
@@ -52,4 +51,8 @@ def run(args: argparse.Namespace) -> int:
     hangup = getattr(signal, "SIGHUP", None)
     if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:
         signal.signal(hangup, _stop)
+    # Built after the handlers: a SIGTERM while it takes the state lock and reads the
+    # checkpoints waits in `signals` for the daemon's first look, instead of killing run
+    # with the lock held and nothing said.
+    daemon = Daemon(settings.pipeline, settings.daemon, os.environ)
     return daemon.run(signals)
