@@ -84,6 +84,10 @@ class ReadStats:
     too_deep: int = 0  # nested deeper than the JSON decoder goes: dropped whole
     too_wide: int = 0  # more values than its size holds as text (`_wide.too_wide`): dropped whole
     invalid_utf8: int = 0
+    #: lines of `WIDE_CHECK_BYTES` or more, read or refused: not a problem, but their reader
+    #: gives memory back after them (`_memory.give_back`), as the allocator keeps what a peak
+    #: took
+    huge_lines: int = 0
     unknown_types: Counter[str] = field(default_factory=Counter)
     unknown_types_capped: bool = False
 
@@ -105,6 +109,7 @@ class ReadStats:
         self.too_deep += other.too_deep
         self.too_wide += other.too_wide
         self.invalid_utf8 += other.invalid_utf8
+        self.huge_lines += other.huge_lines
         for event_type, count in other.unknown_types.items():
             self.count_unknown(event_type, count)
         self.unknown_types_capped |= other.unknown_types_capped
@@ -152,9 +157,6 @@ class JsonLinesDecoder:
         self._offset = start_offset  # end of the last complete line consumed
         self._line_no = 0 if start_offset == 0 else None
         self._problems_logged = 0
-        #: Lines of `WIDE_CHECK_BYTES` or more read: their reader may give memory back after
-        #: them (`_memory.give_back`), as the allocator keeps what a peak took.
-        self.huge_lines = 0
         #: Non-blank lines and events of this file (`stats` may be shared between files).
         self.lines_read = 0
         self.events_read = 0
@@ -275,7 +277,7 @@ class JsonLinesDecoder:
         self.lines_read += 1
         if len(line) >= WIDE_CHECK_BYTES and too_wide(line):
             self.stats.too_wide += 1
-            self.huge_lines += 1
+            self.stats.huge_lines += 1
             self._problem(
                 "line skipped: more JSON values than its size holds as text (decoded, it "
                 "would take many times its size in memory)",
@@ -284,7 +286,7 @@ class JsonLinesDecoder:
             )
             return None
         if len(line) >= WIDE_CHECK_BYTES:
-            self.huge_lines += 1
+            self.stats.huge_lines += 1
         event = fast_event(line, self.stats)
         if event is None:
             event = self._slow_event(line, offset)

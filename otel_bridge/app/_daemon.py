@@ -155,7 +155,8 @@ class Daemon:
             self.running.watch(catching_up=catching_up)
             self.checkpointing.save(final=False)  # never past spans still queued
             self.status.maybe_log()
-            memory.after_poll(catching_up, self.tailer.let_go)  # a catch-up's pages back
+            # a catch-up's pages back, and a huge line's
+            memory.after_poll(catching_up, self.tailer.let_go, self.tailer.stats.huge_lines)
 
         try:
             self.tailer.run(

@@ -30,14 +30,21 @@ class MemoryRelease:
     def __init__(self, trim: Callable[[], object] | None = None) -> None:
         self._trim = trim if trim is not None else malloc_trim()
         self._catching_up = True  # a start is a catch-up, however small
+        self._huge_lines = 0
         self.released = 0  # times memory was given back
 
-    def after_poll(self, catching_up: bool, let_go: int) -> None:
+    def after_poll(self, catching_up: bool, let_go: int, huge_lines: int = 0) -> None:
         """`catching_up`: logs are still to be read to their end once; `let_go`: logs the
-        poll put to sleep."""
+        poll put to sleep; `huge_lines`: lines of megabytes read so far (`ReadStats`), whose
+        bytes the allocator keeps unless told (a tool's output of 16 MB, or a hostile line
+        refused after it was read whole, left 22 MB behind)."""
         ended = self._catching_up and not catching_up
+        huge = huge_lines != self._huge_lines
         self._catching_up = catching_up
-        if self._trim is None or catching_up or not (ended or let_go >= LET_GO_AT_ONCE):
+        self._huge_lines = huge_lines
+        if self._trim is None or catching_up:  # the catch-up's end gives back all at once
+            return
+        if not (ended or huge or let_go >= LET_GO_AT_ONCE):
             return
         try:
             self._trim()

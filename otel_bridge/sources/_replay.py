@@ -105,9 +105,9 @@ def replay_logs(
                     size = len(chunk)
                     left -= size
                     summary.bytes += size
-                    huge = decoder.huge_lines
+                    huge = decoder.stats.huge_lines
                     summary.spans += feed.feed(stream, decoder.feed(chunk), log.session_hint)
-                    if decoder.huge_lines != huge:  # a line of megabytes came and went
+                    if decoder.stats.huge_lines != huge:  # a line of megabytes came and went
                         del chunk
                         give_back()
                     if on_progress is not None:

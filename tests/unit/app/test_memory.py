@@ -1,5 +1,6 @@
 """`run` gives a catch-up's memory back to the operating system once it is over, and after
-many logs were let go at once, never at every poll (app/_memory.py, issue 28)."""
+many logs were let go at once, and after a line of megabytes, never at every poll
+(app/_memory.py, issue 28)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,15 @@ def test_glibc_trim_is_found_and_runs() -> None:
     if trim is None:
         pytest.skip("no glibc malloc_trim here")
     trim()  # returns 0 or 1: whether memory was given back
+
+
+def test_memory_is_given_back_after_a_poll_that_read_a_huge_line() -> None:
+    calls: list[int] = []
+    memory = MemoryRelease(lambda: calls.append(1))
+    memory.after_poll(catching_up=True, let_go=0, huge_lines=2)  # the catch-up's end will
+    memory.after_poll(catching_up=False, let_go=0, huge_lines=2)
+    assert len(calls) == 1
+    memory.after_poll(catching_up=False, let_go=0, huge_lines=2)  # none since: nothing
+    assert len(calls) == 1
+    memory.after_poll(catching_up=False, let_go=0, huge_lines=3)
+    assert len(calls) == 2

@@ -70,4 +70,4 @@ def test_the_reader_counts_a_too_wide_line_and_keeps_the_next_event() -> None:
     events = decoder.feed(_event("[" + ",".join(["1"] * (BIG // 2)) + "]") + b"\n" + good + b"\n")
     assert [event.data["result"] for event in events] == [{"content": "ok"}]
     assert decoder.stats.too_wide == 1 and decoder.stats.skips()["too_wide"] == 1
-    assert decoder.huge_lines == 1
+    assert decoder.stats.huge_lines == 1
