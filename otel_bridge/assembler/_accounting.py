@@ -117,6 +117,29 @@ def drop_implausible(attributes: dict[str, AttributeValue]) -> int:
     return len(dropped)
 
 
+#: A usage record's token counts (`read_int`): a number beyond 64 bits among them reads as
+#: none, and is counted as implausible by `unreadable_tokens`.
+_TOKEN_FIELDS = (
+    "inputTokens",
+    "outputTokens",
+    "cacheReadTokens",
+    "reasoningTokens",
+    "cacheWriteTokens",
+)
+
+
+def unreadable_tokens(usage: Mapping[str, Any]) -> int:
+    """Token counts of a usage record that are numbers no integer holds (1e30, a 31-digit
+    integer): `read_int` gives None for them, so they never reach the span for
+    `drop_implausible` to count; they are as implausible as 2e9, and counted the same."""
+    count = 0
+    for key in _TOKEN_FIELDS:
+        value = usage.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            count += read_int(usage, key) is None
+    return count
+
+
 def count_call(facts: SessionFacts, attributes: Mapping[str, AttributeValue]) -> None:
     """Tally a call as billed or bring-your-own-key (a session of BYOK calls only has no cost
     to show). Its cost is counted from its chat span (`_spanmetrics`)."""

@@ -9,7 +9,7 @@ from typing import Any
 from ... import semconv as sc
 from ..._events import Event
 from ..._records import AttributeValue, SpanKind, SpanRecord
-from .._accounting import call_attributes, drop_implausible
+from .._accounting import call_attributes, drop_implausible, unreadable_tokens
 from .._content import ContentPolicy
 from .._fields import compact, read_int, read_num, read_str
 from .._state import Agent, Interaction, OpenSpan, SessionFacts, Turn
@@ -67,7 +67,7 @@ class ChatSpans:
         if cache_write is not None:
             attributes.update(dict.fromkeys(self._cache_write_keys, cache_write))
         attributes.update(call_attributes(usage))
-        implausible = drop_implausible(attributes)
+        implausible = drop_implausible(attributes) + unreadable_tokens(usage)
         if implausible:
             self._factory.implausible(implausible)
         ask(agent, attributes)

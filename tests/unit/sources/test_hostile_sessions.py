@@ -435,6 +435,8 @@ def test_a_turn_that_never_ends_holds_a_bounded_amount_and_says_its_full_size() 
         ({"inputTokens": -5, "cacheReadTokens": -1}, 2),
         ({"cost": 1e30}, 1),
         ({"cost": -1.0, "copilotUsage": {"totalNanoAiu": 1e30}}, 2),
+        # beyond 64 bits, no token count can be read at all: left out as silently before
+        ({"inputTokens": 1e30, "reasoningTokens": 10**30, "cacheWriteTokens": -1e300}, 3),
     ],
 )
 def test_an_implausible_usage_number_is_left_out_and_counted(fields: dict, left_out: int) -> None:
