@@ -125,9 +125,10 @@ def _replay(
     except Exception:
         # A SIGTERM sent to the whole process group can end a worker before this process
         # handles its own: what that breaks here is the stop that was asked for.
-        if sigterm.received:
-            _stopping(Interrupted(signal.SIGTERM), sink, options.export_timeout, sigterm)
-            raise Interrupted(signal.SIGTERM) from None
+        if sigterm.received is not None:
+            stop = Interrupted(sigterm.received)
+            _stopping(stop, sink, options.export_timeout, sigterm)
+            raise stop from None
         raise
     finally:
         bar.close()

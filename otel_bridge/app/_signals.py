@@ -1,4 +1,4 @@
-"""A stop asked for by a signal, as replay takes it: SIGTERM raised as Ctrl-C's
+"""A stop asked for by a signal, as replay takes it: SIGTERM (or SIGHUP) raised as Ctrl-C's
 KeyboardInterrupt, with the signal's number for the exit status."""
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ class Interrupted(KeyboardInterrupt):
 
 
 class SigtermStops:
-    """Within the block, SIGTERM stops the command as Ctrl-C does (`Interrupted`, raised in
-    the main thread); the handler there before is put back after.
+    """Within the block, SIGTERM and SIGHUP stop the command as Ctrl-C does (`Interrupted`,
+    raised in the main thread); the handlers there before are put back after. SIGHUP (the
+    terminal closed) ended a replay at once, by default, with nothing queued delivered; one
+    ignored at start (`nohup`) stays ignored, as SIGINT does: so asked, the command outlives
+    its terminal.
 
     A worker process forked meanwhile inherits the handler (fork copies the interpreter's
     handler table): there it ends the worker as the default disposition does, silently,
@@ -29,9 +32,9 @@ class SigtermStops:
     """
 
     def __init__(self) -> None:
-        self.received = False
+        self.received: int | None = None  # the signal that came, if one did
         self.said = False  # the command said it is stopping
-        self._previous: Any = None
+        self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> SigtermStops:
         owner = os.getpid()
@@ -41,11 +44,15 @@ class SigtermStops:
                 signal.signal(signum, signal.SIG_DFL)
                 os.kill(os.getpid(), signum)
                 return
-            self.received = True
+            self.received = signum
             raise Interrupted(signum)
 
-        self._previous = signal.signal(signal.SIGTERM, interrupt)
+        self._previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, interrupt)
+        hangup = getattr(signal, "SIGHUP", None)  # none on Windows
+        if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:
+            self._previous[hangup] = signal.signal(hangup, interrupt)
         return self
 
     def __exit__(self, *_: object) -> None:
-        signal.signal(signal.SIGTERM, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)

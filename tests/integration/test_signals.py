@@ -1,4 +1,4 @@
-"""How `replay` and `run` stop: Ctrl-C (SIGINT) and SIGTERM, and SIGINT ignored at start.
+"""How `replay` and `run` stop: Ctrl-C (SIGINT), SIGTERM and SIGHUP, and SIGINT ignored at start.
 
 A shell starts a script's background job with SIGINT ignored, so that the terminal's Ctrl-C
 leaves it running; both commands keep it ignored then (Python does not install its
@@ -131,23 +131,26 @@ def test_replay_started_with_sigint_ignored_keeps_ignoring_it(tmp_path: Path) ->
 
 
 @needs_proc
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
 @pytest.mark.parametrize("sigint", ["default", "ignored"], ids=lambda s: f"sigint_{s}")
-def test_sigterm_stops_replay_and_its_workers_as_ctrl_c_does(
-    tmp_path: Path, sigint: Literal["default", "ignored"]
+def test_sigterm_or_sighup_stops_replay_and_its_workers_as_ctrl_c_does(
+    tmp_path: Path, sigint: Literal["default", "ignored"], signum: signal.Signals
 ) -> None:
+    """SIGHUP (the terminal closed) ended replay at once, by default: nothing queued was
+    delivered. It stops replay as SIGTERM does."""
     process = _replay(tmp_path, sigint)
     try:
         assert process.poll() is None, "replay ended before it could be signalled"
         workers = _children(process.pid)
-        process.send_signal(signal.SIGTERM)  # the parent alone: it ends its workers itself
+        process.send_signal(signum)  # the parent alone: it ends its workers itself
         _, stderr = process.communicate(timeout=60)
         _wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), 30, "end")
     finally:
         terminate(process, group=True)
         if process.stderr is not None:
             process.stderr.close()
-    assert process.returncode == 128 + signal.SIGTERM, stderr
-    assert "received SIGTERM" in stderr
+    assert process.returncode == 128 + signum, stderr
+    assert f"received {signum.name}" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
     # what was queued went out: the file holds whole requests, each parsed
     spans_in_order(tmp_path / "traces.jsonl")
