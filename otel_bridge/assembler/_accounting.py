@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import semconv as sc
 from .._events import Event
-from .._records import AttributeValue, clamp_int
+from .._records import AttributeValue, Repairs, clamp_int
 from ._fields import compact, read_int, read_num, read_obj, read_str
 from ._state import Interaction, OpenSpan, SessionFacts
 from ._totals import Totals, read_totals
@@ -202,9 +202,11 @@ def on_shutdown_accounting(
     task the shutdown ends, if one is still open (called before the shutdown closes it). A
     task already exported (the usual case: an interactive task ends with its last turn) cannot
     be changed any more: then the figures are in the metrics and `stats` only."""
-    totals = read_totals(event.data)
+    totals = read_totals(event.data, facts.accounting)
     if totals is None:
         return
+    if totals.implausible:
+        meter.repaired(Repairs(implausible=totals.implausible))
     added = totals.minus(facts.accounting)
     facts.accounting = totals
     byok = facts.byok_calls > 0 and facts.billed_calls == 0

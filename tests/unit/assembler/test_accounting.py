@@ -441,3 +441,28 @@ def test_real_log_a_subagents_edit_is_on_its_tool_span_and_counted_by_the_snapsh
     # per-call counters: none, every call was BYOK; the sub-agent's calls are spans all the same
     assert len(by_name(spans, "chat ")) == 7
     assert "copilot.premium_requests" not in recorder.names()
+
+
+def test_an_implausible_snapshot_figure_is_left_out_counted_and_not_counted_again_later() -> None:
+    """A shutdown whose snapshot says 1e30 (premium requests, lines, a model's cost) fed the
+    session counters as it was, and one such figure would own every total for good. It is
+    left out (it keeps the last snapshot's value, so the next snapshot does not count all of
+    it again) and counted in otel_bridge.values.repaired, reason implausible."""
+    log = Log.asked()
+    log.simple_turn("0", "u1")
+    log.add("session.shutdown", **snapshot(1.0, 1e9, 10, 2, 1, {"gpt-4.1": 1.0}))
+    log.add("session.resume")
+    hostile = snapshot(1e30, 2e9, 10**30, 3, 1, {"gpt-4.1": 1e30})
+    hostile["accountingSnapshot"]["codeChanges"]["linesRemoved"] = -5
+    log.add("session.shutdown", **hostile)
+    log.add("session.resume")
+    log.add("session.shutdown", **snapshot(3.0, 3e9, 30, 4, 1, {"gpt-4.1": 3.0}))
+    recorder = Recorder()
+    assemble(log.events(), recorder=recorder)
+    assert recorder.total("copilot.session.premium_requests") == pytest.approx(3.0)
+    assert recorder.total("copilot.session.ai_credits") == pytest.approx(3e9)
+    assert recorder.total("copilot.code.lines", {"copilot.change": "added"}) == 30
+    assert recorder.total("copilot.code.lines", {"copilot.change": "removed"}) == 4
+    # premium, the model's cost (and nano-AIU from it), lines added, lines removed
+    repaired = recorder.total("otel_bridge.values.repaired", {"otel_bridge.reason": "implausible"})
+    assert repaired == 5
