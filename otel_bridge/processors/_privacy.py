@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from .. import semconv as sc
 from .._records import AttributeValue, SpanEventRecord, SpanRecord
-from ._attribute_kinds import CONTENT_KIND, SECRET_NAME
+from ._attribute_kinds import CONTENT_KIND
 from ._scrubber_config import ScrubberConfig
 from ._secret_patterns import (
     CONTEXT,
@@ -33,6 +33,7 @@ from ._secret_patterns import (
     TOKENS,
     ContextRule,
     key_in_path,
+    secret_name,
     token_kind,
     wordlike,
 )
@@ -311,7 +312,7 @@ class Scrubber:
 
         def walk(node: object, key: str | None = None) -> object:
             if isinstance(node, str):
-                if key is not None and len(node) >= 6 and SECRET_NAME.search(key):
+                if key is not None and len(node) >= 6 and secret_name(key):
                     return "[REDACTED:secret]"
                 return self._cut(self.text(node))
             if isinstance(node, list):

@@ -45,6 +45,7 @@ __all__ = [
     "TOKENS",
     "ContextRule",
     "key_in_path",
+    "secret_name",
     "token_kind",
     "wordlike",
 ]
@@ -112,7 +113,7 @@ _STDIN_SINK = (
 #: `echo X |`, `printf '%s' X |`, `yes X |` into such a command; not a variable (`echo "$PW"`)
 _ECHO_INTO = (
     r"\b(?:echo|printf|yes)\b(?![ \t]+(?:-[A-Za-z]+[ \t]+)*[\"']?\$\{?\w+\}?[\"']?[ \t]*\|)"
-    r"(?P<v>[ \t]+[^\n|;&]*?)[ \t]*\|(?!\|)(?=" + _ARGS + _STDIN_SINK + ")"
+    r"[ \t]+(?P<v>[^\n|;&]+?)[ \t]*\|(?!\|)(?=" + _ARGS + _STDIN_SINK + ")"
 )
 #: such a command fed by a here-string: `sudo -S <<< X cmd`, `chpasswd <<< 'u:X'`
 _HERE_STRING = _STDIN_SINK + _ARGS + r"<<<[ \t]*" + _ATTACHED
@@ -201,14 +202,44 @@ def _pgpass_line(match: re.Match[str]) -> bool:
 _WORDS_ONLY = re.compile(
     r"(?:[a-z]{2,}|[A-Z][a-z]+|[A-Z]{2,}(?![a-z]))(?:[_.\-]?(?:[a-z]{2,}|[A-Z][a-z]+|[A-Z]{2,}(?![a-z])))*"
 )
-#: What follows the secret word in a name that is about a secret, not one: `tokens` (a
-#: count), `token_type`, `key_id`, `SECRET_KEY_FILE`, `password_url`, `CREDENTIAL_PROVIDER`.
+#: What follows the last secret word in a name that is about a secret, not one: `token_type`,
+#: `key_id`, `SECRET_KEY_FILE`, `password_url`, `CREDENTIAL_PROVIDER` (and `tokens`, `keys`:
+#: counts and lists of names, `_about_a_secret`).
 _ABOUT = re.compile(
-    r"(?i).*?(?:s|[_.\-]?(?:types?|ids?|names?|counts?|len|length|size|files?|paths?|dir|"
+    r"(?i).*?[_.\-]?(?:types?|ids?|names?|counts?|len|length|size|files?|paths?|dir|"
     r"provider|usage|limit|max|min|kind|index|prefix|suffix|field|column|header|env|var|"
     r"spec|format|hint|url|uri|endpoint|source|ref|version|role|mode|policy|rotation|"
-    r"expiry|expires|ttl|store|vault|manager|helper|command|cmd))"
+    r"expiry|expires|ttl|store|vault|manager|helper|command|cmd)"
 )
+#: A secret's word in a name (not `author`).
+_SECRET_WORD = re.compile(r"(?i)secret|token|passw|pwd|key|credential|auth(?!or)")
+
+
+def _about_a_secret(name: str) -> bool:
+    """Does what follows the last secret word of `name` make it a name about a secret rather
+    than one (`_ABOUT`)? `tokens` and `keys` are counts and lists; `PWD` is the shell's working
+    directory."""
+    words = list(_SECRET_WORD.finditer(name))
+    if not words:
+        return False
+    last = words[-1]
+    if name.lower() in ("pwd", "oldpwd"):
+        return True
+    rest = name[last.end() :]
+    if last.group(0).lower() in ("token", "key") and rest[:1] in ("s", "S"):
+        rest = rest[1:]
+        if not rest:
+            return True
+    return _ABOUT.fullmatch(rest) is not None
+
+
+def secret_name(name: str) -> bool:
+    """Does `name` (a key of JSON content) say its value is a secret, whatever it looks like:
+    `password`, `api_key`, `clientSecret`, `auth_token`; not `author`, and not a name about a
+    secret (`max_tokens`, `token_type`, `secret_key_id`, `secret_name`)."""
+    return _SECRET_WORD.search(name) is not None and not _about_a_secret(name)
+
+
 _STRONG = ("secret", "token", "pass", "pwd", "credential")
 
 
@@ -224,12 +255,14 @@ def _assigned(match: re.Match[str]) -> bool:
     """`name = value` is a secret unless the value reads as code, the name is about a secret
     rather than one (`_ABOUT`: what follows its secret word), or the name says only "key" or
     "auth" (`_WORDS_ONLY`) and the value is words."""
-    name = match.group("name")
+    text, start = match.string, match.start("name")
+    while start and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+        start -= 1  # the rule's match starts at the secret word: the whole name
+    name = text[start : match.end("name")]
     value = match.group("v").rstrip(")]")  # `(KEY=x)`, `key: object)`: closing around it
     if _CODE.match(value):
         return False
-    word = match.group("word")
-    if _ABOUT.fullmatch(name[len(word) :]) is not None:
+    if _about_a_secret(name):
         return False
     strong = any(strong in name.lower() for strong in _STRONG)
     return strong or _WORDS_ONLY.fullmatch(value) is None

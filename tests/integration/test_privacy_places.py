@@ -204,3 +204,24 @@ def test_every_shape_in_every_place_leaves_no_trace_in_the_traces_file_console_o
         if core in data or json.dumps(core)[1:-1] in data
     ]
     assert not leaks, f"{len(leaks)} leaks:\n" + "\n".join(leaks[:40])
+
+
+def test_a_title_cut_before_the_context_of_its_secret_is_taken_from_the_redacted_prompt() -> None:
+    """The task's title (its prompt's first words, taken by the assembler before redaction) can
+    end on a secret whose context comes after the cut (`echo X` without the `| sudo -S` that
+    gives it away): the title, and a root span named after it, are made again from the prompt
+    redacted whole."""
+    password = "Xk9fPq2LmZ7tWb4R"
+    prompt = f"one two three four five six seven eight nine ten echo {password} | sudo -S true"
+    log = Log()
+    log.start()
+    log.user(content=prompt)
+    log.simple_turn("0", "u1")
+    config = AssemblerConfig(capture_content=True, root_name="task {title}")
+    raw = spantree.assemble(log, config=config)
+    (root,) = [record for record in raw if record.name.startswith("task ")]
+    assert root.attributes["copilot.task.title"].endswith(password)  # what the cut leaves
+    (scrubbed,) = [r for r in Scrubber().records(raw) if r.span_id == root.span_id]
+    assert password not in _exported([scrubbed])
+    assert scrubbed.attributes["copilot.task.title"].endswith("echo [REDACTED:secret]")
+    assert scrubbed.name == "task " + scrubbed.attributes["copilot.task.title"]
