@@ -15,67 +15,20 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from .. import semconv as sc
 from .._records import AttributeValue, SpanEventRecord, SpanRecord
 from ._attribute_kinds import CONTENT_KIND
+from ._entropy import CANDIDATE, random_run, shannon_entropy
+from ._rule_checks import redact, secret_name
 from ._scrubber_config import ScrubberConfig
-from ._secret_patterns import (
-    CONTEXT,
-    LABELS,
-    PLACEHOLDER,
-    SECRET_GROUPS,
-    TOKENS,
-    ContextRule,
-    key_in_path,
-    secret_name,
-    token_kind,
-    wordlike,
-)
+from ._secret_patterns import CONTEXT
+from ._token_formats import TOKENS, token_kind
 
 __all__ = ["Scrubber", "shannon_entropy"]
-
-#: Long tokens this random look like keys even without a known prefix (bits per character).
-_ENTROPY_THRESHOLD = 4.0
-#: `=` only at the end (base64's padding): `name=value` is two tokens, not one.
-_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-]{32,}=*")
-#: A token of fewer distinct characters is below the threshold whatever it is (2^4 = 16).
-_FEWEST_SYMBOLS = 16
-#: Keys without a known shape are 20 to 100 characters (an AWS secret key 40, a 512-bit key
-#: in base64 88); a longer random run is data: a file in base64 (an image in code, an archive
-#: in a tool's output). Unless a path of names holds it as a directory (`key_in_path`).
-_LONGEST_KEY = 200
-#: How files start in base64: PNG, JPEG, GIF, PDF, ZIP (and jar, docx...), gzip, WOFF, XML,
-#: SVG, RIFF (WAV, WebP), ELF, a Windows executable, Ogg. A run that starts so is a file.
-_FILE_MAGIC = (
-    "iVBORw0KGgo",
-    "/9j/",
-    "R0lGOD",
-    "JVBERi0",
-    "UEsDB",
-    "H4sI",
-    "d09GR",
-    "PD94bWwg",
-    "PHN2Zy",
-    "UklGR",
-    "f0VMR",
-    "TVqQ",
-    "T2dnUw",
-)
-_BASE64_LINE = re.compile(r"[A-Za-z0-9+/=]+")
-
-
-def shannon_entropy(text: str) -> float:
-    """Bits per character of `text`."""
-    if not text:
-        return 0.0
-    size = len(text)
-    return -sum(n / size * math.log2(n / size) for n in Counter(text).values())
 
 
 #: A file path in text (`--paths`): two or more components after `/` (`~` first for a home
@@ -100,7 +53,7 @@ class Scrubber:
     def __init__(self, config: ScrubberConfig | None = None) -> None:
         self.config = config or ScrubberConfig()
         self._rules = [
-            (rule.keywords, rule.compile(), functools.partial(self._redact, rule=rule))
+            (rule.keywords, rule.compile(), functools.partial(redact, rule=rule))
             for rule in CONTEXT
         ]
         self._custom = [re.compile(pattern) for pattern in self.config.extra_patterns]
@@ -123,8 +76,8 @@ class Scrubber:
 
     def _scan(self, value: str, rewrite_paths: bool = True) -> str:
         value = self._secrets(value)
-        if self.config.entropy and _CANDIDATE.search(value) is not None:
-            value = _CANDIDATE.sub(self._entropy, value)
+        if self.config.entropy and CANDIDATE.search(value) is not None:
+            value = CANDIDATE.sub(random_run, value)
         if rewrite_paths and self.config.paths != "keep":
             value = _PATH.sub(self._path, value)
         return value
@@ -135,62 +88,16 @@ class Scrubber:
         its keywords is in the text (most are not in most texts), in order, the more specific
         first, each on what the rules before it left."""
         if TOKENS.search(value) is not None:
-            value = TOKENS.sub(self._token, value)
+            value = TOKENS.sub(_token, value)
         low = value.lower()
-        for keywords, pattern, redact in self._rules:
+        for keywords, pattern, replace_match in self._rules:
             for keyword in keywords:
                 if keyword in low:
-                    value = pattern.sub(redact, value)
+                    value = pattern.sub(replace_match, value)
                     break
         for custom in self._custom:
             value = custom.sub("[REDACTED:custom]", value)
         return value
-
-    @staticmethod
-    def _token(match: re.Match[str]) -> str:
-        kind = token_kind(match)
-        return match.group(0) if kind is None else f"[REDACTED:{kind}]"
-
-    @staticmethod
-    def _redact(match: re.Match[str], rule: ContextRule) -> str:
-        """The match redacted: all of it, or only its secret group when it holds more (a
-        flag, a command, a name: `SECRET_GROUPS`), so the text still says what it was; the
-        match as it is when the rule's check refuses it."""
-        if rule.check is not None and not rule.check(match):
-            return match.group(0)
-        redacted = f"[REDACTED:{LABELS.get(rule.kind, rule.kind)}]"
-        groups = match.re.groupindex
-        if groups:
-            for name in SECRET_GROUPS:
-                if name in groups and match.group(name) is not None:
-                    if PLACEHOLDER.fullmatch(match.group(name)):
-                        return match.group(0)  # `user:password@host` in an example
-                    start, end = match.span(name)
-                    whole, offset = match.group(0), match.start()
-                    return whole[: start - offset] + redacted + whole[end - offset :]
-        return redacted
-
-    def _entropy(self, match: re.Match[str]) -> str:
-        token = match.group(0)
-        # Fewer than 16 distinct characters cannot make 4 bits per character (log2(15) <
-        # 4): most hex ids, found in C before the count that `shannon_entropy` makes.
-        if len(set(token)) < _FEWEST_SYMBOLS:
-            return token
-        if "REDACTED" in token or shannon_entropy(token) < _ENTROPY_THRESHOLD:
-            return token
-        digits = any(c.isdigit() for c in token)
-        mixed = any(c.isupper() for c in token) and any(c.islower() for c in token)
-        if not (digits or mixed) or not any(c.isalpha() for c in token):
-            return token
-        if wordlike(token):  # a path or an identifier: /home/alice/src/acme-widgets_backend2024
-            return token
-        where = key_in_path(token)  # a key as a directory: only that part goes
-        if where is None:
-            if _blob(match):
-                return token
-            return "[REDACTED:high_entropy]"
-        start, end = where
-        return f"{token[:start]}[REDACTED:high_entropy]{token[end:]}"
 
     def _path(self, match: re.Match[str]) -> str:
         path = match.group(0)
@@ -433,25 +340,9 @@ def _first_words(text: str) -> str:
     return title
 
 
-def _blob(match: re.Match[str]) -> bool:
-    """Is this random run data rather than a key: longer than any key (`_LONGEST_KEY`),
-    starting as a file does in base64 (`_FILE_MAGIC`), or one line of base64 wrapped at a
-    fixed width (`base64` wraps at 76, PEM at 64) with a line of the same length beside it."""
-    token = match.group(0)
-    if len(token) > _LONGEST_KEY or token.startswith(_FILE_MAGIC):
-        return True
-    text, start, end = match.string, match.start(), match.end()
-    if not ((start == 0 or text[start - 1] == "\n") and (end == len(text) or text[end] == "\n")):
-        return False
-    before = text.rfind("\n", 0, max(0, start - 1)) + 1
-    after = text.find("\n", end + 1)
-    neighbours = (
-        text[before : start - 1] if start else "",
-        text[end + 1 : after if after >= 0 else len(text)] if end < len(text) else "",
-    )
-    return any(
-        len(line) == len(token) and _BASE64_LINE.fullmatch(line) is not None for line in neighbours
-    )
+def _token(match: re.Match[str]) -> str:
+    kind = token_kind(match)
+    return match.group(0) if kind is None else f"[REDACTED:{kind}]"
 
 
 def _basename(path: str) -> str:
