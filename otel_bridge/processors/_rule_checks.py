@@ -77,7 +77,7 @@ _ABOUT = re.compile(
     r"expiry|expires|ttl|store|vault|manager|helper|command|cmd)"
 )
 #: A secret's word in a name (not `author`).
-_SECRET_WORD = re.compile(r"(?i)secret|token|passw|pwd|key|credential|auth(?!or)")
+_SECRET_WORD = re.compile(r"(?i)secret|token|passw|passphrase|pwd|key|credential|auth(?!or)")
 
 
 def _about_a_secret(name: str) -> bool:

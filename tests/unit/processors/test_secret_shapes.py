@@ -5,6 +5,7 @@ still readable, and the ordinary values of real work left alone."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 
@@ -139,7 +140,22 @@ def test_no_shape_survives_any_surrounding_text_or_setting(
         assert core not in value and core[:12] not in value, value
 
 
-def _json(text: str) -> str:
-    import json
+def _json(value: object) -> str:
+    return json.dumps(value)
 
-    return json.dumps(text)
+
+def test_a_json_key_that_names_a_secret_hides_its_value_and_one_about_a_secret_does_not() -> None:
+    arguments = {
+        "passphrase": "correct horse battery staple",
+        "clientSecret": "plain words too",
+        "auth_token": "opaque-value",
+        "author": "Alice Smith",
+        "max_tokens": "unlimited",
+        "token_type": "bearer-ish",
+        "secret_key_id": "primary-key",
+        "SECRET_KEY_FILE": "/etc/app/secret.key",
+    }
+    out = Scrubber().attributes({"gen_ai.tool.call.arguments": _json(arguments)})
+    scrubbed = json.loads(str(out["gen_ai.tool.call.arguments"]))
+    hidden = {key for key, value in scrubbed.items() if value == "[REDACTED:secret]"}
+    assert hidden == {"passphrase", "clientSecret", "auth_token"}
