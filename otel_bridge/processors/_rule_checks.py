@@ -49,9 +49,9 @@ class ContextRule:
 
 
 #: The host field before a `.pgpass` line's port: a name, `*`, or an IP, starting the line (or
-#: a quoted or echoed string).
+#: a quoted, echoed or bracketed string).
 _PGPASS_HOST = re.compile(
-    r"(?:^|[\s\"'`=(>])(?:\*|[\w.-]*[A-Za-z][\w.-]*|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:]+\])\Z"
+    r"(?:^|[\s\"'`=(>\[{,;|])(?:\*|[\w.-]*[A-Za-z][\w.-]*|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:]+\])\Z"
 )
 
 

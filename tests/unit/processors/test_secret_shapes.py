@@ -17,7 +17,7 @@ from otel_bridge.processors import Scrubber, ScrubberConfig
 from tests.secrets_corpus import SHAPES, TOKEN_SHAPES, Shape
 
 #: Where a secret sits in a text: alone, in a sentence, a line of a longer text, a command
-#: after another, quoted in JSON-ish output, at a line's start after a prompt.
+#: after another, at a line's start after a prompt, in brackets.
 AROUND = (
     "{}",
     "please run this for me:\n{}\nthen tell me what it printed",
@@ -25,6 +25,8 @@ AROUND = (
     "$ {}\nok",
     "{}\n# more output follows",
     "Output of the step:\n\n{}\n\nexit code 0",
+    "[{}]",
+    "see ({}), then rerun",
 )
 #: Texts with no secret, from real work: paths, ids, digests, commands that look like the
 #: shapes above without a secret in them. They must come through unchanged.
