@@ -412,6 +412,457 @@ def _custom(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
     return "acme-tok-" + core, (core,)
 
 
+# --- shapes from public secret-scanning rule sets, and the shell's ways of passing a secret ---
+
+#: Prefixes are assembled here from pieces and bodies drawn at run time, so that this file
+#: holds no token a secret scanner (GitHub push protection) would flag.
+_HEXL = "0123456789abcdef"
+_LOWER = string.ascii_lowercase
+_B62 = _ALNUM
+
+
+def _join(*parts: str) -> str:
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One way a secret is written.
+
+    Attributes:
+        name: what it is (`sudo_stdin_echo`, `gitlab_deploy_token`...).
+        source: where the shape comes from: `gitleaks:<rule id>`, `detect-secrets:<plugin>`,
+            or `shell` (command lines, config files and headers agents type and read).
+        template: the text, `{s}` where the secret goes.
+        make: draws the secret: (what is written, the part that must never come out).
+    """
+
+    name: str
+    source: str
+    template: str
+    make: Callable[[random.Random], tuple[str, str]]
+
+    def draw(self, rng: random.Random) -> tuple[str, str]:
+        """A text of this shape with a fresh fake secret, and that secret's random part."""
+        written, core = self.make(rng)
+        return self.template.replace("{s}", written), core
+
+
+def _pw(rng: random.Random) -> tuple[str, str]:
+    """A password as people make them: 16 to 20 letters and digits (too short for the entropy
+    check: only its context gives it away), both cases and a digit."""
+    body = rng.choice(string.ascii_uppercase) + _rand(rng, rng.randint(13, 17)) + "7k"
+    return body, body
+
+
+def _lower_pw(rng: random.Random) -> tuple[str, str]:
+    """A password of lower-case letters only: nothing in its look says secret."""
+    body = _rand(rng, 16, _LOWER)
+    return body, body
+
+
+def _tok(
+    prefix: str, n: int, alphabet: str = _B62, suffix: str = ""
+) -> Callable[[random.Random], tuple[str, str]]:
+    def make(rng: random.Random) -> tuple[str, str]:
+        body = _rand(rng, n, alphabet)
+        return prefix + body + suffix, body
+
+    return make
+
+
+def _aws_secret(rng: random.Random) -> tuple[str, str]:
+    key = _rand(rng, 40)
+    return key, key
+
+
+def _b64(n: int) -> Callable[[random.Random], tuple[str, str]]:
+    def make(rng: random.Random) -> tuple[str, str]:
+        body = _rand(rng, n - 2, _ALNUM + "+/")
+        body = rng.choice(_ALNUM) + body[1:] + "=="
+        return body, body.rstrip("=")
+
+    return make
+
+
+def _vault_legacy(rng: random.Random) -> tuple[str, str]:
+    body = "Ab1" + _rand(rng, 21)
+    return "s." + body, body
+
+
+def _jwt_shape(rng: random.Random) -> tuple[str, str]:
+    head = _b64url(b'{"alg":"RS256","typ":"JWT"}')
+    payload = _b64url(json.dumps({"sub": _rand(rng, 12)}).encode())
+    sig = _rand(rng, 43)
+    return f"{head}.{payload}.{sig}", sig
+
+
+def _pem(label: str) -> Callable[[random.Random], tuple[str, str]]:
+    def make(rng: random.Random) -> tuple[str, str]:
+        lines = [_rand(rng, 64) for _ in range(3)]
+        dashes = "-" * 5
+        block = (
+            f"{dashes}BEGIN {label}{dashes}\n" + "\n".join(lines) + f"\n{dashes}END {label}{dashes}"
+        )
+        return block, lines[1]
+
+    return make
+
+
+def _basic(rng: random.Random) -> tuple[str, str]:
+    password = _rand(rng, 16)
+    encoded = base64.b64encode(f"deploy:{password}".encode()).decode()
+    return encoded, encoded.rstrip("=")
+
+
+def _slack_bot(rng: random.Random) -> tuple[str, str]:
+    body = _rand(rng, 24)
+    digits = string.digits
+    return _join("xo", "xb-") + f"{_rand(rng, 12, digits)}-{_rand(rng, 13, digits)}-{body}", body
+
+
+def _telegram_like_azure_ad(rng: random.Random) -> tuple[str, str]:
+    body = _rand(rng, 31)
+    return _rand(rng, 3) + "8Q~" + body, body
+
+
+_PK = "PRIVATE KEY"
+SHAPES: tuple[Shape, ...] = (
+    # known token formats (gitleaks' and detect-secrets' rules)
+    Shape("github_pat", "gitleaks:github-pat", "{s}", _tok(_join("gh", "p_"), 36)),
+    Shape("github_oauth", "gitleaks:github-oauth", "token={s}", _tok(_join("gh", "o_"), 36)),
+    Shape("github_app", "gitleaks:github-app-token", "GH_TOKEN={s}", _tok(_join("gh", "s_"), 36)),
+    Shape("github_user_app", "gitleaks:github-app-token", "{s}", _tok(_join("gh", "u_"), 36)),
+    Shape("github_refresh", "gitleaks:github-refresh-token", "{s}", _tok(_join("gh", "r_"), 36)),
+    Shape(
+        "github_fine_grained",
+        "gitleaks:github-fine-grained-pat",
+        "{s}",
+        _tok(_join("github", "_pat_"), 82),
+    ),
+    Shape("gitlab_pat", "gitleaks:gitlab-pat", "{s}", _tok(_join("gl", "pat-"), 20)),
+    Shape("gitlab_deploy", "gitleaks:gitlab-deploy-token", "{s}", _tok(_join("gl", "dt-"), 20)),
+    Shape(
+        "gitlab_runner",
+        "gitleaks:gitlab-runner-authentication-token",
+        "{s}",
+        _tok(_join("gl", "rt-"), 20),
+    ),
+    Shape("gitlab_trigger", "gitleaks:gitlab-ptt", "{s}", _tok(_join("gl", "ptt-"), 40, _HEXL)),
+    Shape("gitlab_rrt", "gitleaks:gitlab-rrt", "{s}", _tok(_join("GR13", "48941"), 20)),
+    Shape("slack_bot", "gitleaks:slack-bot-token", "{s}", _slack_bot),
+    Shape(
+        "slack_user",
+        "detect-secrets:slack",
+        "{s}",
+        _tok(_join("xo", "xp-") + "1234567890-1234567890-1234567890-", 32),
+    ),
+    Shape(
+        "slack_app",
+        "gitleaks:slack-app-token",
+        "{s}",
+        _tok(_join("xa", "pp-1-A") + "0B1C2D3E-", 30),
+    ),
+    Shape(
+        "slack_webhook",
+        "gitleaks:slack-webhook-url",
+        "curl -X POST https://{s}",
+        _tok(_join("hooks.sl", "ack.com/services/") + "T0000/B0000/", 44),
+    ),
+    Shape(
+        "aws_access_key_id", "gitleaks:aws-access-token", "{s}", _tok(_join("AK", "IA"), 16, _UPPER)
+    ),
+    Shape(
+        "aws_sts_key_id", "gitleaks:aws-access-token", "{s}", _tok(_join("AS", "IA"), 16, _UPPER)
+    ),
+    Shape("aws_secret_key_env", "detect-secrets:aws", "AWS_SECRET_ACCESS_KEY={s}", _aws_secret),
+    Shape("aws_secret_key_ini", "detect-secrets:aws", "aws_secret_access_key = {s}", _aws_secret),
+    Shape(
+        "vault_service",
+        "gitleaks:vault-service-token",
+        "VAULT_TOKEN={s}",
+        _tok(_join("hv", "s."), 95),
+    ),
+    Shape("vault_batch", "gitleaks:vault-batch-token", "{s}", _tok(_join("hv", "b."), 140)),
+    Shape("vault_legacy", "gitleaks:vault-service-token", "vault token lookup {s}", _vault_legacy),
+    Shape("npm_token", "gitleaks:npm-access-token", "{s}", _tok(_join("np", "m_"), 36)),
+    Shape(
+        "pypi_token",
+        "gitleaks:pypi-upload-token",
+        "{s}",
+        _tok(_join("py", "pi-AgEIcHlwaS5vcmc"), 60),
+    ),
+    Shape("jwt", "gitleaks:jwt", "{s}", _jwt_shape),
+    Shape("pem_rsa", "gitleaks:private-key", "{s}", _pem("RSA " + _PK)),
+    Shape("pem_openssh", "detect-secrets:private_key", "{s}", _pem("OPENSSH " + _PK)),
+    Shape("pem_ec", "gitleaks:private-key", "{s}", _pem("EC " + _PK)),
+    Shape("pem_pgp", "gitleaks:private-key", "{s}", _pem("PGP " + _PK + " BLOCK")),
+    Shape("stripe_live", "gitleaks:stripe-access-token", "{s}", _tok(_join("sk", "_live_"), 24)),
+    Shape(
+        "stripe_restricted", "gitleaks:stripe-access-token", "{s}", _tok(_join("rk", "_live_"), 24)
+    ),
+    Shape("google_api", "gitleaks:gcp-api-key", "key={s}", _tok(_join("AI", "za"), 35)),
+    Shape("google_oauth_secret", "gitleaks", "{s}", _tok(_join("GOC", "SPX-"), 28)),
+    Shape("google_oauth_access", "gitleaks", "{s}", _tok(_join("ya", "29."), 60)),
+    Shape("openai_project", "gitleaks:openai-api-key", "{s}", _tok(_join("sk", "-proj-"), 64)),
+    Shape(
+        "openai_legacy",
+        "detect-secrets:openai",
+        "{s}",
+        _tok(_join("sk", "-"), 20, suffix="T3BlbkFJ" + "a1B2c3D4e5F6g7H8i9J0"),
+    ),
+    Shape(
+        "anthropic",
+        "gitleaks:anthropic-api-key",
+        "ANTHROPIC_API_KEY={s}",
+        _tok(_join("sk", "-ant-api03-"), 93),
+    ),
+    Shape(
+        "anthropic_admin",
+        "gitleaks:anthropic-admin-api-key",
+        "{s}",
+        _tok(_join("sk", "-ant-admin01-"), 93),
+    ),
+    Shape(
+        "azure_storage",
+        "detect-secrets:azure_storage_key",
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={s};"
+        "EndpointSuffix=core.windows.net",
+        _b64(88),
+    ),
+    Shape(
+        "azure_sas",
+        "shell",
+        "https://acme.blob.core.windows.net/c/f?sv=2022-11-02&sig={s}",
+        _tok("", 43),
+    ),
+    Shape(
+        "azure_ad_secret",
+        "gitleaks:azure-ad-client-secret",
+        "client_secret {s}",
+        _telegram_like_azure_ad,
+    ),
+    Shape(
+        "sendgrid",
+        "gitleaks:sendgrid-api-token",
+        "{s}",
+        _tok(_join("SG", ".") + "a1B2c3D4e5F6g7H8i9J0kL.", 43),
+    ),
+    Shape("twilio", "gitleaks:twilio-api-key", "{s}", _tok(_join("S", "K"), 32, _HEXL)),
+    Shape("mailgun", "detect-secrets:mailgun", "{s}", _tok(_join("ke", "y-"), 32, _HEXL)),
+    Shape("shopify", "gitleaks:shopify-access-token", "{s}", _tok(_join("sh", "pat_"), 32, _HEXL)),
+    Shape("square", "gitleaks:square-access-token", "{s}", _tok(_join("sq", "0atp-"), 22)),
+    Shape(
+        "digitalocean", "gitleaks:digitalocean-pat", "{s}", _tok(_join("do", "p_v1_"), 64, _HEXL)
+    ),
+    Shape("doppler", "gitleaks:doppler-api-token", "{s}", _tok(_join("dp", ".pt."), 43)),
+    Shape(
+        "dynatrace",
+        "gitleaks:dynatrace-api-token",
+        "{s}",
+        _tok(_join("dt0", "c01.") + "ABCDEFGHIJKLMNOPQRSTUVWX.", 64),
+    ),
+    Shape("linear", "gitleaks:linear-api-key", "{s}", _tok(_join("lin", "_api_"), 40)),
+    Shape(
+        "postman",
+        "gitleaks:postman-api-token",
+        "{s}",
+        _tok(_join("PM", "AK-") + "0123456789abcdef01234567-", 34, _HEXL),
+    ),
+    Shape("pulumi", "gitleaks:pulumi-api-token", "{s}", _tok(_join("pu", "l-"), 40, _HEXL)),
+    Shape(
+        "sentry_user", "gitleaks:sentry-user-token", "{s}", _tok(_join("snt", "ryu_"), 64, _HEXL)
+    ),
+    Shape("grafana_cloud", "gitleaks:grafana-cloud-api-token", "{s}", _tok(_join("gl", "c_"), 40)),
+    Shape(
+        "age_key",
+        "gitleaks:age-secret-key",
+        "{s}",
+        _tok(_join("AGE-SECRET", "-KEY-1"), 58, string.ascii_uppercase + string.digits),
+    ),
+    Shape("docker_hub", "shell", "{s}", _tok(_join("dck", "r_pat_"), 27)),
+    Shape(
+        "huggingface",
+        "gitleaks:huggingface-access-token",
+        "{s}",
+        _tok(_join("h", "f_"), 34, string.ascii_letters),
+    ),
+    Shape("databricks", "gitleaks:databricks-api-token", "{s}", _tok(_join("da", "pi"), 32, _HEXL)),
+    Shape("planetscale", "gitleaks:planetscale-password", "{s}", _tok(_join("psc", "ale_pw_"), 43)),
+    Shape("tailscale", "shell", "tailscale up --authkey={s}", _tok(_join("tsk", "ey-auth-"), 40)),
+    Shape(
+        "new_relic", "gitleaks:new-relic-user-api-key", "{s}", _tok(_join("NR", "AK-"), 27, _UPPER)
+    ),
+    Shape("atlassian", "gitleaks:atlassian-api-token", "{s}", _tok(_join("ATA", "TT3"), 186)),
+    Shape("alibaba", "gitleaks:alibaba-access-key-id", "{s}", _tok(_join("LT", "AI"), 20)),
+    Shape(
+        "basic_auth_header",
+        "detect-secrets:basic_auth",
+        "curl -H 'Authorization: Basic {s}' https://ci.example.com",
+        _basic,
+    ),
+    Shape(
+        "bearer_header",
+        "gitleaks:curl-auth-header",
+        'curl -H "Authorization: Bearer {s}" https://api.example.com',
+        _pw,
+    ),
+    # the shell's ways: what agents type and read
+    Shape("sudo_stdin_echo", "shell", "echo '{s}' | sudo -S apt-get install -y nginx", _pw),
+    Shape("sudo_stdin_bare", "shell", "echo {s} | sudo -S -k systemctl restart app", _lower_pw),
+    Shape("sudo_stdin_printf", "shell", "printf '%s\\n' \"{s}\" | sudo --stdin true", _pw),
+    Shape("sudo_here_string", "shell", 'sudo -S <<< "{s}" whoami', _pw),
+    Shape(
+        "docker_password_stdin",
+        "shell",
+        'echo "{s}" | docker login -u deploy --password-stdin registry.example.com',
+        _pw,
+    ),
+    Shape(
+        "docker_here_string",
+        "shell",
+        "docker login -u deploy --password-stdin ghcr.io <<< '{s}'",
+        _pw,
+    ),
+    Shape("chpasswd_pipe", "shell", "echo 'deploy:{s}' | sudo chpasswd", _pw),
+    Shape("chpasswd_here_string", "shell", 'chpasswd <<< "deploy:{s}"', _lower_pw),
+    Shape("passwd_stdin", "shell", "echo {s} | passwd --stdin deploy", _pw),
+    Shape("passwd_twice", "shell", 'echo -e "{s}\\n{s}" | passwd deploy', _pw),
+    Shape("gh_with_token", "shell", "echo {s} | gh auth login --with-token", _pw),
+    Shape("heredoc_chpasswd", "shell", "sudo chpasswd <<EOF\ndeploy:{s}\nEOF", _pw),
+    Shape("mysql_attached", "shell", "mysql -uroot -p{s} -h db.internal shop", _pw),
+    Shape("mysql_long", "shell", "mysql --user=root --password={s} shop", _lower_pw),
+    Shape(
+        "redis_a", "shell", "redis-cli -h cache.internal -p 6379 -a {s} --no-auth-warning ping", _pw
+    ),
+    Shape("redis_auth", "shell", "redis-cli -h cache.internal AUTH {s}", _pw),
+    Shape("redis_auth_user", "shell", "AUTH default {s}", _lower_pw),
+    Shape(
+        "ldapsearch_w",
+        "shell",
+        'ldapsearch -x -H ldap://ldap.internal -D "cn=admin,dc=example,dc=org" -w {s} '
+        "-b dc=example,dc=org",
+        _pw,
+    ),
+    Shape("ldapmodify_w_quoted", "shell", "ldapmodify -D cn=admin -w '{s}' -f change.ldif", _pw),
+    Shape("zip_P", "shell", "zip -P {s} -r backup.zip data/", _pw),
+    Shape("unzip_P", "shell", "unzip -P {s} backup.zip", _lower_pw),
+    Shape("7z_p", "shell", "7z a -p{s} -mhe=on archive.7z data/", _pw),
+    Shape("sshpass_p", "shell", "sshpass -p {s} ssh deploy@build.internal", _pw),
+    Shape("curl_u", "shell", "curl -u admin:{s} https://jenkins.example.com/api/json", _pw),
+    Shape("curl_user_quoted", "shell", 'curl --user "admin:{s}" https://x.example.com', _pw),
+    Shape(
+        "wget_http_password",
+        "shell",
+        "wget --http-user=deploy --http-password={s} https://files.example.com/a.tgz",
+        _pw,
+    ),
+    Shape(
+        "keytool_storepass",
+        "shell",
+        "keytool -importcert -keystore trust.jks -storepass {s} -noprompt -file ca.crt",
+        _lower_pw,
+    ),
+    Shape("keytool_keypass", "shell", "keytool -genkeypair -alias app -keypass {s}", _pw),
+    Shape(
+        "openssl_passin", "shell", "openssl rsa -in key.pem -passin pass:{s} -out plain.pem", _pw
+    ),
+    Shape("openssl_k", "shell", "openssl enc -aes-256-cbc -k {s} -in backup.tar", _pw),
+    Shape("gpg_passphrase", "shell", "gpg --batch --yes --passphrase {s} -c notes.txt", _pw),
+    Shape("ssh_keygen_N", "shell", "ssh-keygen -t ed25519 -N '{s}' -f ~/.ssh/id_deploy", _pw),
+    Shape("sqlcmd_P", "shell", 'sqlcmd -S db.internal -U sa -P {s} -Q "SELECT 1"', _pw),
+    Shape("mongosh_p", "shell", "mongosh --host db.internal -u admin -p {s}", _pw),
+    Shape("htpasswd_b", "shell", "htpasswd -b -c /etc/nginx/.htpasswd admin {s}", _lower_pw),
+    Shape("xfreerdp", "shell", "xfreerdp /v:win.internal /u:admin /p:{s}", _pw),
+    Shape("net_use", "shell", "net use \\\\files\\share {s} /user:CORP\\alice", _pw),
+    Shape("sqlplus", "shell", "sqlplus scott/{s}@orcl", _pw),
+    Shape("lftp_u", "shell", "lftp -u deploy,{s} sftp://files.example.com", _pw),
+    Shape("vault_login", "shell", "vault login {s}", _pw),
+    Shape("kubectl_token", "shell", "kubectl --token={s} get pods", _pw),
+    Shape("flag_storepass_eq", "shell", "app --db-password={s} --verbose", _lower_pw),
+    Shape("flag_secret_short", "shell", "app -client-secret {s}", _pw),
+    Shape("flag_credentials", "shell", "tool --credentials deploy:{s} sync", _pw),
+    Shape("flag_api_key", "shell", "app --api-key {s}", _lower_pw),
+    Shape("flag_key", "shell", "license-tool activate --key {s}", _pw),
+    Shape(
+        "url_scheme",
+        "detect-secrets:basic_auth",
+        "git clone https://deploy:{s}@git.example.com/acme/app.git",
+        _pw,
+    ),
+    Shape("url_no_scheme_grpc", "shell", "failed to connect to alice:{s}@127.0.0.1:4317", _pw),
+    Shape(
+        "url_no_scheme_proxy",
+        "shell",
+        "export https_proxy=proxyuser:{s}@proxy.corp.example.com:3128",
+        _lower_pw,
+    ),
+    Shape("url_token_user", "shell", "git clone https://{s}@github.com/acme/app.git", _pw),
+    Shape(
+        "pip_index_url",
+        "shell",
+        "pip install --index-url https://__token__:{s}@pypi.example.com/simple pkg",
+        _pw,
+    ),
+    Shape(
+        "url_query_token", "shell", "https://api.example.com/v1/items?access_token={s}&page=2", _pw
+    ),
+    Shape("pgpass_line", "shell", "db.internal:5432:orders:app:{s}", _lower_pw),
+    Shape("pgpass_echo", "shell", 'echo "*:*:*:postgres:{s}" >> ~/.pgpass', _pw),
+    Shape("npmrc_auth_token", "shell", "//registry.npmjs.org/:_authToken={s}", _pw),
+    Shape("npmrc_quoted", "shell", '//npm.pkg.github.com/:_authToken="{s}"', _pw),
+    Shape(
+        "npm_config_set_space", "shell", "npm config set //npm.pkg.github.com/:_authToken {s}", _pw
+    ),
+    Shape("npmrc_auth", "shell", "_auth={s}", _basic),
+    Shape("netrc_line", "shell", "machine api.example.com login deploy password {s}", _lower_pw),
+    Shape("netrc_lines", "shell", "machine github.com\n  login alice\n  password {s}\n", _lower_pw),
+    Shape("yaml_password", "shell", "database:\n  user: app\n  password: {s}\n", _lower_pw),
+    Shape("env_password", "detect-secrets:keyword", "export DB_PASSWORD={s}", _pw),
+    Shape("env_pass_word", "detect-secrets:keyword", "DEPLOY_PASS={s} ./release.sh", _pw),
+    Shape("java_property", "shell", "java -Djavax.net.ssl.keyStorePassword={s} -jar app.jar", _pw),
+    Shape("python_kwarg", "detect-secrets:keyword", 'client = Client(api_key="{s}")', _pw),
+    Shape("json_secret", "detect-secrets:keyword", '{"client_secret": "{s}"}', _pw),
+    Shape("connection_string", "shell", "Server=db;Database=app;User Id=sa;Password={s};", _pw),
+    Shape(
+        "header_api_key",
+        "gitleaks:curl-auth-header",
+        'curl -H "X-API-Key: {s}" https://api.example.com',
+        _pw,
+    ),
+    Shape(
+        "header_private_token",
+        "shell",
+        'curl --header "PRIVATE-TOKEN: {s}" https://gitlab.example.com/api/v4/projects',
+        _lower_pw,
+    ),
+    Shape("header_cookie", "shell", "Cookie: sessionid={s}; theme=dark", _pw),
+    Shape("helm_set", "shell", "helm install app ./chart --set db.password={s}", _pw),
+    Shape("sql_identified_by", "shell", "CREATE USER app IDENTIFIED BY '{s}';", _lower_pw),
+    Shape(
+        "kubectl_literal",
+        "shell",
+        "kubectl create secret generic db --from-literal=password={s}",
+        _lower_pw,
+    ),
+)
+#: Shapes that are one token (no space, no line break): they fit where names and paths go.
+TOKEN_SHAPES = tuple(
+    shape for shape in SHAPES if shape.template == "{s}" and not shape.name.startswith("pem")
+)
+
+
+def _known_token(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
+    text, core = TOKEN_SHAPES[n % len(TOKEN_SHAPES)].draw(rng)
+    return text, (core,)
+
+
+def _shell_secret(rng: random.Random, n: int) -> tuple[str, tuple[str, ...]]:
+    others = [shape for shape in SHAPES if shape not in TOKEN_SHAPES]
+    text, core = others[n % len(others)].draw(rng)
+    return text, (core,)
+
+
 #: Every kind of secret, and how to make one.
 KINDS: dict[str, _Gen] = {
     "github_token": _github_token,
@@ -432,6 +883,8 @@ KINDS: dict[str, _Gen] = {
     "yaml_assignment": _yaml_assignment,
     "high_entropy": _high_entropy,
     "custom": _custom,
+    "known_token": _known_token,
+    "shell_secret": _shell_secret,
 }
 #: Kinds that are one token (no space, no line break): they fit where names and paths go.
 TOKEN_KINDS = (
@@ -446,6 +899,7 @@ TOKEN_KINDS = (
     "url_password",
     "high_entropy",
     "custom",
+    "known_token",
 )
 
 

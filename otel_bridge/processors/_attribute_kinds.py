@@ -5,12 +5,8 @@ scrubbed as plain text."""
 
 from __future__ import annotations
 
-import re
+__all__ = ["CONTENT_KIND"]
 
-__all__ = ["CONTENT_KIND", "SECRET_NAME"]
-
-#: A key of JSON content whose value is a secret, whatever it looks like.
-SECRET_NAME = re.compile(r"(?i)secret|token|passw|pwd|key|credential|auth")
 _JSON_CONTENT = frozenset(
     {
         "gen_ai.input.messages",

@@ -15,32 +15,20 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from .. import semconv as sc
 from .._records import AttributeValue, SpanEventRecord, SpanRecord
-from ._attribute_kinds import CONTENT_KIND, SECRET_NAME
+from ._attribute_kinds import CONTENT_KIND
+from ._entropy import CANDIDATE, random_run, shannon_entropy
+from ._rule_checks import redact, secret_name
 from ._scrubber_config import ScrubberConfig
-from ._secret_patterns import LABELS, PATTERNS, SECRET_GROUPS, TRIGGER, key_in_path, wordlike
+from ._secret_patterns import CONTEXT
+from ._token_formats import TOKENS, token_kind
 
 __all__ = ["Scrubber", "shannon_entropy"]
-
-#: Long tokens this random look like keys even without a known prefix (bits per character).
-_ENTROPY_THRESHOLD = 4.0
-_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-=]{32,}")
-#: A token of fewer distinct characters is below the threshold whatever it is (2^4 = 16).
-_FEWEST_SYMBOLS = 16
-
-
-def shannon_entropy(text: str) -> float:
-    """Bits per character of `text`."""
-    if not text:
-        return 0.0
-    size = len(text)
-    return -sum(n / size * math.log2(n / size) for n in Counter(text).values())
 
 
 #: A file path in text (`--paths`): two or more components after `/` (`~` first for a home
@@ -64,10 +52,11 @@ class Scrubber:
 
     def __init__(self, config: ScrubberConfig | None = None) -> None:
         self.config = config or ScrubberConfig()
-        kinds = [*PATTERNS, *(("custom", p) for p in self.config.extra_patterns)]
-        self._patterns = [(kind, re.compile(pattern)) for kind, pattern in kinds]
-        # extra patterns and path rewriting can match where no built-in trigger is
-        self._always_scan = bool(self.config.extra_patterns) or self.config.paths != "keep"
+        self._rules = [
+            (rule.keywords, rule.compile(), functools.partial(redact, rule=rule))
+            for rule in CONTEXT
+        ]
+        self._custom = [re.compile(pattern) for pattern in self.config.extra_patterns]
         self._cache: dict[str, str] = {}
         self._paths: dict[str, str] = {}  # a session's directories, on every span
 
@@ -86,51 +75,29 @@ class Scrubber:
         return self._scan(value)
 
     def _scan(self, value: str, rewrite_paths: bool = True) -> str:
-        if not self._always_scan and TRIGGER.search(value) is None:
-            # no pattern can match: what is left is the entropy check of long tokens
-            if self.config.entropy and _CANDIDATE.search(value) is not None:
-                return _CANDIDATE.sub(self._entropy, value)
-            return value
-        for kind, pattern in self._patterns:
-            value = pattern.sub(functools.partial(self._redact, kind=kind), value)
-        if self.config.entropy:
-            value = _CANDIDATE.sub(self._entropy, value)
+        value = self._secrets(value)
+        if self.config.entropy and CANDIDATE.search(value) is not None:
+            value = CANDIDATE.sub(random_run, value)
         if rewrite_paths and self.config.paths != "keep":
             value = _PATH.sub(self._path, value)
         return value
 
-    def _redact(self, match: re.Match[str], kind: str) -> str:
-        """The match redacted: all of it, or only its secret group when it holds more (a
-        flag, a command, a name: `SECRET_GROUPS`), so the text still says what it was."""
-        redacted = f"[REDACTED:{LABELS.get(kind, kind)}]"
-        groups = match.re.groupindex
-        if groups:
-            for name in SECRET_GROUPS:
-                if name in groups and match.group(name) is not None:
-                    start, end = match.span(name)
-                    whole, offset = match.group(0), match.start()
-                    return whole[: start - offset] + redacted + whole[end - offset :]
-        return redacted
-
-    def _entropy(self, match: re.Match[str]) -> str:
-        token = match.group(0)
-        # Fewer than 16 distinct characters cannot make 4 bits per character (log2(15) <
-        # 4): most hex ids, found in C before the count that `shannon_entropy` makes.
-        if len(set(token)) < _FEWEST_SYMBOLS:
-            return token
-        if "REDACTED" in token or shannon_entropy(token) < _ENTROPY_THRESHOLD:
-            return token
-        digits = any(c.isdigit() for c in token)
-        mixed = any(c.isupper() for c in token) and any(c.islower() for c in token)
-        if not (digits or mixed) or not any(c.isalpha() for c in token):
-            return token
-        if wordlike(token):  # a path or an identifier: /home/alice/src/acme-widgets_backend2024
-            return token
-        where = key_in_path(token)  # a key as a directory: only that part goes
-        if where is None:
-            return "[REDACTED:high_entropy]"
-        start, end = where
-        return f"{token[:start]}[REDACTED:high_entropy]{token[end:]}"
+    def _secrets(self, value: str) -> str:
+        """`value` with the known token formats, the secrets its context gives away and the
+        custom patterns redacted. The formats in one pass; each context rule only when one of
+        its keywords is in the text (most are not in most texts), in order, the more specific
+        first, each on what the rules before it left."""
+        if TOKENS.search(value) is not None:
+            value = TOKENS.sub(_token, value)
+        low = value.lower()
+        for keywords, pattern, replace_match in self._rules:
+            for keyword in keywords:
+                if keyword in low:
+                    value = pattern.sub(replace_match, value)
+                    break
+        for custom in self._custom:
+            value = custom.sub("[REDACTED:custom]", value)
+        return value
 
     def _path(self, match: re.Match[str]) -> str:
         path = match.group(0)
@@ -187,6 +154,7 @@ class Scrubber:
         cache = self._cache
         out: dict[str, AttributeValue] = {}
         same = True
+        scrubbed: AttributeValue
         # Every span passes here: the common cases (a number, a short or already seen string
         # under an ordinary key) are decided inline, without a call.
         for key, value in attributes.items():
@@ -196,18 +164,32 @@ class Scrubber:
             if type(value) in _PLAIN:
                 out[key] = value
                 continue
-            if isinstance(value, str) and key not in CONTENT_KIND:
+            if key == sc.COPILOT_TASK_TITLE and isinstance(value, str):
+                scrubbed = self._title(value, attributes)
+            elif isinstance(value, str) and key not in CONTENT_KIND:
                 if len(value) < 6:
                     out[key] = value
                     continue
                 cached = cache.get(value)
-                scrubbed: AttributeValue = cached if cached is not None else self.text(value)
+                scrubbed = cached if cached is not None else self.text(value)
             else:
                 scrubbed = self._attribute(key, value)
             out[key] = scrubbed
             if scrubbed is not value and scrubbed != value:  # the cache has its own copy
                 same = False
         return out, same
+
+    def _title(self, title: str, attributes: Mapping[str, AttributeValue]) -> str:
+        """A task's title (`copilot.task.title`): the first words of its prompt, taken by the
+        assembler before any redaction, so a secret whose context lies past the cut (`echo X |`
+        without the `sudo -S` after it) or across lines the title joins (a here-document) would
+        be cut off from what gives it away. So it is taken again, from the prompt redacted
+        whole (`input.value`, on the same span), when it is the prompt's title; any other title
+        is scrubbed as text."""
+        prompt = attributes.get(sc.INPUT_VALUE)
+        if isinstance(prompt, str) and _first_words(prompt) == title:
+            return self._cut(_first_words(self.text(prompt)))
+        return self._cut(self.text(title))
 
     def _attribute(self, key: str, value: AttributeValue) -> AttributeValue:
         """One attribute value scrubbed, as its key asks (content is cut to size)."""
@@ -237,7 +219,7 @@ class Scrubber:
 
         def walk(node: object, key: str | None = None) -> object:
             if isinstance(node, str):
-                if key is not None and len(node) >= 6 and SECRET_NAME.search(key):
+                if key is not None and len(node) >= 6 and secret_name(key):
                     return "[REDACTED:secret]"
                 return self._cut(self.text(node))
             if isinstance(node, list):
@@ -253,8 +235,14 @@ class Scrubber:
         the attribute filters applied unless not `filtered` (`SpanSink` then applies them for
         each destination that takes them: the console's lines for people do not); the record
         itself when that changes nothing (most spans: no secret, nothing denied)."""
-        name = self.text(record.name)
         attributes, same = self._attributes(record.attributes, filtered)
+        name = record.name
+        title = record.attributes.get(sc.COPILOT_TASK_TITLE)
+        if isinstance(title, str) and title and title in name:
+            # a root span named after its task's title (`--root-name '{title}'`): the title
+            # as `_title` redacted it
+            name = name.replace(title, self._title(title, record.attributes))
+        name = self.text(name)
         message = record.status_message
         message = self._cut(self.text(message)) if message else None  # "" is None too
         events = record.events
@@ -338,6 +326,23 @@ class Scrubber:
             ),
             links=tuple(replace(link, attributes=keep(link.attributes)) for link in record.links),
         )
+
+
+def _first_words(text: str) -> str:
+    """A task's title as the assembler makes it from a prompt (its first
+    `TASK_TITLE_WORDS` words while they fit in `TASK_TITLE_MAX_CHARS`, the first always)."""
+    words = text.split()
+    title = words[0] if words else ""
+    for word in words[1 : sc.TASK_TITLE_WORDS]:
+        if len(title) + 1 + len(word) > sc.TASK_TITLE_MAX_CHARS:
+            break
+        title += " " + word
+    return title
+
+
+def _token(match: re.Match[str]) -> str:
+    kind = token_kind(match)
+    return match.group(0) if kind is None else f"[REDACTED:{kind}]"
 
 
 def _basename(path: str) -> str:

@@ -1,226 +1,366 @@
-"""What a secret looks like: the patterns the `Scrubber` redacts, and the test that tells key
-material from the names people give things.
+"""Secrets given away by their context: the rules the `Scrubber` runs after the known token
+formats (`_token_formats.py`), in order, the more specific first, each on what the ones before
+it left, and each only when one of its keywords is in the text (lower-cased once), as gitleaks
+does. They generalise rather than list commands seen once:
 
-Three families. Tokens with a known shape (a prefix, a length: GitHub, AWS, Slack, GitLab...).
-Secrets given away by their context: a credential in a URL, a value assigned to a name that
-says password, token, key..., and the many ways a command line takes one (`--password X`,
-`mysql -pX`, `curl -u user:X`, `sshpass -p X`, `docker login -p X`, `redis-cli -a X`,
-`IDENTIFIED BY 'X'`, a token as a URL's user). And, without either, long random tokens
-(`Scrubber._entropy`), where `wordlike` keeps paths and identifiers out: what people name
-(`/home/alice/src/acme-widgets_backend2024/services`, `InvoiceService2023`) changes between
-lower case, upper case and digits rarely; random key material does at almost every other
-character. A path that does hold key material (a key as a directory name) loses only that
-part (`key_in_path`), not the directories people named around it.
+- the value of any option whose name says password, pass, passwd, pwd, secret, token, key,
+  auth, credential, passphrase (`--db-password X`, `--api-key=X`, `-storepass X`,
+  `-passin pass:X`), and the short flags of the tools whose flag is a password (`mysql -pX`,
+  `redis-cli -a X`, `ldapsearch -w X`, `zip -P X`, `sshpass -p X`, `sqlcmd -P X`...);
+- what is written into a command that reads a secret from its standard input (`echo X | sudo
+  -S`, `docker login --password-stdin`, `chpasswd`, `passwd --stdin`, here-strings and
+  here-documents);
+- the user information of any URL, with or without a scheme (`user:pass@host`);
+- a name that says secret assigned a value (`NAME=value`, `name: value`, a header), `.npmrc`,
+  `.netrc` and `.pgpass` lines, SQL's `IDENTIFIED BY`.
 
-Patterns whose match holds more than the secret (a flag, a command, a user name) mark the
-secret with a named group: `dq`, `sq` (the inside of quotes) or `bare` (`_VALUE`), or `v`; only
-that group is replaced, so that `mysql -u root -p[REDACTED:secret] shop` still says what ran.
+Rules whose match holds more than the secret (a flag, a command, a user name) mark the secret
+with a named group: `dq`, `sq` (the inside of quotes) or `bare` (`_value`), or `v`; only that
+group is replaced, so that `mysql -u root -p[REDACTED:secret] shop` still says what ran.
 """
 
 from __future__ import annotations
 
-import itertools
-import re
+from ._rule_checks import (
+    ContextRule,
+    assigned,
+    credential,
+    pgpass_line,
+    userinfo,
+    word_start,
+)
 
-__all__ = ["LABELS", "PATTERNS", "SECRET_GROUPS", "TRIGGER", "key_in_path", "wordlike"]
-
-#: A command-line value: quoted (the inside, spaces and all) or bare (up to a space, a quote
-#: or a shell separator; at least 6 characters after a flag, as after `NAME=`). A value
-#: starting with `$` (bare or in double quotes) is a variable's name, and one starting with
-#: `-` the next flag: neither is a secret.
+__all__ = ["CONTEXT"]
 
 
-def _value(shortest: int) -> str:
+# --- values ----------------------------------------------------------------------------------
+
+
+def _value(shortest: int, guard: str = "") -> str:
+    """A command-line value: quoted (the inside, spaces and all) or bare (up to a space, a quote
+    or a shell separator, at least `shortest` characters). A value starting with `$` is a
+    variable's name, one starting with `-` the next flag, one starting with `[` a redaction
+    already: none is a secret. `guard`, a lookahead, may refuse more (a path after `--key`)."""
     return (
-        r"""(?:"(?P<dq>(?!\$)[^"\n]+)"|'(?P<sq>[^'\n]+)'|"""
-        rf"""(?P<bare>(?![-$])[^\s"';|&]{{{shortest},}}))"""
+        rf"""(?:"(?P<dq>(?![$\[]){guard}[^"\n]+)"|'(?P<sq>(?!\[){guard}[^'\n]+)'|"""
+        rf"""(?P<bare>(?![-$\[]){guard}[^\s"';|&]{{{shortest},}}))"""
     )
 
 
 _VALUE = _value(6)
+_FLAG_VALUE = _value(4)  # after a flag that says password: a short one is still one
 _ATTACHED = _value(1)  # where the next word can only be the password (-pSECRET, sshpass -p)
 #: The rest of a command line after its command: up to the next command of a pipe or list.
 _ARGS = r"[^\n|;&]*?"
-#: Flags whose value is a secret: the flag's name ends with one of these words
-#: (`--password`, `--db-password`, `--api-key`, `--client-secret`, `--auth-token`, `-pass`),
-#: so `--password-stdin`, `--token-file PATH` and `--key-id ID` are left alone.
-_SECRET_FLAG = (
-    r"(?i)(?<![\w-])--?(?:[a-z0-9]+[-_])*"
-    r"(?:password|passwd|passphrase|pass|passin|passout|pwd|token|secret|"
-    r"api[-_]?key|access[-_]?key|secret[-_]?key|auth)(?:\s+|=)" + _VALUE
+#: Files and paths, which `--key`, `--client-key`, `--private-key` usually take: not secrets.
+_KEY_FILE = (
+    r"(?![/~.{\[])(?![^\s\"']*\.(?:pem|key|pub|crt|cer|der|p12|pfx|jks|json|asc|gpg|txt|"
+    r"ya?ml|ppk|kdbx)(?![\w.]))"
 )
 
-# Each pattern: (kind, regex). Order matters: the more specific first.
-PATTERNS: tuple[tuple[str, str], ...] = (
-    (
-        "private_key",
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-        r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+#: Words that, ending an option's name, say its value is a secret: `--password`,
+#: `--db-password`, `-storepass`, `-passin`, `--auth-token`, `--client-secret`,
+#: `--credentials`. So `--password-stdin`, `--token-file`, `--key-id` and `--max-tokens` are
+#: left alone (their names end otherwise). A `pass` after `by`, `com`, `sur` is no password.
+_SECRET_WORDS = (
+    r"(?:password|passwd|passphrase|pass(?:in|out)?|pwd|pw|token|secret|credentials?|"
+    r"auth(?:key)?|api[-_]?key|apikey)"
+)
+_FLAG = (
+    r"-(?<![\w-]-)-?(?:[a-z0-9]+[-_.])*[a-z0-9]*?(?<!by)(?<!com)(?<!sur)(?<!over)(?<!under)"
+    + _SECRET_WORDS
+    + r"(?:\s+|=)"
+    + _FLAG_VALUE
+)
+#: `--key X` and the kinds of key that are secret (`--access-key`, `--license-key`...): a value
+#: that is a file is not (`--key ./tls.key`, `--private-key ~/.ssh/id_ed25519`).
+_KEY_FLAG = (
+    r"-(?<![\w-]-)-?(?:[a-z0-9]+[-_])*(?:(?:access|secret|private|account|license|master|"
+    r"storage|shared|encryption|signing|app|subscription|consumer|admin|sas|client|ssh)[-_]?)?"
+    r"key(?:\s+|=)" + _value(6, _KEY_FILE)
+)
+
+# --- commands that read a secret from their standard input -------------------------------------
+
+#: In one command of a pipe or list: a command that reads a password from its standard input.
+_STDIN_SINK = (
+    r"(?:\bsudo\b[^\n|;&]*?\s-[A-Za-z]*S\b|\bsudo\b[^\n|;&]*?\s--stdin\b|"
+    r"--pass(?:word)?-stdin\b|--stdin\b|(?<![/\w.-])ch(?:g)?passwd\b|(?<![/\w.-])passwd\b|"
+    r"\bhtpasswd\b[^\n|;&]*?\s-[A-Za-z]*i|--with-token\b|"
+    r"\b(?:vault|boundary)\s+login\b[^\n|;&]*?\s-(?=\s|$)|\bkinit\b|"
+    r"-pass(?:in|out)?\s+(?:stdin|fd:0)\b|--passphrase-fd[=\s]+0\b|--key-file[=\s]+-(?=\s|$)|"
+    r"\bsmbpasswd\b|\bcryptsetup\b|\bsecret-tool\s+store\b|/dev/stdin\b|"
+    r"\bmysql_config_editor\b|\bexpect\b)"
+)
+#: `echo X |`, `printf '%s' X |`, `yes X |` into such a command; not a variable (`echo "$PW"`)
+_ECHO_INTO = (
+    r"\b(?:echo|printf|yes)\b(?![ \t]+(?:-[A-Za-z]+[ \t]+)*[\"']?\$\{?\w+\}?[\"']?[ \t]*\|)"
+    r"[ \t]+(?P<v>[^\n|;&]+?)[ \t]*\|(?!\|)(?=" + _ARGS + _STDIN_SINK + ")"
+)
+#: such a command fed by a here-string: `sudo -S <<< X cmd`, `chpasswd <<< 'u:X'`
+_HERE_STRING = _STDIN_SINK + _ARGS + r"<<<[ \t]*" + _ATTACHED
+#: ... or by a here-document: its body, up to the closing word or the end of the text (a cut
+#: one). Its lines may have been joined by spaces (a title made of a prompt's first words).
+_OPENER_END = r"(?:[^\n]*\n|\s)"  # the rest of the opening line; a space when joined
+_HERE_BODY = r"(?P<v>[\s\S]*?)(?:\s+(?P=tag)(?![\w])|\s*\Z)"
+_HERE_DOC = (
+    _STDIN_SINK + r"[^\n]*?<<-?[ \t]*(?P<q>[\"']?)(?P<tag>\w+)(?P=q)" + _OPENER_END + _HERE_BODY
+)
+_HERE_DOC_PIPED = (
+    r"<<-?[ \t]*(?P<q>[\"']?)(?P<tag>\w+)(?P=q)[ \t]*\|(?="
+    + _ARGS
+    + _STDIN_SINK
+    + r")"
+    + _OPENER_END
+    + _HERE_BODY
+)
+#: What follows redis' AUTH: a password, or a user and a password (both go: which one is
+#: which cannot be told from one word).
+_AUTH_VALUE = (
+    r"[ \t]+(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|"
+    r"(?P<v>[^\s|;&\"',`()\[\]]+(?:[ \t]+[^\s|;&\"',`()\[\]#-][^\s|;&\"',`()\[\]]*)?))"
+)
+#: htpasswd -b[n] [FILE] USER PASSWORD: the password is the second word after the flags with
+#: -n (no file), the third without
+_HTPASSWD_FLAGS = r"(?:\s+-[A-Za-z]+)+"
+_WORD = r"\s+[^\s|;&-][^\s|;&]*"
+
+# --- URLs --------------------------------------------------------------------------------------
+
+#: `user:password@host`, with or without a scheme: gRPC quotes its target as
+#: `alice:PASSWORD@127.0.0.1:4317`, proxies are set as `user:pass@proxy:3128`. Without a
+#: scheme the host must look like one (dotted, an IP, localhost, a bracketed IPv6): so
+#: `nginx:1.25@sha256:...` (an image digest) and `mailto:alice@example.com` stay.
+_HOST = (
+    r"(?:\[[0-9A-Fa-f:.]+\]|localhost|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9-]+)+)(?::\d{1,5})?(?![\w.-])"
+)
+_USERINFO_BARE = r":(?P<v>[^\s:@/\[\]\"'`<>]{1,256})@(?=" + _HOST + ")"
+
+_SQL_SECRET = r"\b(?:identified\s+by|password)\s+(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)')"
+
+CONTEXT: tuple[ContextRule, ...] = (
+    # `Authorization: Bearer X`, `Basic X`, `token X`
+    ContextRule(
+        "bearer_token",
+        r"\b(?:bearer|token|basic)[ \t]+(?P<credential>[A-Za-z0-9._~+/\-]{16,}=*)",
+        ("bearer", "token", "basic"),
+        ignorecase=True,
+        check=credential,
     ),
-    ("github_token", r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{20,255})"),
-    ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("openai_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}"),
-    # GitLab personal, npm, PyPI and HashiCorp Vault tokens
-    (
-        "service_token",
-        r"\b(?:glpat-[A-Za-z0-9_\-]{20,}|npm_[A-Za-z0-9]{36}\b|pypi-[A-Za-z0-9_\-]{50,}|"
-        r"hvs\.[A-Za-z0-9_\-]{24,})",
-    ),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
-    ("bearer_token", r"(?i)\b(?:bearer|token|basic)\s+[A-Za-z0-9._~+/\-]{16,}=*"),
     # scheme://user:password@ (a user of brackets is a redaction already: left as it is)
-    ("url_password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@\[\]]*:(?P<v>[^\s@/]+)@"),
-    # scheme://token@: a user name this long is a token (`git clone https://<token>@...`)
-    ("url_password", r"(?i)\b[a-z][a-z0-9+.\-]*://(?P<v>[^\s:/@\[\]]{16,})@"),
-    # the command lines that take a password as an argument
-    ("command_line", _SECRET_FLAG),
-    (
-        "command_line",  # mysql -pSECRET (-p alone prompts; -P is the port)
-        r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|"
-        r"mariadb|mariadb-dump|mariadb-admin)\b" + _ARGS + r"\s-p(?=\S)" + _ATTACHED,
+    ContextRule(
+        "url_password",
+        r"\b[a-z][a-z0-9+.\-]*://[^\s:/@\[\]]*:(?P<v>[^\s@/]+)@",
+        ("://",),
+        ignorecase=True,
     ),
-    ("command_line", r"\bsshpass\b" + _ARGS + r"\s-p\s*" + _ATTACHED),
-    (
-        "command_line",  # docker login -u USER -p SECRET, and the tools that copy it
-        r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|az)\b"
+    # scheme://token@: a user name this long is a token (`git clone https://<token>@...`)
+    ContextRule(
+        "url_password",
+        r"\b[a-z][a-z0-9+.\-]*://(?P<v>[^\s:/@\[\]]{16,})@",
+        ("://",),
+        ignorecase=True,
+    ),
+    ContextRule("url_password", _USERINFO_BARE, ("@",), check=userinfo),
+    # a secret in a URL's query: ?sig=, &X-Amz-Signature=, ?access_token=
+    ContextRule(
+        "url_password",
+        r"[?&](?:sig|signature|x-amz-signature|x-amz-security-token|x-amz-credential|"
+        r"x-goog-signature|x-goog-credential|sv_sig|[\w.-]*(?:token|secret|key|password|auth))"
+        r"=(?P<v>[^\s&#\"'`\[]{4,})",
+        ("sig", "token", "secret", "key", "password", "auth"),
+        ignorecase=True,
+    ),
+    # what a command reads from its standard input
+    ContextRule(
+        "secret",
+        _ECHO_INTO,
+        ("echo", "printf", "yes"),
+    ),
+    ContextRule("secret", _HERE_STRING, ("<<<",)),
+    ContextRule("secret", _HERE_DOC, ("<<",)),
+    ContextRule("secret", _HERE_DOC_PIPED, ("<<",)),
+    # options whose name says secret, in the `--x X`, `--x=X`, `-x X` forms
+    ContextRule(
+        "secret",
+        _FLAG,
+        ("pass", "pwd", "pw", "token", "secret", "credential", "auth", "key"),
+        ignorecase=True,
+    ),
+    ContextRule("secret", _KEY_FLAG, ("key",), ignorecase=True),
+    # the tools whose short flag is a password (-p alone prompts for one, so `mysql -p X`
+    # is a database named X; -P is mysql's port)
+    ContextRule(
+        "secret",
+        r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|"
+        r"mariadb|mariadb-dump|mariadb-admin|7z|7za|7zr|rar|unrar)\b"
+        + _ARGS
+        + r"\s-p(?=\S)"
+        + _ATTACHED,
+        ("mysql", "mariadb", "7z", "rar "),
+    ),
+    ContextRule(
+        "secret",
+        r"\b(?:sshpass|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|"
+        r"mongotop|mongofiles|rdesktop)\b" + _ARGS + r"\s-p\s*" + _ATTACHED,
+        ("sshpass", "mongo", "rdesktop"),
+    ),
+    ContextRule(
+        "secret",  # docker login -u USER -p SECRET, and the tools that copy it
+        r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|az|regctl)\b"
         + _ARGS
         + r"\blogin\b"
         + _ARGS
         + r"\s-p\s*"
         + _ATTACHED,
+        ("login",),
     ),
-    ("command_line", r"\bredis-cli\b" + _ARGS + r"\s-a\s*" + _ATTACHED),
-    (
-        "command_line",  # curl -u user:SECRET (-u user alone prompts)
+    ContextRule("secret", r"\bredis-cli\b" + _ARGS + r"\s-a\s*" + _ATTACHED, ("redis-cli",)),
+    ContextRule(  # redis AUTH [user] password: in redis-cli, or AUTH in capitals
+        "secret",
+        r"\bredis-cli\b" + _ARGS + r"\s(?i:auth)" + _AUTH_VALUE,
+        ("redis-cli",),
+    ),
+    ContextRule("secret", r"AUTH" + _AUTH_VALUE, ("auth",), check=word_start),
+    ContextRule(
+        "secret",
+        r"\bldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop|url)\b"
+        + _ARGS
+        + r"\s-[ws]\s*"
+        + _ATTACHED,
+        ("ldap",),
+    ),
+    ContextRule(
+        "secret",
+        r"\b(?:zip|unzip|zipcloak|sqlcmd|bcp|osql|isql|ssh-keygen)\b"
+        + _ARGS
+        + r"\s-[PN]\s*"
+        + _ATTACHED,
+        ("zip", "sqlcmd", "bcp", "osql", "isql", "ssh-keygen"),
+    ),
+    ContextRule("secret", r"\bopenssl\b" + _ARGS + r"\s-[kK]\s+" + _ATTACHED, ("openssl",)),
+    ContextRule(
+        "secret",
+        r"\bhtpasswd\b(?="
+        + _HTPASSWD_FLAGS
+        + r")(?=(?:\s+-[A-Za-z]+)*\s+-[A-Za-z]*n)"
+        + _HTPASSWD_FLAGS
+        + _WORD
+        + r"\s+"
+        + _ATTACHED,
+        ("htpasswd",),
+    ),
+    ContextRule(
+        "secret",
+        r"\bhtpasswd\b(?!(?:\s+-[A-Za-z]+)*\s+-[A-Za-z]*n)(?=(?:\s+-[A-Za-z]+)*\s+-[A-Za-z]*b)"
+        + _HTPASSWD_FLAGS
+        + _WORD
+        + _WORD
+        + r"\s+"
+        + _ATTACHED,
+        ("htpasswd",),
+    ),
+    ContextRule(
+        "secret",
+        r"\b[xw]freerdp\b" + _ARGS + r"\s/p(?:assword)?:" + _ATTACHED,
+        ("freerdp",),
+        ignorecase=True,
+    ),
+    ContextRule(
+        "secret",
+        r"\bnet\s+(?:use\s+\S+|user\s+\S+)\s+(?![/*])" + _ATTACHED,
+        ("net use",),
+        ignorecase=True,
+    ),
+    ContextRule("secret", r"\bsqlplus\s+(?:-\w+\s+)*[\w$#]+/(?P<v>[^\s@/\"']+)", ("sqlplus",)),
+    ContextRule(
+        "secret",
+        r"\bvault\s+login\s+(?:-\S+\s+)*(?![\w.-]+=)(?P<v>(?![-$\[])[^\s\"'|;&]{6,})",
+        ("vault",),
+    ),
+    ContextRule(
+        "secret",
+        r"\bmc\s+(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+\s+" + _ATTACHED,
+        ("mc ",),
+    ),
+    ContextRule(
+        "secret",  # curl -u user:SECRET (-u user alone prompts)
         r"\b(?:curl|wget)\b"
         + _ARGS
         + r"\s(?:-u|--user|-U|--proxy-user)(?:\s+|=)[\"']?[^\s:\"']*:(?P<v>[^\s\"']+)",
+        ("curl", "wget"),
     ),
-    ("command_line", r"\bsmbclient\b" + _ARGS + r"\s(?:-U|--user)(?:\s+|=)[^\s%]*%(?P<v>\S+)"),
+    ContextRule("secret", r"\blftp\b" + _ARGS + r"\s-u\s+[^\s,]+,(?P<v>[^\s\"'|;&]+)", ("lftp",)),
+    ContextRule(
+        "secret",
+        r"\bsmbclient\b" + _ARGS + r"\s(?:-U|--user)(?:\s+|=)[^\s%]*%(?P<v>\S+)",
+        ("smbclient",),
+    ),
+    # npm: `//registry/:_authToken X` (npm config set takes it after a space too)
+    ContextRule(
+        "secret",
+        r"(?<![\w])_(?:authtoken|auth|password)(?:\s*=\s*|\s+)" + _ATTACHED,
+        ("_auth", "_password"),
+        ignorecase=True,
+    ),
+    # .netrc: machine HOST [login USER] password X, on one line or several
+    ContextRule(
+        "secret",
+        r"\b(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+"
+        + _ATTACHED,
+        ("password",),
+        ignorecase=True,
+    ),
+    # .pgpass: host:port:database:user:password
+    ContextRule(
+        "secret",
+        r":(?:\d{1,5}|\*):[^\s:\"']+:[^\s:\"']+:(?P<v>[^\s:\"'`]+)(?![\w:])",
+        (":",),
+        check=pgpass_line,
+    ),
+    # headers that authenticate: the whole of their value
+    ContextRule(
+        "secret",
+        r"(?:(?:proxy-)?authorization|x-[\w-]*(?:token|key|secret|auth|signature|"
+        r"password)|private-token|api-key|apikey|cookie|set-cookie)[\"']?[ \t]*:[ \t]*[\"']?"
+        r"(?P<v>[^\s\"'`\[][^\n\"'`]*)",
+        ("authorization", "x-", "private-token", "api-key", "apikey", "cookie"),
+        ignorecase=True,
+        check=word_start,
+    ),
+    # an Azure AD client secret: 3 characters, a digit, `Q~`, 31 to 34 more
+    ContextRule(
+        "azure_secret",
+        r"(?<![\w~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![\w~.-])",
+        ("q~",),
+    ),
     # SQL: IDENTIFIED BY 'x', PASSWORD 'x'
-    (
-        "command_line",
-        r"(?i)\b(?:identified\s+by|password)\s+(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)')",
-    ),
-    # `password X` (a .netrc line, a sentence): only a value with a digit, a symbol or a
-    # capital after its first letter, so that "the password field" and "Password Manager" stay
-    (
-        "command_line",
-        r"(?i)(?<![\w-])(?:password|passwd|passphrase)\s+"
+    ContextRule("secret", _SQL_SECRET, ("identified", "password"), ignorecase=True),
+    # `password X` (a sentence): only a value with a digit, a symbol or a capital after its
+    # first letter, so that "the password field" and "Password Manager" stay
+    ContextRule(
+        "secret",
+        r"(?<![\w-])(?:password|passwd|passphrase)\s+"
         r"(?P<v>(?=[^\s\"']*[0-9!#%*+/=?@^_~\\]|[^\s\"']+(?-i:[A-Z]))(?![-$\[])[^\s\"']{6,})",
+        ("passw", "passphrase"),
+        ignorecase=True,
     ),
-    (
-        "command_line",
-        r"(?i)\baws_(?:secret_access_key|session_token)\s+(?P<v>(?![-$])[^\s\"']{6,})",
+    ContextRule(
+        "secret",
+        r"\baws_(?:secret_access_key|session_token)\s+(?P<v>(?![-$\[])[^\s\"']{6,})",
+        ("aws_",),
+        ignorecase=True,
     ),
-    (
-        "assignment",
-        # a name that says secret, token, password (or PASS as a word: DB_PASS), pwd, key,
-        # credential or auth, then = or :
-        r"(?i)[\"']?[A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|passphrase|(?<![a-z])pass(?![a-z])|"
-        r"pwd|"
-        r"key|credential|auth)[A-Za-z0-9_.\-]*[\"']?"
-        r"\s*(?:=|:)\s*[\"']?(?P<v>[^\s\"',;&]{6,})",
+    # a name that says secret, token, password (or PASS as a word: DB_PASS), pwd, key,
+    # credential or auth (not author), then = or :
+    ContextRule(
+        "secret",
+        r"(?P<name>(?P<word>secret|token|passw(?:or)?d|passphrase|(?<![a-z])pass(?![a-z])|pwd|"
+        r"key|credential|auth(?!or))[A-Za-z0-9_.\-]*)[\"']?"
+        r"\s*(?:=|:)\s*[\"']?(?P<v>(?![\[=])[^\s\"',;&`}]{6,})",
+        ("secret", "token", "pass", "pwd", "key", "credential", "auth"),
+        ignorecase=True,
+        check=assigned,
     ),
 )
-#: What a match of each kind is replaced by: [REDACTED:<label>].
-LABELS = {"assignment": "secret", "command_line": "secret"}
-#: The named groups that hold the secret in a match that holds more.
-SECRET_GROUPS = ("v", "dq", "sq", "bare")
-
-#: Something every built-in pattern needs: when a text has none of these, it has no secret the
-#: patterns would find, and their scan is skipped (most attribute values: ids, names). Only a
-#: high-entropy token can still be there (a run of 32 token characters).
-TRIGGER = re.compile(
-    r"(?i)gh[pousr]_|github_pat_|\bA[A-Z0-9]{19}\b|AIza|xox|sk[_\-]|rk_|BEGIN|eyJ|bearer|"
-    r"basic|token|://|secret|pass|pwd|key|private|credential|auth|glpat-|npm_|pypi-|hvs\.|"
-    r"mysql|mariadb|login|redis-cli|curl|wget|smbclient|identified"
-)
-
-_RUN = re.compile(r"[A-Za-z0-9]+")
-_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
-#: Below this share of changes (lower to upper case, letter to digit and back) between
-#: adjacent characters, a run is words; random alphanumerics change at about 45% of them.
-_WORDLIKE_CHANGES = 0.2
-_LONG_RUN = 16
-
-
-def wordlike(token: str) -> bool:
-    """Does `token` read as names (a path, an identifier) rather than key material?
-
-    Its alphanumeric runs, hex ones aside (ids and digests: not secrets by their look), change
-    between lower case, upper case and digits at fewer than 20% of their adjacent pairs, and
-    so does every long run on its own (a random segment inside a path of words still counts
-    as random). Upper to lower case is no change: CamelCase costs one per word."""
-    pairs = changes = 0
-    for run in _RUN.findall(token):
-        if _HEX.fullmatch(run):
-            continue
-        count = _changes(run)
-        if len(run) >= _LONG_RUN and count >= _WORDLIKE_CHANGES * (len(run) - 1):
-            return False
-        pairs += len(run) - 1
-        changes += count
-    return changes < _WORDLIKE_CHANGES * pairs if pairs else True
-
-
-def _changes(run: str) -> int:
-    count = 0
-    for a, b in itertools.pairwise(run):
-        if (a.islower() and b.isupper()) or (a.isdigit() != b.isdigit()):
-            count += 1
-    return count
-
-
-#: What separates the words of a name people gave (`acme-widgets_backend2024`), among the
-#: characters of a token the entropy check looks at (a `.`, `~` or space ends such a token):
-#: never in a base64 key that holds `/` (url-safe base64, which has them, has no `/`).
-_NAME_SEPARATORS = frozenset("-_")
-#: A run of 8 or more letters and digits in a name: lower-case or capitalised words, digits at
-#: the end (`backend2024`, `InvoiceService2023`).
-_WORDS = re.compile(r"(?:[a-z]+|[A-Z][a-z]+)+[0-9]*")
-
-
-def _words(run: str) -> bool:
-    """A run of letters and digits of a name: short, hex (an id), or words with few capitals
-    (a random run rarely matches: a capital every 2 or 3 characters, digits anywhere)."""
-    if len(run) < 8 or _HEX.fullmatch(run):
-        return True
-    return _WORDS.fullmatch(run) is not None and 4 * sum(c.isupper() for c in run) <= len(run)
-
-
-def _named(part: str) -> bool:
-    """A path component that is surely a name: a word (`src`, `Users`, `go`) or words joined
-    by separators (`acme-widgets_backend2024`, `api-gateway_v3`) whose runs of letters and
-    digits are words (`_words`). A piece of a key cut by a `/` is seldom one word, and a piece
-    glued to a word (`upload-ALRhvcqGUNUjdCWFuxu`) seldom words; a name of letters and digits
-    with no separator (`InvoiceService2023`) is not surely one."""
-    if _NAME_SEPARATORS.isdisjoint(part):  # one word, or a capitalised one (`go`, `Users`)
-        return len(part) >= 2 and part.isalpha() and part[1:].islower()
-    if len(part) < 3 or not wordlike(part):
-        return False
-    return any(c.isalpha() for c in part) and all(map(_words, _RUN.findall(part)))
-
-
-def _random(part: str) -> bool:
-    """A path component that reads as key material: not words, or with base64's `+` or `=`."""
-    return len(part) >= 3 and (not wordlike(part) or "+" in part or "=" in part)
-
-
-def key_in_path(token: str) -> tuple[int, int] | None:
-    """Where the key material is in `token` (a run of characters the entropy check found
-    random) when it is one directory of a path of names: a key as a directory name
-    (`/home/alice/src/<key>/services`). None when it is not: fewer than two components, or a
-    component other than that one, not surely a name (a base64 key holds `/`, so it is no
-    directory name, and its pieces may look like anything); then all of `token` is key
-    material."""
-    parts = token.split("/")
-    others = [i for i, part in enumerate(parts) if part and not _named(part)]
-    if len(others) != 1 or len(parts) - parts.count("") < 3 or not _random(parts[others[0]]):
-        return None
-    index = others[0]
-    start = sum(len(part) + 1 for part in parts[:index])
-    return start, start + len(parts[index])
