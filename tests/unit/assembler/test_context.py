@@ -3,10 +3,11 @@
 task's peak and its compactions and truncations as its events say, the running-now gauges, and
 bad numbers that give no utilization, are counted, and stop nothing.
 
-The fixtures have usage records with `maxPromptTokens` but no compaction or truncation event:
-those tests build their events from the CLI schema's field names (`session.compaction_start`,
-`session.compaction_complete`, `session.truncation`, live `session.usage_info`), not from a
-recording."""
+The fixtures have usage records with `maxPromptTokens`; one (compaction_manual) has a real
+compaction, typed `/compact` after its task ended. No recording has a compaction inside a task
+or a truncation: those tests build their events from the CLI schema's field names
+(`session.compaction_start`, `session.compaction_complete`, `session.truncation`, live
+`session.usage_info`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from otel_bridge import semconv as sc
+from otel_bridge._events import event_from_json
 from otel_bridge._records import SpanRecord
 from otel_bridge.assembler import Assembler, AssemblerConfig, TroubleOptions
 from tests import paths, spantree
@@ -48,6 +50,10 @@ def usage_records(path: Path) -> list[dict[str, Any]]:
 FIXTURES_WITH_USAGE = sorted(p for p in paths.FIXTURES.glob("*/events.jsonl") if usage_records(p))
 
 
+def event_ns(event: dict[str, Any]) -> int:
+    return event_from_json(event).timestamp_ns
+
+
 def chats(spans: list[SpanRecord]) -> list[SpanRecord]:
     return [s for s in spans if s.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT]
 
@@ -77,9 +83,13 @@ def test_every_chat_span_and_task_says_what_its_records_say(path: Path) -> None:
         # the rule: inputTokens already holds the cache reads; never added to them
         assert attributes[sc.COPILOT_CONTEXT_TOKENS] == attributes[sc.GEN_AI_USAGE_INPUT_TOKENS]
         assert attributes[sc.COPILOT_CONTEXT_UTILIZATION] == record[0] / record[1]
-    compactions = sum(e.get("type") == "session.compaction_complete" for e in raw_events(path))
-    truncations = sum(e.get("type") == "session.truncation" for e in raw_events(path))
     for task in tasks(spans):
+        # the raw events of the task: those between its root's start and end
+        inside = [
+            e["type"]
+            for e in raw_events(path)
+            if task.start_ns <= event_ns(e) <= task.end_ns and e.get("agentId") is None
+        ]
         own = [
             s.attributes[sc.COPILOT_CONTEXT_UTILIZATION]
             for s in calls
@@ -89,8 +99,50 @@ def test_every_chat_span_and_task_says_what_its_records_say(path: Path) -> None:
             assert task.attributes[sc.COPILOT_TASK_CONTEXT_MAX_UTILIZATION] == max(own)
         else:
             assert sc.COPILOT_TASK_CONTEXT_MAX_UTILIZATION not in task.attributes
-        assert task.attributes.get(sc.COPILOT_TASK_COMPACTIONS, 0) <= compactions
-        assert task.attributes.get(sc.COPILOT_TASK_TRUNCATIONS, 0) <= truncations
+        compactions = inside.count("session.compaction_complete")
+        truncations = inside.count("session.truncation")
+        assert task.attributes.get(sc.COPILOT_TASK_COMPACTIONS) == (compactions or None)
+        assert task.attributes.get(sc.COPILOT_TASK_TRUNCATIONS) == (truncations or None)
+
+
+RECORDED = paths.FIXTURES / "compaction_manual" / "events.jsonl"
+
+
+def test_a_recorded_compaction_has_the_fields_the_schema_gives() -> None:
+    """tests/fixtures/compaction_manual: the interactive CLI 1.0.102 answered a prompt, then
+    `/compact` (scripts/record_compaction.py). The fields the bridge reads are there, as
+    numbers; a manual compaction of so short a history removes nothing (its summary is longer
+    than what it replaced)."""
+    events = raw_events(RECORDED)
+    (start,) = [e["data"] for e in events if e["type"] == "session.compaction_start"]
+    (done,) = [e["data"] for e in events if e["type"] == "session.compaction_complete"]
+    assert start["trigger"] == "manual"
+    assert start["tokenLimit"] == 64_000
+    assert start["currentTokens"] == 12_448
+    parts = start["systemTokens"] + start["conversationTokens"] + start["toolDefinitionsTokens"]
+    assert abs(parts - start["currentTokens"]) < 10  # the CLI's own estimate, nearly its parts
+    assert done["success"] is True and done["outcome"] == "applied"
+    assert (done["preCompactionTokens"], done["postCompactionTokens"]) == (12_448, 12_467)
+    assert done["tokensRemoved"] == 0
+    (usage,) = usage_records(RECORDED)
+    # the fake model said prompt_tokens 9000, cached_tokens 4000 (script.json)
+    assert (usage["inputTokens"], usage["cacheReadTokens"], usage["maxPromptTokens"]) == (
+        9000,
+        4000,
+        64_000,
+    )
+
+
+def test_a_compaction_between_tasks_is_counted_and_belongs_to_no_task() -> None:
+    """`/compact` after the task's answer: the task had ended (its loop ended with the
+    answer), so no task counts it and no signal can come of it; copilot.compactions does."""
+    recorder = Recorder()
+    spans = spantree.assemble(RECORDED, metrics=recorder)  # type: ignore[arg-type]
+    (task,) = tasks(spans)
+    assert sc.COPILOT_TASK_COMPACTIONS not in task.attributes
+    assert task.attributes[sc.COPILOT_TASK_CONTEXT_MAX_UTILIZATION] == 9000 / 64_000
+    assert task.attributes[sc.COPILOT_TASK_CONTEXT_LIMIT] == 64_000
+    assert recorder.values(sc.METRIC_COMPACTIONS, copilot__compaction__outcome="success") == [1]
 
 
 def test_the_recorded_cache_reads_are_inside_the_input_tokens() -> None:

@@ -89,13 +89,18 @@ def test_tasks_print_in_the_order_they_started_whatever_order_logs_come_in() -> 
     starts = sorted((s.start_time or 0) for s in roots(backwards))
     assert len(lines) == len(starts)
     assert lines == _lines(printed(spans_of(LOGS), "summary", hold_seconds=60))
-    times = [line[:5] for line in lines]
-    assert times == sorted(times)  # within one day's fixtures, HH:MM sorts
-    # a date line before the first task of each day
-    days = [
-        line for line in printed(backwards, "summary", days=True).splitlines() if DAY.match(line)
-    ]
+    # a date line before the first task of each day; within a day, HH:MM sorts
+    by_day: list[list[str]] = []
+    days = []
+    for line in printed(backwards, "summary", days=True).splitlines():
+        if DAY.match(line):
+            days.append(line)
+            by_day.append([])
+        elif by_day:
+            by_day[-1].append(line[:5])
     assert days == sorted(set(days)) and days
+    assert all(times == sorted(times) for times in by_day)
+    assert sum(map(len, by_day)) == len(lines)
 
 
 def test_what_waits_is_printed_once_no_span_has_come_for_a_while() -> None:
