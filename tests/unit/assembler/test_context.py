@@ -20,6 +20,8 @@ import pytest
 from otel_bridge import semconv as sc
 from otel_bridge._events import event_from_json
 from otel_bridge._records import SpanRecord
+from otel_bridge._stats import StatsAssembler, StatsCollector
+from otel_bridge._stats_table import render_context
 from otel_bridge.assembler import Assembler, AssemblerConfig, TroubleOptions
 from tests import paths, spantree
 from tests.builder import Log
@@ -417,3 +419,51 @@ def test_usage_info_changes_no_span() -> None:
         return [(s.name, s.start_ns, s.end_ns, dict(s.attributes)) for s in spans]
 
     assert shape(spantree.assemble(with_info)) == shape(spantree.assemble(without))
+
+
+def test_stats_percentiles_and_compactions_per_task_by_model() -> None:
+    collector = StatsCollector()
+    assembler = StatsAssembler(collector)
+    log = Log.asked()
+    log.turn("0")
+    for n in range(1, 11):  # 10%, 20% ... 100% of the window
+        log.usage(f"u{n}", inputTokens=n * 10_000, maxPromptTokens=100_000)
+    log.usage("other", model="claude-sonnet-4.5", inputTokens=5)  # no limit: no row
+    for _ in range(3):
+        compaction(log, 100_000, 10_000)
+    log.message([], turn="0")
+    log.turn_end("0")
+    log.user(interaction="i2")
+    log.turn("0", interaction="i2")
+    log.usage("u11", inputTokens=50_000, maxPromptTokens=100_000)
+    log.message([], turn="0")
+    log.turn_end("0")
+    assembler.feed("sess-1", log.events(), "sess-1")
+    assembler.end_stream("sess-1")
+    assert set(collector.context) == {"gpt-4.1"}
+    context = collector.context["gpt-4.1"].to_dict()
+    assert context == {
+        "calls": 11,
+        "p50": 0.5,  # the 6th of 10%, 20%, ..., 50%, 50%, ..., 100%
+        "p90": 0.9,
+        "p99": 1.0,
+        "max": 1.0,
+        "tasks": 2,
+        "compactions": 3,
+        "compactions_per_task": 1.5,
+    }
+    assert render_context(collector.context).splitlines() == [
+        "context window (LLM calls with a prompt limit), by model",
+        "model    calls  p50  p90   p99   max  tasks  compact/task",
+        "gpt-4.1     11  50%  90%  100%  100%      2          1.50",
+    ]
+    assert max(map(len, render_context(collector.context, 40).splitlines())) == 40
+
+
+def test_stats_without_limits_show_no_context() -> None:
+    collector = StatsCollector()
+    assembler = StatsAssembler(collector)
+    assembler.feed("sess-1", one_call().events(), "sess-1")
+    assembler.end_stream("sess-1")
+    assert render_context(collector.context) == ""
+    assert collector.context["gpt-4.1"].to_dict()["calls"] == 0
