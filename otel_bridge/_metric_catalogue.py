@@ -49,6 +49,8 @@ TURN_BUCKETS = (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144)
 SECONDS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
 COUNT_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: Context utilization (a call's prompt tokens over its model's prompt limit): fine near full.
+UTILIZATION_BUCKETS = (0.1, 0.25, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 1.0)
 
 _GENAI = (sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_PROVIDER_NAME)
 
@@ -258,6 +260,38 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "{signal}",
         "Trouble signals raised: a task crossed a signal's threshold (once per task and signal)",
         (sc.COPILOT_TROUBLE_SIGNAL, sc.COPILOT_MODE, *REPOSITORY_LABELS),
+    ),
+    # --- context window (docs/metrics.md, "Context window") -----------------------------------
+    MetricSpec(
+        sc.METRIC_CONTEXT_UTILIZATION,
+        Instrument.HISTOGRAM,
+        "1",
+        "How full the context window was at each LLM call: its prompt tokens (inputTokens, "
+        "cache reads included) over its model's prompt limit (maxPromptTokens); calls "
+        "without a limit not recorded",
+        (sc.GEN_AI_REQUEST_MODEL, sc.COPILOT_MODE, *REPOSITORY_LABELS),
+    ),
+    MetricSpec(
+        sc.METRIC_CONTEXT_TRUNCATIONS,
+        Instrument.COUNTER,
+        "{truncation}",
+        "Context truncations (session.truncation): messages dropped to fit the window",
+        (sc.COPILOT_MODE,),
+    ),
+    MetricSpec(
+        sc.METRIC_TASKS_OPEN_CONTEXT,
+        Instrument.GAUGE,
+        "1",
+        "The current context utilization of the fullest open task (its latest LLM call, "
+        "compaction, truncation or live usage_info), by the model of its latest call",
+        (sc.GEN_AI_REQUEST_MODEL, *_RUNNING),
+    ),
+    MetricSpec(
+        sc.METRIC_TASKS_OPEN_CONTEXT_HIGH,
+        Instrument.GAUGE,
+        "{task}",
+        "Open tasks whose current context utilization is above 80% of their window",
+        (sc.GEN_AI_REQUEST_MODEL, *_RUNNING),
     ),
     # --- cost and code changes (docs/metrics.md, "Cost and code changes") ----------------------
     MetricSpec(
@@ -562,4 +596,5 @@ BUCKETS: Mapping[str, tuple[float, ...]] = {
     sc.METRIC_INVOKE_AGENT_TOOL_CALLS: COUNT_BUCKETS,
     sc.METRIC_EXECUTE_TOOL_DURATION: SECONDS_BUCKETS,
     sc.METRIC_EVENT_LAG: SECONDS_BUCKETS,
+    sc.METRIC_CONTEXT_UTILIZATION: UTILIZATION_BUCKETS,
 }

@@ -12,6 +12,7 @@ record (CLIs before 1.0.102 write none: their tokens are unknown, not 0).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -24,7 +25,7 @@ from ._words import UNFINISHED
 from .assembler import Assembler, AssemblerConfig
 from .processors import Scrubber, ScrubberConfig
 
-__all__ = ["OUTCOMES", "SessionStats", "StatsAssembler", "StatsCollector"]
+__all__ = ["OUTCOMES", "ContextStats", "SessionStats", "StatsAssembler", "StatsCollector"]
 
 #: The copilot.task.outcome values, as the metric's labels (the keys of `outcomes`).
 OUTCOMES = ("completed", "failed", "error", "aborted", "no_signal")
@@ -40,6 +41,7 @@ _COUNTED = frozenset(
         sc.METRIC_INFERENCE_OUTPUT_TOKENS,
         sc.METRIC_SESSION_PREMIUM_REQUESTS,
         sc.METRIC_CODE_LINES,
+        sc.METRIC_CONTEXT_UTILIZATION,
     }
 )
 
@@ -133,6 +135,50 @@ class SessionStats:
         return view
 
 
+@dataclass
+class ContextStats:
+    """How full the context windows of one model's LLM calls got (`copilot.context.utilization`,
+    counted in steps of 1%, so that a month of calls takes 101 numbers) and how often its
+    tasks compacted (`copilot.task.compactions` of their roots, by the model on the root)."""
+
+    bins: list[int] = field(default_factory=lambda: [0] * 101)
+    tasks: int = 0
+    compactions: int = 0
+
+    @property
+    def calls(self) -> int:
+        return sum(self.bins)
+
+    def add(self, utilization: float) -> None:
+        self.bins[min(max(round(utilization * 100), 0), 100)] += 1
+
+    def percentile(self, q: float) -> float | None:
+        """The utilization `q` (0 to 1) of the calls are at or below, to 1%; None without
+        calls."""
+        calls = self.calls
+        if not calls:
+            return None
+        rank = max(1, math.ceil(round(q * calls, 9)))  # the nearest rank (0.9 * 10 is 9)
+        seen = 0
+        for percent, count in enumerate(self.bins):
+            seen += count
+            if seen >= rank:
+                return percent / 100
+        return 1.0  # not reached: the bins hold every call
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "calls": self.calls,
+            "p50": self.percentile(0.5),
+            "p90": self.percentile(0.9),
+            "p99": self.percentile(0.99),
+            "max": self.percentile(1.0),
+            "tasks": self.tasks,
+            "compactions": self.compactions,
+            "compactions_per_task": self.compactions / self.tasks if self.tasks else None,
+        }
+
+
 class StatsCollector:
     """A `MetricsRecorder` that sums, per session, what the table shows.
 
@@ -144,6 +190,8 @@ class StatsCollector:
 
     def __init__(self, paths: str = "basename") -> None:
         self.sessions: dict[str, SessionStats] = {}
+        #: context-window pressure by model (`gen_ai.request.model`), all sessions together
+        self.context: dict[str, ContextStats] = {}
         self._scrubber = Scrubber(ScrubberConfig(paths=paths))
 
     def describe(
@@ -181,6 +229,12 @@ class StatsCollector:
     def count_byok_call(self, session_id: str) -> None:
         """One LLM call to a bring-your-own-key provider: its cost of 0 is not a price."""
         self._of(session_id).byok_calls += 1
+
+    def count_task_context(self, model: str, compactions: int) -> None:
+        """One task of `model` that compacted its context `compactions` times."""
+        context = self.context.setdefault(model, ContextStats())
+        context.tasks += 1
+        context.compactions += compactions
 
     def _of(self, session_id: str) -> SessionStats:
         stats = self.sessions.get(session_id)
@@ -223,6 +277,10 @@ class StatsCollector:
         self, name: str, value: float, attributes: Mapping[str, AttributeValue], session_id: str
     ) -> None:
         if name not in _COUNTED:
+            return
+        if name == sc.METRIC_CONTEXT_UTILIZATION:
+            model = str(attributes.get(sc.GEN_AI_REQUEST_MODEL, sc.UNKNOWN))
+            self.context.setdefault(model, ContextStats()).add(value)
             return
         stats = self._of(session_id)
         if name == sc.METRIC_TURNS_PER_MESSAGE:
@@ -295,9 +353,17 @@ class StatsAssembler(Assembler):
         counted from: their chat spans (`copilot.usage.unknown`) are counted instead. Calls to
         a bring-your-own-key provider (`copilot.usage.byok`) are noted too: a session of those
         only shows no cost, not a cost of 0. And tasks whose end was not seen (their root
-        span is `copilot.incomplete`), which the metric counts as `no_signal`."""
+        span is `copilot.incomplete`), which the metric counts as `no_signal`; and each task's
+        compactions, by its model."""
         for record in records:
             attributes = record.attributes
+            if sc.COPILOT_TASK_OUTCOME in attributes:
+                model = attributes.get(sc.GEN_AI_REQUEST_MODEL)
+                compactions = attributes.get(sc.COPILOT_TASK_COMPACTIONS)
+                self._collector.count_task_context(
+                    model if isinstance(model, str) else sc.UNKNOWN,
+                    compactions if isinstance(compactions, int) else 0,
+                )
             if (
                 attributes.get(sc.COPILOT_INCOMPLETE) is True
                 and attributes.get(sc.COPILOT_TASK_OUTCOME) == sc.OUTCOME_NO_SIGNAL

@@ -13,10 +13,10 @@ from datetime import datetime
 from typing import IO
 
 from ._progress import printable
-from ._stats import SessionStats
+from ._stats import ContextStats, SessionStats
 from ._words import OUTCOMES, UNFINISHED, short_count, shortened
 
-__all__ = ["render_table", "table_width"]
+__all__ = ["render_context", "render_table", "table_width"]
 
 
 def table_width(environ: Mapping[str, str], stream: IO[str]) -> int | None:
@@ -268,3 +268,45 @@ def _layout(
     rule = "  ".join("-" * w for w in widths)
     out = [line([c.header for c in columns]), rule, *(line(r) for r in rows), rule, line(last)]
     return [heading.rstrip(), *out] if heading.strip() else out
+
+
+# --- context windows by model ------------------------------------------------------------------
+
+
+def render_context(context: Mapping[str, ContextStats], width: int | None = None) -> str:
+    """How full the context windows got, a row per model: its LLM calls with a prompt limit,
+    the utilization half of them, 90% and 99% stayed at or below and the highest (to 1%), its
+    tasks and their compactions per task, under a title; at most `width` wide (cut). "" when
+    no call said its limit (nothing to show, not a row of zeros)."""
+    rows = [
+        (model, stats)
+        for model, stats in sorted(context.items())
+        if stats.calls or stats.compactions
+    ]
+    if not rows:
+        return ""
+    header = ("model", "calls", "p50", "p90", "p99", "max", "tasks", "compact/task")
+    table: list[tuple[str, ...]] = [header]
+    for model, stats in rows:
+        table.append(
+            (
+                printable(model),
+                str(stats.calls),
+                *(_percent(stats.percentile(q)) for q in (0.5, 0.9, 0.99, 1.0)),
+                str(stats.tasks),
+                f"{stats.compactions / stats.tasks:.2f}" if stats.tasks else "-",
+            )
+        )
+    sizes = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = ["context window (LLM calls with a prompt limit), by model"] + [
+        "  ".join(
+            cell.ljust(size) if i == 0 else cell.rjust(size)
+            for i, (cell, size) in enumerate(zip(row, sizes, strict=True))
+        ).rstrip()
+        for row in table
+    ]
+    return "\n".join(line if width is None else line[:width] for line in lines)
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"

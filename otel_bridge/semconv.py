@@ -137,6 +137,21 @@ CHANGE_REMOVED: Final = "removed"
 #: On a chat span made from assistant.message (a CLI that writes no usage records, < 1.0.102):
 #: its tokens are unknown, so it has no gen_ai.usage.* (absent, not zero).
 COPILOT_USAGE_UNKNOWN: Final = "copilot.usage.unknown"
+# --- context-window pressure (assembler/_context.py; docs/spans.md "Context window") ---------
+#: On a chat span (a usage record): the prompt tokens of that call, its model's prompt limit
+#: (`maxPromptTokens`) and their ratio. The tokens are `inputTokens`, which already holds the
+#: cache-read tokens (the CLI writes the provider's prompt tokens, cached ones included).
+COPILOT_CONTEXT_TOKENS: Final = "copilot.context.tokens"
+COPILOT_CONTEXT_LIMIT: Final = "copilot.context.limit"
+COPILOT_CONTEXT_UTILIZATION: Final = "copilot.context.utilization"
+#: On a task's root: the highest utilization of its calls (with that call's tokens and limit),
+#: the compactions and truncations inside it and the tokens they removed (absent when none).
+COPILOT_TASK_CONTEXT_MAX_UTILIZATION: Final = "copilot.task.context.max_utilization"
+COPILOT_TASK_CONTEXT_TOKENS: Final = "copilot.task.context.tokens"
+COPILOT_TASK_CONTEXT_LIMIT: Final = "copilot.task.context.limit"
+COPILOT_TASK_COMPACTIONS: Final = "copilot.task.compactions"
+COPILOT_TASK_TRUNCATIONS: Final = "copilot.task.truncations"
+COPILOT_TASK_CONTEXT_TOKENS_REMOVED: Final = "copilot.task.context.tokens_removed"
 COPILOT_TOOL_EXIT_CODE: Final = "copilot.tool.exit_code"
 COPILOT_TOOL_MCP_SERVER: Final = "copilot.tool.mcp_server"
 COPILOT_ERROR_MESSAGE: Final = "copilot.error.message"
@@ -530,6 +545,14 @@ METRIC_TASKS_OPEN_TOOL_FAILURES: Final = MetricName("copilot.tasks.open.tool_fai
 METRIC_TASKS_TROUBLED: Final = MetricName("copilot.tasks.troubled")
 #: A counter: a task crossed the threshold of a trouble signal (once per task and signal).
 METRIC_TASK_TROUBLE: Final = MetricName("copilot.task.trouble")
+#: Context-window pressure (docs/metrics.md, "Context window"): each LLM call's utilization,
+#: truncations, and of the open tasks the current utilization (the highest) and how many are
+#: above `CONTEXT_HIGH` of their window.
+METRIC_CONTEXT_UTILIZATION: Final = MetricName("copilot.context.utilization")
+METRIC_CONTEXT_TRUNCATIONS: Final = MetricName("copilot.context.truncations")
+METRIC_TASKS_OPEN_CONTEXT: Final = MetricName("copilot.tasks.open.context.utilization")
+METRIC_TASKS_OPEN_CONTEXT_HIGH: Final = MetricName("copilot.tasks.open.context.high")
+CONTEXT_HIGH: Final = 0.8
 #: What a task waits for a person for (`copilot.wait.kind`).
 COPILOT_WAIT_KIND: Final = "copilot.wait.kind"
 WAIT_PERMISSION: Final = "permission"  # a permission request not answered yet
@@ -545,12 +568,14 @@ TROUBLE_TOOL_FAILURES: Final = "tool_failures"  # one tool failing again and aga
 TROUBLE_TURNS: Final = "many_turns"  # the task's turns past the threshold
 TROUBLE_STALLED: Final = "stalled"  # no event for long while the task is open
 TROUBLE_LONG: Final = "long_running"  # open past its mode's usual length
+TROUBLE_COMPACTIONS: Final = "repeated_compactions"  # its context compacted again and again
 TROUBLE_SIGNALS: Final = (
     TROUBLE_REPEATED_CALL,
     TROUBLE_TOOL_FAILURES,
     TROUBLE_TURNS,
     TROUBLE_STALLED,
     TROUBLE_LONG,
+    TROUBLE_COMPACTIONS,
 )
 #: The span event on a task's root when a signal was raised, with its figure and threshold.
 EVENT_TROUBLE: Final = "copilot.trouble"

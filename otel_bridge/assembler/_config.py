@@ -29,6 +29,8 @@ class TroubleOptions:
         repeated_calls: calls of one tool with the same arguments in one task.
         tool_failures: failures in a row of one tool in one task.
         turns: main-agent turns of one task.
+        compactions: compactions of its context in one task (`session.compaction_complete`,
+            failed ones too): a task that compacts again and again loses what it was doing.
         stalled_seconds: seconds without an event while a task is open (`run` only: it needs
             a clock).
         long_task_seconds: how long a task may be open, by mode (a mode not named: the
@@ -38,6 +40,7 @@ class TroubleOptions:
     repeated_calls: int = 5
     tool_failures: int = 5
     turns: int = 100
+    compactions: int = 3
     stalled_seconds: float = 600.0
     long_task_seconds: tuple[tuple[str, float], ...] = (
         (MODE_INTERACTIVE, 3600.0),
@@ -46,7 +49,7 @@ class TroubleOptions:
     )
 
     def __post_init__(self) -> None:
-        for name in ("repeated_calls", "tool_failures", "turns", "stalled_seconds"):
+        for name in ("repeated_calls", "tool_failures", "turns", "compactions", "stalled_seconds"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} may not be negative")
         if any(seconds < 0 for _, seconds in self.long_task_seconds):

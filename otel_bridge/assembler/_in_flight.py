@@ -174,6 +174,7 @@ _SAID = {
     sc.TROUBLE_TURNS: "{value} turns (threshold {threshold})",
     sc.TROUBLE_STALLED: "no event for {value} s (threshold {threshold} s)",
     sc.TROUBLE_LONG: "open for {value} s (threshold {threshold} s)",
+    sc.TROUBLE_COMPACTIONS: "its context compacted {value} times (threshold {threshold})",
 }
 
 
@@ -211,7 +212,8 @@ def in_flight(tasks: Iterable[OpenTask], now_ns: int) -> InFlight:
     """The running-now gauges' values over the open tasks: (facts, interaction, the session's
     open permission requests) each. Every metric of `TASK_METRICS` has a series for each
     label set that has an open task (0 where it counts nothing), so that a series goes back
-    to 0 rather than away while tasks are open; all go when none is."""
+    to 0 rather than away while tasks are open; all go when none is. The context gauges, by
+    model too, have a series only for the open tasks whose context is known (`_context`)."""
     out: InFlight = {name: defaultdict(float) for name in TASK_METRICS}
     for facts, interaction, permissions in tasks:
         labels = _labels(facts, interaction)
@@ -239,6 +241,11 @@ def in_flight(tasks: Iterable[OpenTask], now_ns: int) -> InFlight:
         for signal in sc.TROUBLE_SIGNALS:
             key = (signal, *labels)
             out[sc.METRIC_TASKS_TROUBLED][key] += signal in watch.raised
+        context = interaction.context
+        if context.current is not None:  # no figure, no series (never a 0 made up)
+            key = (context.model or facts.model or sc.UNKNOWN, *labels)
+            _max(out, sc.METRIC_TASKS_OPEN_CONTEXT, key, context.current)
+            out[sc.METRIC_TASKS_OPEN_CONTEXT_HIGH][key] += context.current > sc.CONTEXT_HIGH
     return out
 
 
@@ -280,6 +287,8 @@ TASK_METRICS = (
     sc.METRIC_TASKS_WAITING_FOR_USER,
     sc.METRIC_TASKS_WAITING_OLDEST,
     sc.METRIC_TASKS_TROUBLED,
+    sc.METRIC_TASKS_OPEN_CONTEXT,
+    sc.METRIC_TASKS_OPEN_CONTEXT_HIGH,
 )
 
 
@@ -319,4 +328,6 @@ def label_dict(name: str, key: tuple[str | None, ...]) -> dict[str, AttributeVal
         keys = (sc.COPILOT_WAIT_KIND, *keys)
     elif name == sc.METRIC_TASKS_TROUBLED:
         keys = (sc.COPILOT_TROUBLE_SIGNAL, *keys)
+    elif name in (sc.METRIC_TASKS_OPEN_CONTEXT, sc.METRIC_TASKS_OPEN_CONTEXT_HIGH):
+        keys = (sc.GEN_AI_REQUEST_MODEL, *keys)
     return {k: v for k, v in zip(keys, key, strict=True) if v is not None}

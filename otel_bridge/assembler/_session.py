@@ -31,7 +31,7 @@ from ._meter import SessionMeter
 from ._parts import Parts
 from ._snapshot import restore, snapshot
 from ._state import Interaction, SeenSet, SessionFacts
-from .handlers import AFTER_RESUME, HANDLERS, KEEP_DANGLING_TOOLS
+from .handlers import AFTER_RESUME, HANDLERS, KEEP_DANGLING_TOOLS, OBSERVERS
 from .spans import SpanBuilders, SpanFactory
 
 __all__ = ["SessionAssembler"]
@@ -198,6 +198,8 @@ class SessionAssembler:
             # junk of a sub-agent nobody announced does not move its task's end
             orphaned = self.lifecycle.orphaned is event
             self.lifecycle.orphaned = None
+        elif interaction is not None and (observer := OBSERVERS.get(event.type)) is not None:
+            observer(self.parts, event)
         if event.type not in KNOWN_EVENT_TYPES:
             self.meter.unknown_event(event.type)
             if self.config.keep_unknown_events:

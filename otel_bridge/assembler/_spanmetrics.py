@@ -11,7 +11,8 @@ metrics cannot disagree with the spans, and no handler counts them:
     chat           gen_ai.client.inference.duration, gen_ai.client.inference.operation.
                    {input,output}_tokens and the gen_ai.client.inference.usage.* counters (a
                    usage record's call: the CLI's own duration and token counts, when the span
-                   carries them); copilot.premium_requests and copilot.ai_credits (its cost,
+                   carries them); copilot.context.utilization (when it has one);
+                   copilot.premium_requests and copilot.ai_credits (its cost,
                    unless bring-your-own-key). Released names only: the previous ones
                    (`--semconv`) are the metrics recorder's business (export/_metrics.py).
 
@@ -150,6 +151,16 @@ def _chat(meter: SessionMeter, record: SpanRecord) -> None:
         tokens = next((attributes[k] for k in keys if k in attributes), None)
         if isinstance(tokens, int) and tokens >= 0:
             meter.add_value(counter, tokens, model_attributes)
+    utilization = attributes.get(sc.COPILOT_CONTEXT_UTILIZATION)
+    if isinstance(utilization, float):  # none without a limit: no series, never a 0
+        meter.record(
+            sc.METRIC_CONTEXT_UTILIZATION,
+            utilization,
+            {
+                sc.GEN_AI_REQUEST_MODEL: attributes.get(sc.GEN_AI_REQUEST_MODEL, sc.UNKNOWN),
+                sc.COPILOT_MODE: meter.mode,
+            },
+        )
 
 
 def _cost(

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAIN",
     "Agent",
+    "ContextWatch",
     "Error",
     "Interaction",
     "Message",
@@ -187,6 +188,23 @@ class TaskWatch:
 
 
 @dataclass(eq=False, slots=True)
+class ContextWatch:
+    """How full a task's context window is (`_context`): its highest utilization over its
+    LLM calls (with that call's tokens and limit), the latest one (the running-now gauges),
+    and the compactions and truncations inside it. Kept with the task, as `TaskWatch` is."""
+
+    peak: float | None = None  # the highest copilot.context.utilization of its calls
+    peak_tokens: int = 0
+    peak_limit: int = 0
+    current: float | None = None  # the latest utilization: a call, a compaction, usage_info
+    limit: int | None = None  # the latest window limit seen (a compaction's has none)
+    model: str | None = None  # the model of the latest call
+    compactions: int = 0
+    truncations: int = 0
+    removed: int | None = None  # tokens the compactions and truncations removed
+
+
+@dataclass(eq=False, slots=True)
 class Interaction:
     """A top-level user message and its agent loop: one trace, open until the loop ends."""
 
@@ -239,6 +257,7 @@ class Interaction:
     decisions: dict[str, dict[str, AttributeValue]] = field(default_factory=dict)
 
     watch: TaskWatch = field(default_factory=TaskWatch)  # signals of trouble (`_in_flight`)
+    context: ContextWatch = field(default_factory=ContextWatch)  # window pressure (`_context`)
     # Events placed on orphan sub-agents (`Agent.orphan`), and those agents: both bounded.
     orphan_events: int = 0
     orphans: int = 0

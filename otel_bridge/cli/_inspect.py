@@ -11,7 +11,7 @@ import sys
 from .._doctor import Check, RunSetup, diagnose
 from .._progress import printable
 from .._stats import StatsAssembler, StatsCollector
-from .._stats_table import render_table, table_width
+from .._stats_table import render_context, render_table, table_width
 from .._version import __version__
 from .._words import plural
 from ..app import state_dir
@@ -37,11 +37,20 @@ def stats(args: argparse.Namespace) -> int:
     if args.json:
         print(
             json.dumps(
-                {"sessions": [s.to_dict() for s in sessions], "total": total.to_dict()}, indent=2
+                {
+                    "sessions": [s.to_dict() for s in sessions],
+                    "total": total.to_dict(),
+                    "context": {m: c.to_dict() for m, c in sorted(collector.context.items())},
+                },
+                indent=2,
             )
         )
     else:
-        print(render_table(sessions, total, table_width(os.environ, sys.stdout)))
+        width = table_width(os.environ, sys.stdout)
+        print(render_table(sessions, total, width))
+        context = render_context(collector.context, width)
+        if context:
+            print(f"\n{context}")
     logger.info("read %s: %s", plural(summary.files, "log"), summarize_reading(summary.read))
     return 1 if summary.failed or summary.not_logs else 0
 

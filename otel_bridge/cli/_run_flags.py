@@ -233,6 +233,13 @@ def trouble(run: argparse.ArgumentParser) -> None:
         help="a task's main agent starts its N-th turn (default: 100)",
     )
     trouble.add_argument(
+        "--trouble-compactions",
+        type=non_negative_int,
+        default=3,
+        metavar="N",
+        help="a task's context is compacted for the N-th time (default: 3)",
+    )
+    trouble.add_argument(
         "--trouble-stalled-seconds",
         type=non_negative_float,
         default=600.0,

@@ -288,6 +288,7 @@ def _trouble(args: argparse.Namespace) -> TroubleOptions:
         repeated_calls=args.trouble_repeated_calls,
         tool_failures=args.trouble_tool_failures,
         turns=args.trouble_turns,
+        compactions=args.trouble_compactions,
         stalled_seconds=args.trouble_stalled_seconds,
         long_task_seconds=(
             (MODE_INTERACTIVE, args.trouble_task_minutes * 60),

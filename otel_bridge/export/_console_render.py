@@ -8,11 +8,12 @@ time (local; a line of its own says the date when it changes), session (its firs
 characters), how the task ended (`_words`: done, completed, failed, error, aborted,
 unfinished, continued), tool calls and how many failed, tokens in/out ("n/a" when the CLI
 wrote no usage records: unknown is not zero), duration; then why it failed and its sub-agents
-when it has any, and the model. Up to the duration a line takes 68 characters; what follows is
-cut to the terminal's width when it is known (the model shortened in its middle, then
-left out), so that a
-line never wraps: 80 columns show the model of a task without sub-agents (up to 10
-characters), 100 that of a task with them.
+when it has any, the model, and the fullest its context window got (`ctx 87% of 128k`, when its
+calls said their model's limit; docs/spans.md "Context window"). Up to the duration a line
+takes 68 characters; what follows is cut to the terminal's width when it is known (the model
+shortened in its middle, then left out; the context is left out first), so that a line never
+wraps: 80 columns show the model of a task without sub-agents (up to 10 characters), 100 that
+of a task with them, 120 the context too.
 
 Names on a line come from logs another user may write: `shown` escapes what could act on a
 terminal.
@@ -21,7 +22,7 @@ terminal.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -31,7 +32,7 @@ from opentelemetry.trace.status import StatusCode
 from .. import semconv as sc
 from .._words import CONTINUED, outcome_word, plural, short_count, shortened
 
-__all__ = ["Painter", "Task", "shown", "tree_lines"]
+__all__ = ["Painter", "Task", "context_text", "shown", "tree_lines"]
 
 GREEN, RED, YELLOW, DIM, RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[2m", "\x1b[0m"
 _COLORS = {"completed": GREEN, "done": GREEN, "failed": RED, "error": RED, "aborted": YELLOW}
@@ -72,6 +73,8 @@ class Task:
     calls: int  # LLM calls
     model: str | None
     why: str | None  # error.type, when it says more than the outcome
+    #: the fullest its context window got: (utilization, limit); None when no call said
+    context: tuple[float, int] | None = None
 
     @classmethod
     def of(cls, top: ReadableSpan, spans: Sequence[ReadableSpan], *, late: bool) -> Task:
@@ -115,6 +118,7 @@ class Task:
             model=_text(attributes.get(sc.GEN_AI_REQUEST_MODEL))
             or _most_common((s.attributes or {}).get(sc.GEN_AI_REQUEST_MODEL) for s in chats),
             why=str(error_type) if error_type and error_type != outcome else None,
+            context=_peak(attributes, chats),
         )
 
     def line(self, paint: Painter, width: int | None = None) -> str:
@@ -138,6 +142,7 @@ class Task:
             (f"({shown(self.why)})" if self.why else "", False),
             (plural(self.agents, "sub-agent") if self.agents else "", False),
             (shown(self.model) if self.model else "", True),
+            (context_text(*self.context) if self.context else "", False),
         ):
             if not part:
                 continue
@@ -211,11 +216,43 @@ def _node(span: ReadableSpan, paint: Painter) -> str:
             )
         elif attributes.get(sc.COPILOT_USAGE_UNKNOWN):
             parts.append("n/a tok")
+        utilization = attributes.get(sc.COPILOT_CONTEXT_UTILIZATION)
+        limit = attributes.get(sc.COPILOT_CONTEXT_LIMIT)
+        if isinstance(utilization, float) and isinstance(limit, int):
+            parts.append(context_text(utilization, limit))
     if sc.COPILOT_TOOL_EXIT_CODE in attributes:
         parts.append(f"exit {shown(attributes[sc.COPILOT_TOOL_EXIT_CODE])}")
     if attributes.get(sc.COPILOT_INCOMPLETE):
         parts.append("unfinished")
     return "  ".join(parts)
+
+
+def context_text(utilization: float, limit: int) -> str:
+    """How full a context window was: `ctx 87% of 128k`."""
+    return f"ctx {utilization:.0%} of {short_count(limit)}"
+
+
+def _peak(
+    attributes: Mapping[str, object], chats: Sequence[ReadableSpan]
+) -> tuple[float, int] | None:
+    """The fullest context of a task: its root's figure (`copilot.task.context.*`), else (a
+    task whose root never came) the fullest of its calls; None when none said."""
+    peak = attributes.get(sc.COPILOT_TASK_CONTEXT_MAX_UTILIZATION)
+    limit = attributes.get(sc.COPILOT_TASK_CONTEXT_LIMIT)
+    if isinstance(peak, float) and isinstance(limit, int):
+        return peak, limit
+    best: tuple[float, int] | None = None
+    for span in chats:
+        values = span.attributes or {}
+        utilization = values.get(sc.COPILOT_CONTEXT_UTILIZATION)
+        window = values.get(sc.COPILOT_CONTEXT_LIMIT)
+        if (
+            isinstance(utilization, float)
+            and isinstance(window, int)
+            and (best is None or utilization > best[0])
+        ):
+            best = (utilization, window)
+    return best
 
 
 def day_line(ns: int) -> str:

@@ -59,6 +59,8 @@ def test_the_alerts_on_running_tasks_give_one_link() -> None:
         "CopilotAgentLooping",
         "CopilotAgentStalled",
         "CopilotTaskRunaway",
+        "CopilotContextWindowFull",
+        "CopilotRepeatedCompactions",
     }
     assert len({with_link[name] for name in running}) == 1, "the same link in each"
     links = rendered_links()

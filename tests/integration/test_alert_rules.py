@@ -95,6 +95,8 @@ def test_the_expected_alerts_exist() -> None:
         "CopilotAgentLooping",
         "CopilotAgentStalled",
         "CopilotTaskRunaway",
+        "CopilotContextWindowFull",
+        "CopilotRepeatedCompactions",
         "CopilotPremiumRequestsSpendHigh",
         "OtelBridgeDown",
         "OtelBridgeLagging",

@@ -308,6 +308,8 @@ def test_every_jaeger_link_of_the_dashboards_finds_what_it_says(replayed: Replay
         "Explore traces with errors (Jaeger)": lambda t: any(
             _status(s) == 2 for s in replayed.spans[t]
         ),
+        # no recorded task compacts (test_jaeger_finds_the_tasks_that_compacted_their_context)
+        COMPACTED: lambda t: False,
     }
     links = _jaeger_links()
     assert {title for title, _ in links} == set(meaning)
@@ -315,10 +317,66 @@ def test_every_jaeger_link_of_the_dashboards_finds_what_it_says(replayed: Replay
         assert query["service"] == "${traces_service}"
         found = replayed.found(**_grafana_search(query))
         expected = {t for t in roots if meaning[title](t)}
-        assert found, (title, query)
+        assert found or title == COMPACTED, (title, query)
         assert found <= expected, (title, query)
         if title != "Explore traces with errors (Jaeger)":  # the session errors among them
             assert found == expected, (title, query)
+
+
+COMPACTED = "Explore traces of tasks that compacted their context (Jaeger)"
+
+
+def test_jaeger_finds_the_tasks_that_compacted_their_context(tmp_path: Path) -> None:
+    """The dashboards' Jaeger link for compactions searches the repeated_compactions signal,
+    a field of a span event on the task's root: Jaeger finds the task that compacted 3 times,
+    not the one that compacted twice. Built from the CLI schema's fields (no recorded task
+    compacts: tests/fixtures/compaction_manual compacts between tasks)."""
+    from tests.builder import Log
+
+    jaeger_binary()
+    log = Log("5e551011-0000-4000-8000-00000000c0de")
+    log.start()
+    for interaction, times in (("i1", 3), ("i2", 2)):
+        log.user(interaction=interaction)
+        log.turn("0", interaction)
+        log.usage(f"u-{interaction}", inputTokens=100_000, maxPromptTokens=128_000)
+        for _ in range(times):
+            log.add("session.compaction_start", currentTokens=110_000, tokenLimit=128_000)
+            log.add(
+                "session.compaction_complete",
+                success=True,
+                preCompactionTokens=110_000,
+                postCompactionTokens=30_000,
+                tokensRemoved=80_000,
+            )
+        log.message([], turn="0")
+        log.turn_end("0")
+    session = tmp_path / "session-state" / log.session
+    session.mkdir(parents=True)
+    (session / "events.jsonl").write_bytes(log.jsonl())
+    (tmp_path / "jaeger").mkdir()
+    with Jaeger(tmp_path / "jaeger") as server:
+        traces_file = tmp_path / "bridge.jsonl"
+        done = replay(
+            [tmp_path / "session-state"],
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": server.otlp_http_url},
+            "--traces-file",
+            str(traces_file),
+        )
+        assert done.returncode == 0, done.stderr
+        result = Replayed(server, traces_file)
+        for trace_id, spans in result.spans.items():
+            server.wait_for_trace(trace_id, len(spans))
+        roots = result.roots()
+        compacted = {
+            # OTLP JSON writes an intValue as a string
+            t
+            for t, root in roots.items()
+            if attribute(root, "copilot.task.compactions") == "3"
+        }
+        assert len(roots) == 2 and len(compacted) == 1
+        (query,) = [query for title, query in _jaeger_links() if title == COMPACTED]
+        assert result.found(**_grafana_search(query)) == compacted
 
 
 def _list_title(trace: dict[str, Any]) -> str:

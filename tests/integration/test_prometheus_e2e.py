@@ -111,6 +111,15 @@ def billed_log() -> bytes:
         "repositoryHost": "github.com",
         "branch": "main",
     }
+    for event in log.raw:  # their model's prompt limit, as the CLI writes it
+        if event["type"] == "session.usage_record":
+            event["data"]["usage"]["maxPromptTokens"] = 128_000
+    # resumed once more, a task still open: its context (78% full) is a running-now series
+    # of the repository
+    log.add("session.resume", selectedModel="gpt-4.1", context=start["context"])
+    log.user(interaction="i3")
+    log.turn("0", interaction="i3")
+    log.usage("u5", inputTokens=100_000, maxPromptTokens=128_000)
     return log.jsonl()
 
 
@@ -316,6 +325,7 @@ def test_the_alerts_on_the_open_task_fire_in_prometheus(scraped_bridge) -> None:
         ("CopilotAgentLooping", "repeated_call"),
         ("CopilotAgentLooping", "tool_failures"),
         ("CopilotTaskRunaway", "long_running"),
+        ("CopilotRepeatedCompactions", "repeated_compactions"),
     }
 
     def alerts(result: list[dict[str, Any]]) -> set[tuple[str, str]]:

@@ -37,6 +37,26 @@ def stats(*args: str, columns: int | None = None) -> subprocess.CompletedProcess
     )
 
 
+def table(result: subprocess.CompletedProcess[str]) -> list[str]:
+    """The lines of the sessions' table (the context table follows it after a blank line)."""
+    return result.stdout.split("\n\n", 1)[0].splitlines()
+
+
+def test_the_context_table_follows_by_model() -> None:
+    for columns in (None, 60):
+        text = stats(str(FIXTURES), columns=columns).stdout
+        lines = text.split("\n\n", 1)[1].splitlines()
+        assert lines[0].startswith("context window")
+        assert lines[1].split() == [
+            "model", "calls", "p50", "p90", "p99", "max", "tasks", "compact/task"
+        ]  # fmt: skip
+        assert [line.split()[0] for line in lines[2:]] == ["gpt-4.1"]
+        assert columns is None or max(map(len, lines)) <= columns
+    report = json.loads(stats("--json", str(FIXTURES)).stdout)
+    assert set(report["context"]) == {"gpt-4.1"}
+    assert report["context"]["gpt-4.1"]["max"] == 0.14  # compaction_manual: 9000 of 64000
+
+
 def first_event(path: Path) -> dict:
     return json.loads(path.read_text().splitlines()[0])
 
@@ -51,13 +71,13 @@ def collected(paths: str = "basename") -> StatsCollector:
 
 @pytest.mark.parametrize("columns", [80, 100, 120, 60])
 def test_the_table_fits_columns(columns) -> None:
-    lines = stats(str(FIXTURES), columns=columns).stdout.splitlines()
+    lines = table(stats(str(FIXTURES), columns=columns))
     assert len(lines) == len(LOGS) + 4  # header, rule, a row per session, rule, total
     assert max(map(len, lines)) <= columns
 
 
 def test_at_80_columns_a_row_says_which_session_when_where_and_which_model() -> None:
-    lines = stats(str(FIXTURES), columns=80).stdout.splitlines()
+    lines = table(stats(str(FIXTURES), columns=80))
     for path in LOGS:
         start = first_event(path)
         session = start["data"]["sessionId"]
@@ -70,7 +90,7 @@ def test_at_80_columns_a_row_says_which_session_when_where_and_which_model() -> 
 
 
 def test_piped_without_columns_the_table_is_whole() -> None:
-    lines = stats(str(FIXTURES)).stdout.splitlines()
+    lines = table(stats(str(FIXTURES)))
     assert "tasks by outcome" in lines[0]
     header = lines[1].split()
     for column in (
@@ -167,7 +187,7 @@ def test_each_session_shows_its_repository_or_a_dash(capsys) -> None:
     git_session = first_event(GIT_LOG)["data"]["sessionId"]
     assert by_id[git_session]["repository"] == "octo-org/demo-project"
     assert report["total"]["repository"] is None
-    lines = stats(str(FIXTURES)).stdout.splitlines()
+    lines = table(stats(str(FIXTURES)))
     at = lines[1].index("repository")  # where the column starts
     for line in lines[3:-2]:
         expected = "octo-org/demo-project" if line.startswith(git_session) else "-"

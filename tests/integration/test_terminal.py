@@ -34,8 +34,11 @@ FIXTURES = paths.FIXTURES
 LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 TIMESTAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
-# time, session, outcome in words, tools, tokens, duration, [why, sub-agents,] model
-SUMMARY = re.compile(r"^\d\d:\d\d  [0-9a-f]{8}  [a-z]+ +\d+ tools?.*  \d+\.\ds(?:  .+)?  gpt-4\.1$")
+# time, session, outcome in words, tools, tokens, duration, [why, sub-agents,] model[, context]
+SUMMARY = re.compile(
+    r"^\d\d:\d\d  [0-9a-f]{8}  [a-z]+ +\d+ tools?.*  \d+\.\ds(?:  .+)?  gpt-4\.1"
+    r"(?:  ctx \d+% of \d+k)?$"
+)
 BAR = re.compile(r"^replaying \d+ logs \[[#-]+\] +\d+\.\d% \S+ \S+/\S+ \S+$")
 
 

@@ -23,7 +23,7 @@ from . import _skills as skills
 from . import _subagents as subagents
 from . import _tools as tools
 
-__all__ = ["AFTER_RESUME", "HANDLERS", "KEEP_DANGLING_TOOLS", "Handler"]
+__all__ = ["AFTER_RESUME", "HANDLERS", "KEEP_DANGLING_TOOLS", "OBSERVERS", "Handler"]
 
 Handler = Callable[[Parts, Event], None]
 
@@ -35,9 +35,9 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
         "session.shutdown": session_events.on_shutdown,
         "session.mode_changed": session_events.on_mode_changed,
         "session.model_change": session_events.on_model_change,
-        "session.compaction_start": session_events.on_context_event,
+        "session.compaction_start": session_events.on_compaction_start,
         "session.compaction_complete": session_events.on_compaction_complete,
-        "session.truncation": session_events.on_context_event,
+        "session.truncation": session_events.on_truncation,
         "session.context_changed": session_events.on_context_changed,  # attribution
         # messages and turns (_messages.py)
         "user.message": messages.on_user_message,
@@ -81,6 +81,13 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType(
         "exit_plan_mode.requested": live.on_question,
         "exit_plan_mode.completed": live.on_answer,
     }
+)
+
+#: Events that only update what the open task's figures say (the running-now gauges), live
+#: only: no span changes and, unlike a handler's, their coming decides nothing (dangling tools,
+#: the end of a killed process's task), so that the spans stay what the log says.
+OBSERVERS: Mapping[str, Handler] = MappingProxyType(
+    {"session.usage_info": session_events.on_usage_info}
 )
 
 #: Tools still running at a main-agent turn_end wait for the next event the bridge handles: if

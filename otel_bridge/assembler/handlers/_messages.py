@@ -9,6 +9,7 @@ from ... import semconv as sc
 from ..._events import Event
 from ..._records import SpanEventRecord
 from .._accounting import count_call
+from .._context import on_call
 from .._fields import compact, read_obj, read_str
 from .._in_flight import turn_started
 from .._state import Interaction, Message, Turn
@@ -267,4 +268,5 @@ def on_usage(parts: Parts, event: Event) -> None:
     if interaction.chat_keys.seen(call_key):
         return  # the same call seen twice (disk record and live event)
     record = parts.spans.chat.from_usage(interaction, agent, event, usage, call_key)
+    on_call(interaction.context, record.attributes)
     count_call(parts.facts, record.attributes)

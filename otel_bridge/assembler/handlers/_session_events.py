@@ -12,7 +12,12 @@ from ..._events import Event
 from ..._records import AttributeValue, SpanEventRecord
 from .._accounting import on_shutdown_accounting
 from .._attribution import context_attributes
+from .._context import on_compaction_complete as count_compaction
+from .._context import on_compaction_start as compaction_started
+from .._context import on_truncation as count_truncation
+from .._context import on_usage_info as usage_now
 from .._fields import read_int, read_num, read_str, read_version, snake_case
+from .._in_flight import raise_signal
 from .._state import SESSION_ID, disagrees
 
 if TYPE_CHECKING:
@@ -119,14 +124,51 @@ def on_model_change(parts: Parts, event: Event) -> None:
         parts.facts.model = model
 
 
+def on_compaction_start(parts: Parts, event: Event) -> None:
+    """The window the compaction works for, on its task's context (`_context`); then a span
+    event like the others."""
+    interaction = parts.interaction
+    if interaction is not None:
+        compaction_started(interaction.context, event.data)
+    on_context_event(parts, event)
+
+
 def on_compaction_complete(parts: Parts, event: Event) -> None:
-    """Counted (success or failure), then a span event like the others."""
+    """Counted (success or failure) and added to its task's compactions (`_context`; from
+    `TroubleOptions.compactions` of them, a trouble signal), then a span event like the
+    others."""
     failed = event.data.get("success") is False
     parts.meter.add(
         sc.METRIC_COMPACTIONS,
         {sc.COPILOT_COMPACTION_OUTCOME: sc.COMPACTION_FAILURE if failed else sc.COMPACTION_SUCCESS},
     )
+    interaction = parts.interaction
+    if interaction is not None:
+        count = count_compaction(interaction.context, event.data)
+        threshold = parts.config.trouble.compactions
+        if threshold and count >= threshold:
+            raise_signal(
+                parts, interaction, sc.TROUBLE_COMPACTIONS, count, threshold, event.timestamp_ns
+            )
     on_context_event(parts, event)
+
+
+def on_truncation(parts: Parts, event: Event) -> None:
+    """Counted, and added to its task's truncations (`_context`), then a span event like the
+    others."""
+    parts.meter.add(sc.METRIC_CONTEXT_TRUNCATIONS, {sc.COPILOT_MODE: parts.facts.mode})
+    interaction = parts.interaction
+    if interaction is not None:
+        count_truncation(interaction.context, event.data)
+    on_context_event(parts, event)
+
+
+def on_usage_info(parts: Parts, event: Event) -> None:
+    """Live session.usage_info: where the open task's context stands now (the running-now
+    gauges only; no span changes)."""
+    interaction = parts.interaction
+    if interaction is not None:
+        usage_now(interaction.context, event.data)
 
 
 def on_context_event(parts: Parts, event: Event) -> None:

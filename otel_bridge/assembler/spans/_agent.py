@@ -9,6 +9,7 @@ from ... import semconv as sc
 from ..._events import Event
 from ..._records import LinkRecord
 from .._content import ContentPolicy, as_messages, task_title
+from .._context import task_attributes
 from .._fields import read_str
 from .._root_name import root_name
 from .._state import MAIN, Agent, Error, Interaction, OpenSpan, SessionFacts
@@ -157,6 +158,7 @@ class AgentSpans:
             root.attributes[sc.COPILOT_CONTINUATIONS] = interaction.continuations
         if interaction.steering:
             root.attributes[sc.COPILOT_STEERING_MESSAGES] = interaction.steering
+        root.attributes.update(task_attributes(interaction.context))
         if self._root_name is not None:  # named now: the outcome is known
             facts = {**(self._facts.attribution or {}), **root.attributes}
             root.name = root_name(self._root_name, facts)

@@ -11,6 +11,7 @@ from ..._events import Event
 from ..._records import AttributeValue, SpanKind, SpanRecord
 from .._accounting import call_attributes, drop_implausible, unreadable_tokens
 from .._content import ContentPolicy
+from .._context import call_context
 from .._fields import compact, read_int, read_num, read_str
 from .._state import Agent, Interaction, OpenSpan, SessionFacts, Turn
 from ._factory import ID_CHAT, SpanFactory
@@ -68,6 +69,7 @@ class ChatSpans:
             attributes.update(dict.fromkeys(self._cache_write_keys, cache_write))
         attributes.update(call_attributes(usage))
         implausible = drop_implausible(attributes) + unreadable_tokens(usage)
+        implausible += call_context(usage, attributes)
         if implausible:
             self._factory.implausible(implausible)
         ask(agent, attributes)

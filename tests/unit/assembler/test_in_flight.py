@@ -434,9 +434,11 @@ def test_run_s_flags_set_the_thresholds_and_replay_keeps_the_defaults(tmp_path) 
     flags = ["--trouble-repeated-calls", "7", "--trouble-tool-failures", "0"]
     flags += ["--trouble-turns", "9", "--trouble-stalled-seconds", "30"]
     flags += ["--trouble-task-minutes", "2", "--trouble-autopilot-minutes", "3"]
+    flags += ["--trouble-compactions", "4"]
     args = build_parser().parse_args(["run", "--no-checkpoints", *flags])
     trouble = run_pipeline_config(args, {}).assembler.trouble
     assert (trouble.repeated_calls, trouble.tool_failures, trouble.turns) == (7, 0, 9)
+    assert trouble.compactions == 4
     assert trouble.stalled_seconds == 30
     assert trouble.long_task(sc.MODE_PLAN) == 120 and trouble.long_task(sc.MODE_AUTOPILOT) == 180
     replay = build_parser().parse_args(["replay", str(tmp_path)])

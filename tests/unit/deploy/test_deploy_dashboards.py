@@ -102,5 +102,9 @@ def _check_jaeger_search(traceql: str, query: dict[str, Any]) -> None:
         assert tags == {semconv.COPILOT_TOOL_OUTCOME: semconv.TOOL_OUTCOME_ERROR}
     elif "status=error" in traceql:
         assert tags == {semconv.COPILOT_TASK_OUTCOME: semconv.OUTCOME_ERROR}
+    elif "copilot.task.compactions>0" in traceql:
+        # no "greater than" in a Jaeger search: the tasks of the signal (3 compactions), whose
+        # span event carries it
+        assert tags == {semconv.COPILOT_TROUBLE_SIGNAL: semconv.TROUBLE_COMPACTIONS}
     else:
         assert tags == {}

@@ -33,7 +33,8 @@ SUMMARY = re.compile(
     r"^\d\d:\d\d  (?P<session>[0-9a-f]{8})  (?P<outcome>[a-z]+) +"
     r"(?P<tools>\d+) tools?(?:, (?P<failed>\d+) failed)? +"
     r"(?P<tokens>(?:\S+/\S+|n/a) tok)? +(?P<duration>\d+\.\ds|\d+m\d\ds|\d+h\d\dm)"
-    r"(?:  \((?P<why>[^)]+)\))?(?:  (?P<agents>\d+) sub-agents?)?(?:  (?P<model>\S+))?$"
+    r"(?:  \((?P<why>[^)]+)\))?(?:  (?P<agents>\d+) sub-agents?)?(?:  (?P<model>\S+))?"
+    r"(?:  ctx (?P<ctx>\d+)% of (?P<limit>\S+))?$"
 )
 DAY = re.compile(r"^-- \d{4}-\d\d-\d\d \w{3} --$")
 WORDS = {"completed": "completed", "no_signal": "done", "failed": "failed"}

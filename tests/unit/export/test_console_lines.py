@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_bridge.export._console import ConsoleSpanExporter
 from tests import paths
+from tests.builder import Log
 from tests.unit.export.test_console import DAY, FIXTURES, LOGS, SUMMARY, printed, roots, spans_of
 
 OLD_CLIS = sorted(FIXTURES.glob("*_cli10[89]*/events.jsonl"))
@@ -37,13 +38,48 @@ def test_summary_lines_fit_the_width_with_fixed_columns(width: int) -> None:
 
 
 def test_without_a_width_a_line_takes_80_columns_and_100_with_sub_agents() -> None:
-    # (and a few more for why a task failed: "(query)")
+    # (and a few more for why a task failed: "(query)"), then the context of its fullest call
     lines = _lines(printed(spans_of(LOGS), "summary"))  # a pipe: nothing is cut
-    plain = [line for line in lines if "sub-agent" not in line and "(" not in line]
-    agents = [line for line in lines if "sub-agent" in line]
+    matched = [SUMMARY.match(line) for line in lines]
+    assert all(matched)
+    cut = [line[: m.end("model")] for line, m in zip(lines, matched, strict=True) if m]
+    plain = [line for line in cut if "sub-agent" not in line and "(" not in line]
+    agents = [line for line in cut if "sub-agent" in line]
     assert plain and agents
     assert max(map(len, plain)) <= 80 and max(map(len, agents)) <= 100
-    assert all(line.endswith("gpt-4.1") for line in lines)
+    assert all(line.endswith("gpt-4.1") for line in cut)
+    # every fixture with usage records says its model's limit: 64k (copilot -p), 128k (SDK)
+    limits = {m["limit"] for m in matched if m and m["ctx"]}
+    assert limits == {"64k", "128k"}
+
+
+@pytest.mark.parametrize("console_format", ["summary", "tree"])
+def test_the_fullest_context_of_a_task_and_of_each_call(
+    tmp_path: Path, console_format: str
+) -> None:
+    log = Log.asked("0123abcd-4567-489a-9bcd-0123456789ab")
+    log.turn("0")
+    log.usage("u1", inputTokens=40_000, maxPromptTokens=128_000)
+    log.message([("c1", "bash")], turn="0")
+    log.tool_start("c1", "bash")
+    log.tool_done("c1")
+    log.turn_end("0")
+    log.turn("1")
+    log.usage("u2", inputTokens=111_360, maxPromptTokens=128_000)
+    log.usage("u3", inputTokens=20_000)  # no limit: no context
+    log.message([], turn="1")
+    log.turn_end("1")
+    (tmp_path / "events.jsonl").write_bytes(log.jsonl())
+    text = printed(spans_of([tmp_path / "events.jsonl"]), console_format)
+    (summary,) = [m for m in map(SUMMARY.match, _lines(text)) if m]
+    assert (summary["ctx"], summary["limit"]) == ("87", "128k")  # the fullest call's
+    if console_format == "tree":
+        calls = [line for line in text.splitlines() if "chat gpt-4.1" in line]
+        assert [line.split("tok", 1)[1].strip() for line in calls] == [
+            "ctx 31% of 128k",
+            "ctx 87% of 128k",
+            "",
+        ]
 
 
 def test_a_long_model_is_shortened_to_fit_and_still_tells_models_apart() -> None:
@@ -89,13 +125,18 @@ def test_tasks_print_in_the_order_they_started_whatever_order_logs_come_in() -> 
     starts = sorted((s.start_time or 0) for s in roots(backwards))
     assert len(lines) == len(starts)
     assert lines == _lines(printed(spans_of(LOGS), "summary", hold_seconds=60))
-    times = [line[:5] for line in lines]
-    assert times == sorted(times)  # within one day's fixtures, HH:MM sorts
-    # a date line before the first task of each day
-    days = [
-        line for line in printed(backwards, "summary", days=True).splitlines() if DAY.match(line)
-    ]
+    # a date line before the first task of each day; within a day, HH:MM sorts
+    by_day: list[list[str]] = []
+    days = []
+    for line in printed(backwards, "summary", days=True).splitlines():
+        if DAY.match(line):
+            days.append(line)
+            by_day.append([])
+        elif by_day:
+            by_day[-1].append(line[:5])
     assert days == sorted(set(days)) and days
+    assert all(times == sorted(times) for times in by_day)
+    assert sum(map(len, by_day)) == len(lines)
 
 
 def test_what_waits_is_printed_once_no_span_has_come_for_a_while() -> None:

@@ -266,9 +266,11 @@ def test_stats_json_matches_the_raw_logs(capsys) -> None:
 
 def test_stats_table_has_a_row_per_session_and_a_total(capsys) -> None:
     assert main(["stats", str(FIXTURES / "subagent"), str(FIXTURES / "abort")]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    sessions, context = capsys.readouterr().out.split("\n\n")  # the context table follows
+    lines = sessions.splitlines()
     assert lines[-1].startswith("total")
     assert sum(1 for line in lines if line[:8].count("-") == 0 and line[8:9] == "-") == 2
+    assert context.startswith("context window")
 
 
 def test_prometheus_names_follow_the_exporter_rules() -> None:

@@ -51,6 +51,33 @@ def test_live_and_tailed_views_of_one_session_give_the_same_span_ids() -> None:
         assert (span.parent.span_id if span.parent else None) == record.parent_span_id
 
 
+def test_live_and_tailed_views_give_the_same_context_figures() -> None:
+    """Each call's copilot.context.* and each task's peak, live (assistant.usage, and the
+    session.usage_info events the SDK delivers, which change no span) and from the log."""
+    keys = (
+        "copilot.context.tokens",
+        "copilot.context.limit",
+        "copilot.context.utilization",
+        "copilot.task.context.max_utilization",
+        "copilot.task.context.tokens",
+        "copilot.task.context.limit",
+    )
+    events = live_events()
+    assert any(e["type"] == "session.usage_info" for e in events)
+    live = {
+        s.context.span_id: {k: s.attributes[k] for k in keys if k in s.attributes}
+        for s in run_live(events)
+    }
+    tailed = {
+        r.span_id: {k: r.attributes[k] for k in keys if k in r.attributes}
+        for r in assemble_file(CAPTURE / "events.before_resume.jsonl")
+    }
+    assert live == tailed
+    figures = [f for f in live.values() if f]
+    assert len(figures) == 6  # 4 calls, 2 tasks
+    assert {f.get("copilot.context.limit") for f in figures} >= {128_000}
+
+
 def test_live_chat_spans_carry_the_tokens_of_the_usage_events() -> None:
     events = live_events()
     usage = {
