@@ -237,7 +237,13 @@ def on_assistant_message(parts: Parts, event: Event) -> None:
 
 
 def append_answer(parts: Parts, turn: Turn, text: str) -> None:
-    """Add a message's text to its turn's answer, up to `MAX_ANSWER_CHARS` (counted beyond)."""
+    """Add a message's text to its turn's answer, up to `MAX_ANSWER_CHARS` (counted beyond).
+    A turn's messages are joined by a newline: glued, the end of one and the start of the
+    next could hide a secret's shape from the scrubber (`...nginx` + `echo X | sudo -S`)."""
+    if not text:
+        return
+    if turn.answer_length:
+        text = "\n" + text
     turn.answer_length += len(text)
     room = MAX_ANSWER_CHARS - len(turn.answer)
     if len(text) > room:

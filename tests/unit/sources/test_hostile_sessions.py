@@ -422,7 +422,8 @@ def test_a_turn_that_never_ends_holds_a_bounded_amount_and_says_its_full_size() 
     assert len(by_name(emitted, "chat")) >= 2900  # held ones went out, oldest first
     spans = emitted + assembler.end_stream("turn")
     (turn_span,) = turns(spans)
-    assert turn_span.attributes[sc.COPILOT_RESPONSE + sc.LENGTH_SUFFIX] == 3000 * 1000
+    # 3000 messages of 1000 characters, joined by a newline
+    assert turn_span.attributes[sc.COPILOT_RESPONSE + sc.LENGTH_SUFFIX] == 3000 * 1000 + 2999
     assert {sc.LIMIT_TURN_MESSAGES, sc.LIMIT_ANSWER, sc.LIMIT_HELD_CHATS} <= set(
         assembler.stats.limits
     )
