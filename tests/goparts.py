@@ -34,16 +34,25 @@ from tests.prometheus import free_port
 
 __all__ = [
     "COLLECTOR_VERSION",
+    "ETCD_VERSION",
+    "HELM_VERSION",
     "JAEGER_VERSION",
+    "KUBE_VERSION",
+    "PROM_OPERATOR_VERSION",
     "Collector",
     "Jaeger",
+    "etcd_binary",
+    "helm_binary",
     "jaeger_binary",
+    "kube_apiserver_binary",
     "otelcol_binary",
+    "prometheus_operator_crds",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "deploy" / "otelcol" / "builder-config.yaml"
 BUILD_SCRIPT = ROOT / "scripts" / "build_test_parts.sh"
+KUBE_BUILD_SCRIPT = ROOT / "scripts" / "build_kube_parts.sh"
 HOST = "127.0.0.1"
 
 # Keep in step with scripts/build_test_parts.sh (tests/integration/test_gateway.py checks that
@@ -51,14 +60,29 @@ HOST = "127.0.0.1"
 JAEGER_VERSION = "v1.76.0"
 COLLECTOR_VERSION = "v0.161.0"
 
+# Keep in step with scripts/build_kube_parts.sh (tests/unit/deploy/test_helm_chart.py checks
+# that they agree).
+HELM_VERSION = "v4.3.2"
+ETCD_VERSION = "v3.6.16"
+KUBE_VERSION = "v1.34.4"
+PROM_OPERATOR_VERSION = "v0.85.0"
+
 _BUILD_HINT = "build it with `bash scripts/build_test_parts.sh` (Go and the Go module proxy)"
+_KUBE_HINT = "build it with `bash scripts/build_kube_parts.sh` (Go and the Go module proxy)"
 
 
 # Read when this module is imported (at collection): tests/conftest.py strips every OTEL_*
 # variable from the environment of each test, these included.
 _OVERRIDES = {
     name: os.environ.get(name, "")
-    for name in ("OTEL_BRIDGE_TEST_PARTS", "OTEL_BRIDGE_JAEGER", "OTEL_BRIDGE_OTELCOL")
+    for name in (
+        "OTEL_BRIDGE_TEST_PARTS",
+        "OTEL_BRIDGE_JAEGER",
+        "OTEL_BRIDGE_OTELCOL",
+        "OTEL_BRIDGE_HELM",
+        "OTEL_BRIDGE_ETCD",
+        "OTEL_BRIDGE_KUBE_APISERVER",
+    )
 }
 
 
@@ -71,10 +95,10 @@ def cache_dir() -> Path:
     return Path(base) / "otel-bridge" / "test-parts"
 
 
-def _existing(env_name: str, default: Path, what: str) -> Path:
-    path = Path(_OVERRIDES[env_name] or default)
+def _existing(env_name: str, default: Path, what: str, hint: str = _BUILD_HINT) -> Path:
+    path = Path(_OVERRIDES.get(env_name) or default)
     if not os.access(path, os.X_OK):
-        message = f"{what} is not built ({path} is missing): {_BUILD_HINT}"
+        message = f"{what} is not built ({path} is missing): {hint}"
         if os.environ.get("CI") == "true":  # CI builds it (scripts/test.sh): never skip there
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
@@ -93,6 +117,38 @@ def otelcol_binary() -> Path:
     digest = hashlib.sha256(MANIFEST.read_bytes()).hexdigest()[:12]
     default = cache_dir() / f"otelcol-{COLLECTOR_VERSION}-{digest}" / "otelcol-bridge"
     return _existing("OTEL_BRIDGE_OTELCOL", default, f"The Collector ({COLLECTOR_VERSION})")
+
+
+def helm_binary() -> Path:
+    """helm v4, built by scripts/build_kube_parts.sh, or a skip that says how to build it."""
+    default = cache_dir() / f"helm-{HELM_VERSION}" / "helm"
+    return _existing("OTEL_BRIDGE_HELM", default, f"helm {HELM_VERSION}", _KUBE_HINT)
+
+
+def etcd_binary() -> Path:
+    """etcd for the API server, built by scripts/build_kube_parts.sh, or a skip."""
+    default = cache_dir() / f"etcd-{ETCD_VERSION}" / "etcd"
+    return _existing("OTEL_BRIDGE_ETCD", default, f"etcd {ETCD_VERSION}", _KUBE_HINT)
+
+
+def kube_apiserver_binary() -> Path:
+    """kube-apiserver, built by scripts/build_kube_parts.sh, or a skip."""
+    default = cache_dir() / f"kube-apiserver-{KUBE_VERSION}" / "kube-apiserver"
+    return _existing(
+        "OTEL_BRIDGE_KUBE_APISERVER", default, f"kube-apiserver {KUBE_VERSION}", _KUBE_HINT
+    )
+
+
+def prometheus_operator_crds() -> list[Path]:
+    """The prometheus-operator's CRD files, copied out of its Go module by
+    scripts/build_kube_parts.sh, or a skip."""
+    directory = cache_dir() / f"prometheus-operator-crd-{PROM_OPERATOR_VERSION}"
+    if not (directory / ".done").is_file():
+        message = f"the prometheus-operator CRDs are not there ({directory}): {_KUBE_HINT}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return sorted(directory.glob("*.yaml"))
 
 
 def _get(url: str, timeout: float = 5.0) -> bytes:
