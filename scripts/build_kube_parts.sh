@@ -73,7 +73,6 @@ text = re.sub(r"^replace \($.*?^\)$", "", text, flags=re.S | re.M)
 text = re.sub(r"^replace .*$", "", text, flags=re.M)
 open(path, "w").write(text)
 EOF
-    (cd "$etcd_dir/src" && go mod tidy >/dev/null 2>&1 || true)
     (cd "$etcd_dir/src" && go build -trimpath -ldflags="-s -w" -o "$etcd_dir/etcd.tmp" .)
     mv "$etcd_dir/etcd.tmp" "$etcd_dir/etcd"
     rm -rf "$etcd_dir/src"

@@ -29,6 +29,25 @@ EVERYTHING: dict[str, Any] = {
     "dashboards": {"enabled": True},
 }
 MODES = ("daemonset", "sidecar")
+#: The prometheus-operator CRDs (files of scripts/build_kube_parts.sh's copy) of the chart's kinds.
+CRD_FILES = ("servicemonitors", "podmonitors", "prometheusrules")
+
+
+class _CRDLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, which also reads a plain `=` (YAML 1.1's value tag, an enum
+    member in the CRDs) as the string it is."""
+
+
+_CRDLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: node.value)
+
+
+def chart_crds() -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions of the ServiceMonitor, PodMonitor and PrometheusRule."""
+    return [
+        yaml.load(path.read_text(), Loader=_CRDLoader)
+        for path in goparts.prometheus_operator_crds()
+        if path.stem.endswith(CRD_FILES)
+    ]
 
 
 def kube_versions() -> tuple[str, str]:
