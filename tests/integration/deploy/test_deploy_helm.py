@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from otel_bridge.cli._checks import prometheus_wanted
+from otel_bridge.cli._config_file import tomllib  # the standard library's, or tomli on 3.10
 from tests import paths
 from tests.integration.deploy.helm_chart import (
     ALERTS,
@@ -440,3 +441,29 @@ def test_the_kube_version_range_is_enforced(tmp_path: Path) -> None:
         done = template(tmp_path, kube_version=version)
         assert done.returncode != 0
         assert "kubeVersion" in done.stderr and "incompatible" in done.stderr, done.stderr
+
+
+# ---------------------------------------------------------------------- the kustomize files
+def test_the_kustomize_files_agree_with_the_chart(tmp_path: Path) -> None:
+    """deploy/kubernetes stays beside the chart for users without Helm: the same options of
+    run, probes, security context, grace period and (for the DaemonSet) resources as the
+    chart's defaults, so that neither drifts from the other unnoticed."""
+    kustomize = paths.REPO / "deploy" / "kubernetes"
+    toml = tomllib.loads((kustomize / "otel-bridge.toml").read_text())
+    for mode, manifest in (("daemonset", "daemonset.yaml"), ("sidecar", "sidecar.yaml")):
+        objects = render(tmp_path, {"mode": mode})
+        chart = workload_of(objects)
+        theirs = yaml.safe_load((kustomize / manifest).read_text())
+        assert tomllib.loads(config_text(objects, chart)) == toml, mode
+        mine, other = bridge(chart), bridge(theirs)
+        for key in ("args", "livenessProbe", "readinessProbe", "securityContext"):
+            assert mine[key] == other[key], (mode, key)
+        if mode == "daemonset":
+            assert mine["resources"] == other["resources"]
+        spec, their_spec = pod_spec(chart), pod_spec(theirs)
+        for key in ("runAsNonRoot", "runAsUser", "runAsGroup", "seccompProfile"):
+            assert spec["securityContext"][key] == their_spec["securityContext"][key], key
+        assert spec["automountServiceAccountToken"] is their_spec["automountServiceAccountToken"]
+    daemonset = yaml.safe_load((kustomize / "daemonset.yaml").read_text())
+    grace = pod_spec(workload_of(render(tmp_path)))["terminationGracePeriodSeconds"]
+    assert grace == pod_spec(daemonset)["terminationGracePeriodSeconds"]
