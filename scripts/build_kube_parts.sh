@@ -27,6 +27,12 @@ PROM_OPERATOR_VERSION=v0.85.0
 
 cache="${OTEL_BRIDGE_TEST_PARTS:-${XDG_CACHE_HOME:-$HOME/.cache}/otel-bridge/test-parts}"
 
+# openssl makes the API server's self-signed certificate and signing key (tests/goparts.py);
+# Debian's, as scripts/test.sh installs its other tools (needs root)
+if ! command -v openssl >/dev/null 2>&1; then
+    apt-get update -q && apt-get install -y -q openssl
+fi
+
 if ! command -v go >/dev/null 2>&1; then
     echo "build_kube_parts: no Go toolchain: helm, etcd and kube-apiserver are not built" \
         "(the tests that need them will skip)" >&2
