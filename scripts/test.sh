@@ -38,6 +38,8 @@ if ! command -v tmux >/dev/null 2>&1; then
 fi
 export OTEL_BRIDGE_TEST_SH=1 # what this script installs is there: a test that needs it never skips
 bash scripts/build_test_parts.sh  # Jaeger and the Collector (Go), cached outside the repository
+# helm, etcd and kube-apiserver (Go) and the prometheus-operator CRDs, for the Helm chart's tests
+bash scripts/build_kube_parts.sh
 npm install --no-save --no-audit --no-fund --prefix . @github/copilot@1.0.102
 older_clis="${OTEL_BRIDGE_OLDER_CLIS-1.0.81 1.0.92}"
 for version in $older_clis; do

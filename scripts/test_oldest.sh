@@ -18,7 +18,7 @@ python3 -m venv .venv-oldest
 .venv-oldest/bin/python -m pip install --quiet --no-deps -e .
 .venv-oldest/bin/python -m pip check
 .venv-oldest/bin/python -m pytest -q -p no:phoenix \
-    -m "not e2e and not sdk and not phoenix and not grafana and not import_linter" \
+    -m "not e2e and not sdk and not phoenix and not grafana and not import_linter and not kubernetes_validate" \
     --deselect "tests/integration/test_otlp_receiver.py::test_exporter_retries_after_hint[http-throttle]" \
     --deselect "tests/integration/test_export_failures.py::test_a_permanent_refusal_is_said_so_and_sent_once[not_implemented-endpoint-501-UNIMPLEMENTED-http/protobuf]" \
     --deselect "tests/integration/test_export_failures.py::test_a_transient_refusal_is_retried_and_carries_retry_after[throttle-http/protobuf]" \

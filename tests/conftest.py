@@ -41,6 +41,7 @@ EXTRAS = {
     "tests/integration/test_prometheus_e2e.py": ("grafana",),
     "tests/integration/deploy/test_deploy_compose.py": ("grafana",),
     "tests/unit/repo/test_import_contracts.py": ("import_linter",),
+    "tests/integration/deploy/test_deploy_helm_validate.py": ("kubernetes_validate",),
 }
 _missing = [name for name in EXTRAS if not (paths.REPO / name).is_file()]
 assert not _missing, f"conftest.EXTRAS names files that are not there: {_missing}"

@@ -8,8 +8,13 @@ here find them at the same paths (or at $OTEL_BRIDGE_JAEGER / $OTEL_BRIDGE_OTELC
 that needs one skips, saying how to build it, only when it is genuinely absent; under CI
 (CI=true), where scripts/test.sh has built them, their absence fails instead.
 
-Both servers are started on 127.0.0.1 with free ports, in a session of their own, and stopped by
-their process id (SIGTERM, then SIGKILL): never left running.
+helm v4, etcd and kube-apiserver (the Helm chart's tests: tests/integration/deploy/
+test_deploy_helm*.py) and the prometheus-operator CRDs come from scripts/build_kube_parts.sh
+(scripts/test.sh runs it too), into the same cache, found the same way ($OTEL_BRIDGE_HELM,
+$OTEL_BRIDGE_ETCD, $OTEL_BRIDGE_KUBE_APISERVER override them).
+
+Every server is started on 127.0.0.1 with free ports, in a session of its own, and stopped by
+its process id (SIGTERM, then SIGKILL): never left running.
 """
 
 from __future__ import annotations
@@ -34,16 +39,26 @@ from tests.prometheus import free_port
 
 __all__ = [
     "COLLECTOR_VERSION",
+    "ETCD_VERSION",
+    "HELM_VERSION",
     "JAEGER_VERSION",
+    "KUBE_VERSION",
+    "PROM_OPERATOR_VERSION",
     "Collector",
     "Jaeger",
+    "KubeAPIServer",
+    "etcd_binary",
+    "helm_binary",
     "jaeger_binary",
+    "kube_apiserver_binary",
     "otelcol_binary",
+    "prometheus_operator_crds",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "deploy" / "otelcol" / "builder-config.yaml"
 BUILD_SCRIPT = ROOT / "scripts" / "build_test_parts.sh"
+KUBE_BUILD_SCRIPT = ROOT / "scripts" / "build_kube_parts.sh"
 HOST = "127.0.0.1"
 
 # Keep in step with scripts/build_test_parts.sh (tests/integration/test_gateway.py checks that
@@ -51,14 +66,29 @@ HOST = "127.0.0.1"
 JAEGER_VERSION = "v1.76.0"
 COLLECTOR_VERSION = "v0.161.0"
 
+# Keep in step with scripts/build_kube_parts.sh (tests/unit/deploy/test_helm_chart.py checks
+# that they agree).
+HELM_VERSION = "v4.3.2"
+ETCD_VERSION = "v3.6.16"
+KUBE_VERSION = "v1.34.4"
+PROM_OPERATOR_VERSION = "v0.85.0"
+
 _BUILD_HINT = "build it with `bash scripts/build_test_parts.sh` (Go and the Go module proxy)"
+_KUBE_HINT = "build it with `bash scripts/build_kube_parts.sh` (Go and the Go module proxy)"
 
 
 # Read when this module is imported (at collection): tests/conftest.py strips every OTEL_*
 # variable from the environment of each test, these included.
 _OVERRIDES = {
     name: os.environ.get(name, "")
-    for name in ("OTEL_BRIDGE_TEST_PARTS", "OTEL_BRIDGE_JAEGER", "OTEL_BRIDGE_OTELCOL")
+    for name in (
+        "OTEL_BRIDGE_TEST_PARTS",
+        "OTEL_BRIDGE_JAEGER",
+        "OTEL_BRIDGE_OTELCOL",
+        "OTEL_BRIDGE_HELM",
+        "OTEL_BRIDGE_ETCD",
+        "OTEL_BRIDGE_KUBE_APISERVER",
+    )
 }
 
 
@@ -71,10 +101,10 @@ def cache_dir() -> Path:
     return Path(base) / "otel-bridge" / "test-parts"
 
 
-def _existing(env_name: str, default: Path, what: str) -> Path:
-    path = Path(_OVERRIDES[env_name] or default)
+def _existing(env_name: str, default: Path, what: str, hint: str = _BUILD_HINT) -> Path:
+    path = Path(_OVERRIDES.get(env_name) or default)
     if not os.access(path, os.X_OK):
-        message = f"{what} is not built ({path} is missing): {_BUILD_HINT}"
+        message = f"{what} is not built ({path} is missing): {hint}"
         if os.environ.get("CI") == "true":  # CI builds it (scripts/test.sh): never skip there
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
@@ -93,6 +123,38 @@ def otelcol_binary() -> Path:
     digest = hashlib.sha256(MANIFEST.read_bytes()).hexdigest()[:12]
     default = cache_dir() / f"otelcol-{COLLECTOR_VERSION}-{digest}" / "otelcol-bridge"
     return _existing("OTEL_BRIDGE_OTELCOL", default, f"The Collector ({COLLECTOR_VERSION})")
+
+
+def helm_binary() -> Path:
+    """helm v4, built by scripts/build_kube_parts.sh, or a skip that says how to build it."""
+    default = cache_dir() / f"helm-{HELM_VERSION}" / "helm"
+    return _existing("OTEL_BRIDGE_HELM", default, f"helm {HELM_VERSION}", _KUBE_HINT)
+
+
+def etcd_binary() -> Path:
+    """etcd for the API server, built by scripts/build_kube_parts.sh, or a skip."""
+    default = cache_dir() / f"etcd-{ETCD_VERSION}" / "etcd"
+    return _existing("OTEL_BRIDGE_ETCD", default, f"etcd {ETCD_VERSION}", _KUBE_HINT)
+
+
+def kube_apiserver_binary() -> Path:
+    """kube-apiserver, built by scripts/build_kube_parts.sh, or a skip."""
+    default = cache_dir() / f"kube-apiserver-{KUBE_VERSION}" / "kube-apiserver"
+    return _existing(
+        "OTEL_BRIDGE_KUBE_APISERVER", default, f"kube-apiserver {KUBE_VERSION}", _KUBE_HINT
+    )
+
+
+def prometheus_operator_crds() -> list[Path]:
+    """The prometheus-operator's CRD files, copied out of its Go module by
+    scripts/build_kube_parts.sh, or a skip."""
+    directory = cache_dir() / f"prometheus-operator-crd-{PROM_OPERATOR_VERSION}"
+    if not (directory / ".done").is_file():
+        message = f"the prometheus-operator CRDs are not there ({directory}): {_KUBE_HINT}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return sorted(directory.glob("*.yaml"))
 
 
 def _get(url: str, timeout: float = 5.0) -> bytes:
@@ -377,3 +439,164 @@ def running(*servers: _Server) -> Iterator[None]:
     finally:
         for server in reversed(servers):
             server.stop()
+
+
+class KubeAPIError(RuntimeError):
+    """An API call answered with an error status (`code`)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class KubeAPIServer:
+    """A Kubernetes API server without nodes: etcd and kube-apiserver (scripts/build_kube_parts.sh
+    builds both from the Go module proxy) on free 127.0.0.1 ports, in `workdir`.
+
+    kube-apiserver serves TLS with a self-signed certificate for 127.0.0.1 (openssl, which also
+    makes the service-account signing key), authenticates one bearer token from a token file
+    (user `admin` in group system:masters: every right) and keeps its objects in the etcd
+    started beside it. No controller, scheduler or kubelet runs: objects are stored and
+    validated, never acted on. `kubeconfig` is a file for helm (or kubectl) that trusts the
+    certificate; `api()` asks the API with the token.
+    """
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.etcd_port, self.peer_port, self.port = free_port(), free_port(), free_port()
+        self.token = hashlib.sha256(os.urandom(16)).hexdigest()
+        self.cert, self.key = workdir / "apiserver.crt", workdir / "apiserver.key"
+        self.kubeconfig = workdir / "kubeconfig"
+        self._processes: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    @property
+    def url(self) -> str:
+        return f"https://{HOST}:{self.port}"
+
+    def _spawn(self, name: str, args: Sequence[str]) -> None:
+        with (self.workdir / f"{name}.log").open("wb") as log:
+            process = subprocess.Popen(
+                list(args),
+                cwd=self.workdir,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self._processes.append((name, process))
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        return log_tail(self.workdir / f"{name}.log", lines)
+
+    def _wait(self, name: str, ready: Any, timeout: float = 60.0) -> None:
+        process = dict(self._processes)[name]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"{name} exited with {process.returncode}:\n{self.log_tail(name)}"
+                )
+            try:
+                if ready():
+                    return
+            except (OSError, urllib.error.URLError, KubeAPIError):  # not listening, not ready
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"{name} not ready after {timeout}s:\n{self.log_tail(name)}")
+
+    def start(self) -> KubeAPIServer:
+        etcd, apiserver = etcd_binary(), kube_apiserver_binary()
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+             "-subj", f"/CN={HOST}", "-addext", f"subjectAltName=IP:{HOST}",
+             "-keyout", str(self.key), "-out", str(self.cert)],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        tokens = self.workdir / "tokens.csv"
+        tokens.write_text(f'{self.token},admin,admin,"system:masters"\n')
+        tokens.chmod(0o600)
+        etcd_url = f"http://{HOST}:{self.etcd_port}"
+        peer_url = f"http://{HOST}:{self.peer_port}"
+        try:
+            self._spawn("etcd", [
+                str(etcd), "--name", "default", "--data-dir", str(self.workdir / "etcd"),
+                "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
+                "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+                "--initial-cluster", f"default={peer_url}", "--log-level", "warn",
+            ])  # fmt: skip
+            self._wait("etcd", lambda: b"true" in _get(f"{etcd_url}/health", timeout=1.0))
+            self._spawn("kube-apiserver", [
+                str(apiserver), "--etcd-servers", etcd_url,
+                "--bind-address", HOST, "--advertise-address", HOST,
+                "--secure-port", str(self.port),
+                "--tls-cert-file", str(self.cert), "--tls-private-key-file", str(self.key),
+                "--token-auth-file", str(tokens), "--authorization-mode", "RBAC",
+                "--service-account-issuer", "https://kubernetes.default.svc",
+                "--service-account-key-file", str(self.key),
+                "--service-account-signing-key-file", str(self.key),
+                "--service-cluster-ip-range", "10.96.0.0/24",
+                "--enable-priority-and-fairness=false",
+            ])  # fmt: skip
+            self._wait("kube-apiserver", lambda: self.api("GET", "/readyz") == "ok")
+        except BaseException:
+            self.stop()
+            raise
+        self.kubeconfig.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "test",
+                    "clusters": [
+                        {
+                            "name": "test",
+                            "cluster": {
+                                "server": self.url,
+                                "certificate-authority": str(self.cert),
+                            },
+                        }
+                    ],
+                    "users": [{"name": "admin", "user": {"token": self.token}}],
+                    "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}],
+                }
+            )
+        )
+        self.kubeconfig.chmod(0o600)
+        return self
+
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        """One API call with the token: the answer's JSON (or text), None for a 404."""
+        import ssl
+
+        context = ssl.create_default_context(cafile=str(self.cert))
+        request = urllib.request.Request(
+            self.url + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30, context=context) as response:
+                text = response.read().decode()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode()
+            exc.close()
+            if exc.code == 404:
+                return None
+            raise KubeAPIError(exc.code, f"{method} {path}: {exc.code} {detail}") from None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    def stop(self) -> None:
+        """SIGTERM to each process group by id, the API server first, then SIGKILL."""
+        processes, self._processes = self._processes, []
+        for _, process in reversed(processes):
+            terminate(process, 10, group=True)
+
+    def __enter__(self) -> KubeAPIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
