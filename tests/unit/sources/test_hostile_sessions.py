@@ -479,3 +479,26 @@ def test_a_plausible_usage_record_is_kept_whole() -> None:
     assert chat.attributes[sc.COPILOT_USAGE_COST] == 50.0
     assert chat.attributes[sc.COPILOT_USAGE_AI_CREDITS] == 5e11
     assert not assembler.stats.repaired[sc.REPAIR_IMPLAUSIBLE]
+
+
+def test_a_turns_messages_are_joined_so_that_a_secret_at_the_start_of_one_is_scrubbed() -> None:
+    """A turn's answer glued its messages together: `...restart nginx` and `echo 'P' | sudo -S
+    ...` made `nginxecho 'P' | sudo -S`, where the scrubber's rule for a secret piped into
+    sudo, which needs `echo` to start a word, no longer saw one. They are joined by a newline."""
+    from otel_bridge.processors import Scrubber, ScrubberConfig
+
+    secret = "Tr0ub4dor-and-3" + "-more-words"
+    log = Log.asked()
+    log.turn("0")
+    log.add("assistant.message", content="I will restart nginx", messageId="m1")
+    log.add("assistant.message", content=f"echo '{secret}' | sudo -S true", messageId="m2")
+    log.turn_end("0")
+    assembler = Assembler(AssemblerConfig(capture_content=True))
+    spans = assembler.feed("s", JsonLinesDecoder("s").feed(log.jsonl()))
+    spans += assembler.end_stream("s")
+    (turn_span,) = turns(spans)
+    response = turn_span.attributes[sc.OUTPUT_VALUE]
+    assert response == f"I will restart nginx\necho '{secret}' | sudo -S true"
+    scrubbed = Scrubber(ScrubberConfig()).record(turn_span)
+    assert secret not in json.dumps(dict(scrubbed.attributes))
+    assert "restart nginx" in str(scrubbed.attributes[sc.OUTPUT_VALUE])
