@@ -4,6 +4,7 @@ they can be asked in a test without a port or a process."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Protocol
 
 from .._words import plural
@@ -11,9 +12,16 @@ from .._words import plural
 __all__ = ["LoopLiveness", "Readiness"]
 
 
+class _RootsState(Protocol):
+    @property
+    def unreadable(self) -> list[tuple[Path, str]]: ...
+
+
 class _TailerState(Protocol):
     @property
     def started(self) -> bool: ...
+    @property
+    def root_health(self) -> _RootsState: ...
     @property
     def catching_up(self) -> int: ...
 
@@ -30,8 +38,9 @@ class _CheckpointState(Protocol):
 
 
 class Readiness:
-    """/readyz: ready once the logs are listed and caught up, while checkpoints can be saved
-    and no exporter has failed on a batch for `unready_after` seconds. A callable returning
+    """/readyz: ready once the logs are listed and caught up, while every session-state root
+    can be listed, checkpoints can be saved and no exporter has failed on a batch for
+    `unready_after` seconds. A callable returning
     (ready, why), as the server takes it."""
 
     def __init__(
@@ -47,6 +56,10 @@ class Readiness:
     def __call__(self) -> tuple[bool, str]:
         if not self._tailer.started:
             return False, "starting: listing the session logs"
+        unreadable = self._tailer.root_health.unreadable
+        if unreadable:  # nothing there can be followed: not ready, whatever else holds
+            root, why = unreadable[0]
+            return False, f"{root} {why}"
         if self._tailer.catching_up:
             return False, f"catching up {plural(self._tailer.catching_up, 'log')}"
         if self._checkpointing.failing is not None:

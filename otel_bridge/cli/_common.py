@@ -47,7 +47,7 @@ def session_state_roots(
     roots = []
     for root in given or [default_session_state(dict(environ))]:
         inner = root / "session-state"
-        if inner.is_dir() and not _holds_sessions(root):
+        if _is_dir(inner) and not _holds_sessions(root):
             if say:
                 logger.info(
                     "%s holds no session log but a session-state directory: watching %s",
@@ -58,6 +58,15 @@ def session_state_roots(
         else:
             roots.append((root, root))
     return roots
+
+
+def _is_dir(path: Path) -> bool:
+    """`path.is_dir()`, False where it cannot be looked at (a root the bridge's user cannot
+    read raised PermissionError here and stopped `run`; the tailer says why, /readyz too)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def log_paths(given: Sequence[Path], environ: Mapping[str, str]) -> list[Path]:

@@ -79,11 +79,15 @@ class Finder:
         except OSError:
             self._root_mtimes.pop(root, None)
             return []
+        listed = _subdirectories(root)
+        if listed is None:  # not listable now (permissions): listed again at the next rescan
+            self._root_mtimes.pop(root, None)
+            return []
         found = []
         shard = self._options.shard
         gate = self._tracker.gate
         refused = gate.refused
-        for name, path in _subdirectories(root):  # strings: 10,000 Paths cost 50 ms to make
+        for name, path in listed:  # strings: 10,000 Paths cost 50 ms to make
             log_path = os.path.join(path, EVENTS_FILE)
             if (
                 self._tracker.known(log_path)
@@ -194,13 +198,13 @@ class Finder:
                 self._await(directory)
 
 
-def _subdirectories(root: Path) -> list[tuple[str, str]]:
-    """(name, path) of each directory in `root`."""
+def _subdirectories(root: Path) -> list[tuple[str, str]] | None:
+    """(name, path) of each directory in `root`; None when it cannot be listed."""
     try:
         with os.scandir(root) as entries:
             return [(e.name, e.path) for e in entries if _is_dir(e)]
     except OSError:
-        return []
+        return None
 
 
 def _is_dir(entry: Any) -> bool:

@@ -29,6 +29,7 @@ from ._finder import Finder
 from ._following import Following
 from ._options import TailOptions, start_summary
 from ._reading import Reading
+from ._roots import RootHealth
 from ._store import NoCheckpoints, Saver, Store
 from ._tracker import Tracker, Untracked
 
@@ -120,6 +121,7 @@ class Tailer:
             self.roots, self.options, self._tracker, self._watcher, self._following.follow, clock
         )
         self._last_rescan = self._last_sweep = float("-inf")
+        self.root_health = RootHealth(self.roots)  # what /readyz says of the roots
         self._last_poll: float | None = None
         self.started = False
         self.paused_reads = 0  # polls that left logs unread for the exporters to catch up
@@ -193,9 +195,8 @@ class Tailer:
         now = self._clock()
         starts: Counter[str] = Counter()
         self._watcher.watch_roots()  # before listing: a new log is seen one way or the other
+        self.root_health.check()  # each root that cannot be listed, said once
         for root in self.roots:
-            if not root.is_dir():
-                logger.warning("%s does not exist yet; watching for it to appear", root)
             for log in self._finder.scan(root):
                 starts[following.follow(log, at_start=True, now=now)] += 1
         following.started(starts)
@@ -220,6 +221,7 @@ class Tailer:
         if timers:
             self._last_rescan = mono
             self._watcher.watch_roots()
+            self.root_health.check()
             self._finder.rescan(now)
         if self._watcher.overflowed():
             self._watcher.problem(

@@ -32,9 +32,10 @@ from tests.unit.sources.test_tail import two_messages
 
 
 def _ready(
-    started=True, catching_up=0, checkpoint=None, failing=None, queued=0, after=60.0
+    started=True, catching_up=0, checkpoint=None, failing=None, queued=0, after=60.0, roots=()
 ) -> tuple[bool, str]:
-    tailer = SimpleNamespace(started=started, catching_up=catching_up)
+    health = SimpleNamespace(unreadable=list(roots))
+    tailer = SimpleNamespace(started=started, catching_up=catching_up, root_health=health)
     sink = SimpleNamespace(queued=queued, failing=lambda: failing)
     return Readiness(tailer, sink, SimpleNamespace(failing=checkpoint), after)()
 
@@ -48,6 +49,15 @@ def test_readiness_says_why_it_is_not_ready_first_cause_first() -> None:
         False,
         "otlp http://c:4318 failing for 61s, 12 spans queued",
     )
+
+
+def test_readiness_says_which_root_cannot_be_read_before_anything_else() -> None:
+    root = (Path("/host/state"), "cannot be read (Permission denied): give ...")
+    assert _ready(catching_up=2, roots=[root]) == (
+        False,
+        "/host/state cannot be read (Permission denied): give ...",
+    )
+    assert _ready(started=False, roots=[root])[1] == "starting: listing the session logs"
 
 
 def test_readiness_tolerates_an_exporter_failing_for_less_than_unready_after() -> None:
