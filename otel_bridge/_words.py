@@ -26,6 +26,7 @@ __all__ = [
     "plural",
     "short_count",
     "shortened",
+    "task_title",
 ]
 
 
@@ -138,3 +139,20 @@ def short_count(n: int) -> str:
         if value < 999.5:
             return f"{value:.0f}{unit}"
     return f"{value:.0f}T"
+
+
+def task_title(text: str) -> str:
+    """The first words of a user's message, on one line: a name to tell tasks apart by in a
+    list of traces (`copilot.task.title`; their span names are all `invoke_agent copilot`).
+    Made by the assembler, and again by the scrubber from the redacted prompt (the title was
+    cut before the secret's context that came later in the prompt could be seen).
+    Whole words only, up to `TASK_TITLE_WORDS` of them while they fit in
+    `TASK_TITLE_MAX_CHARS` (the first always): a word cut in two could be a secret cut where
+    the scrubber's patterns no longer see it (they run on export, after this)."""
+    words = text.split()
+    title = words[0] if words else ""
+    for word in words[1 : sc.TASK_TITLE_WORDS]:
+        if len(title) + 1 + len(word) > sc.TASK_TITLE_MAX_CHARS:
+            break
+        title += " " + word
+    return title

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import semconv as sc
 from .._records import AttributeValue
+from .._words import task_title
 
 __all__ = ["ContentPolicy", "as_json", "as_messages", "task_title"]
 
@@ -91,18 +92,3 @@ def as_json(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
         return str(value)
-
-
-def task_title(text: str) -> str:
-    """The first words of a user's message, on one line: a name to tell tasks apart by in a
-    list of traces (`copilot.task.title`), whose span names are all `invoke_agent copilot`.
-    Whole words only, up to `TASK_TITLE_WORDS` of them while they fit in
-    `TASK_TITLE_MAX_CHARS` (the first always): a word cut in two could be a secret cut where
-    the scrubber's patterns no longer see it (they run on export, after this)."""
-    words = text.split()
-    title = words[0] if words else ""
-    for word in words[1 : sc.TASK_TITLE_WORDS]:
-        if len(title) + 1 + len(word) > sc.TASK_TITLE_MAX_CHARS:
-            break
-        title += " " + word
-    return title

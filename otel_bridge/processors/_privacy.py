@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from .. import semconv as sc
 from .._records import AttributeValue, SpanEventRecord, SpanRecord
+from .._words import task_title
 from ._attribute_kinds import CONTENT_KIND
 from ._entropy import CANDIDATE, random_run, shannon_entropy
 from ._rule_checks import redact, secret_name
@@ -187,8 +188,8 @@ class Scrubber:
         whole (`input.value`, on the same span), when it is the prompt's title; any other title
         is scrubbed as text."""
         prompt = attributes.get(sc.INPUT_VALUE)
-        if isinstance(prompt, str) and _first_words(prompt) == title:
-            return self._cut(_first_words(self.text(prompt)))
+        if isinstance(prompt, str) and task_title(prompt) == title:
+            return self._cut(task_title(self.text(prompt)))
         return self._cut(self.text(title))
 
     def _attribute(self, key: str, value: AttributeValue) -> AttributeValue:
@@ -326,18 +327,6 @@ class Scrubber:
             ),
             links=tuple(replace(link, attributes=keep(link.attributes)) for link in record.links),
         )
-
-
-def _first_words(text: str) -> str:
-    """A task's title as the assembler makes it from a prompt (its first
-    `TASK_TITLE_WORDS` words while they fit in `TASK_TITLE_MAX_CHARS`, the first always)."""
-    words = text.split()
-    title = words[0] if words else ""
-    for word in words[1 : sc.TASK_TITLE_WORDS]:
-        if len(title) + 1 + len(word) > sc.TASK_TITLE_MAX_CHARS:
-            break
-        title += " " + word
-    return title
 
 
 def _token(match: re.Match[str]) -> str:
