@@ -9,7 +9,8 @@ settings each command's application takes (`_settings.py`: a `PipelineConfig` an
 
 Modules: `_parser.py`, `_run_flags.py`, `_options.py`, `_types.py`, `_texts.py`, `_help.py`
 (flags and help), `_config_file.py` and `_settings.py` (the file and the settings),
-`_replay.py` and `_run.py` (signals around the application), `_inspect.py` (stats and
+`_errors.py` (one-line errors: a misspelt flag, a path that cannot be used), `_replay.py` and
+`_run.py` (signals around the application), `_inspect.py` (stats and
 doctor), `_service.py` (install-service).
 """
 
@@ -84,8 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             apply_config(parser, sub, args, sys.argv[1:] if argv is None else argv)
         except ConfigFileError as exc:
-            if args.command != "doctor":
-                sub.error(str(exc))  # exit status 2
+            if args.command != "doctor":  # one line naming the file: no usage
+                sub.exit(2, f"{sub.prog}: error: {exc}\n")
             args.config_problem = str(exc)  # doctor says it among its checks
     # Through the progress bar's terminal: a record never lands on the bar's line.
     handler = TerminalHandler(sys.stderr)

@@ -26,6 +26,7 @@ else:  # pragma: no cover - the backport, same interface
     import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 from .._safe_open import open_regular
+from ._errors import closest
 from ._types import (
     metrics_interval,
     non_negative_float,
@@ -104,6 +105,10 @@ def load_config(
         if where == key and key in other_keys:  # the other command's, at the top
             del chosen[key]
             continue
+        match = closest(key, keys)
+        if match is not None:
+            shown = where.replace(key, match) if where != key else match
+            raise ConfigFileError(f"{path}: unknown key {where!r}; did you mean {shown!r}?")
         raise ConfigFileError(
             f"{path}: unknown key {where!r}: not an option of {command} (keys are its long "
             "flags without --, docs/configuration.md)"

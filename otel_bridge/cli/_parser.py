@@ -14,7 +14,6 @@ given from its default.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from .._version import __version__
@@ -23,12 +22,10 @@ from ..feed import WORKERS_FROM_BYTES, usable_cores
 from ..sources import Shard, parse_shard
 from . import _run_flags as run_flags
 from . import _texts as texts
+from ._errors import Parser
 from ._help import NO_BREAK, HelpFormatter
 from ._options import Given, background_wait, export, limits, metrics, paths, privacy, user_id
-from ._types import (
-    port,
-    positive_int,
-)
+from ._types import path, port, positive_int
 
 __all__ = ["build_parser", "command_parser", "shard", "user_id"]
 
@@ -37,7 +34,7 @@ _LOG_LEVEL_HELP = "what the bridge logs about itself, on stderr (default: INFO)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="otel-bridge",
         description=texts.DESCRIPTION,
         epilog=texts.EPILOG,
@@ -77,7 +74,7 @@ def _command(
     if name in ("run", "replay"):
         sub.add_argument(
             "--config",
-            type=Path,
+            type=path,
             metavar="FILE",
             help="read options from this TOML file: each key a long flag without its dashes "
             '(catch-up-minutes = 30, no-prometheus = true, session-state = ["/srv/a"]), '
@@ -210,7 +207,7 @@ def _doctor(commands: Any) -> None:
     )
     doctor.add_argument(
         "--config",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="as for run: run's configuration file, of which doctor takes the options it has "
         "(those below)",
@@ -218,12 +215,12 @@ def _doctor(commands: Any) -> None:
     doctor.add_argument(
         "--session-state",
         action="append",
-        type=Path,
+        type=path,
         metavar="DIR",
         help="as for run (default: $COPILOT_HOME/session-state)",
     )
-    doctor.add_argument("--traces-file", type=Path, metavar="FILE", help="as for run")
-    doctor.add_argument("--state-dir", action=Given, type=Path, metavar="DIR", help="as for run")
+    doctor.add_argument("--traces-file", type=path, metavar="FILE", help="as for run")
+    doctor.add_argument("--state-dir", action=Given, type=path, metavar="DIR", help="as for run")
     doctor.add_argument(
         "--no-checkpoints", action="store_true", help="as for run: no state directory to check"
     )
