@@ -25,6 +25,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import _env as env
 from .._exceptions import BridgeError
 from .._progress import TerminalHandler, printable
 from ..export import CredentialFilter
@@ -95,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # from loggers of their own, and quote the endpoint with its password or key.
     handler.addFilter(CredentialFilter())
     logging.basicConfig(level=args.log_level, handlers=[handler])
+    for line in env.boolean_warnings(os.environ):  # `OTEL_SDK_DISABLED=yes` is not silent
+        logger.warning("%s", line)
     if args.command is None:
         parser.print_help()
         return 2
