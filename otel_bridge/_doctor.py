@@ -34,10 +34,10 @@ from .export import (
     shown_endpoint,
     trace_exporter_names,
 )
+from .sources import not_a_session_state
 
 __all__ = ["Check", "RunSetup", "diagnose"]
 
-_EVENTS_FILE = "events.jsonl"
 _WATCHED = "a session-state directory run watches"
 #: What run says of an output inside a watched directory (`_output_places`), and does.
 _REFUSES = (
@@ -135,30 +135,15 @@ def _check_root(root: Path, given: Path | None = None) -> list[Check]:
 
 
 def _check_one_root(root: Path) -> list[Check]:
-    if root.is_file():
-        return [
-            Check(
-                False,
-                f"{root} is a file: pass the session-state directory (e.g. "
-                f"~/.copilot/session-state), or read this log with "
-                f"`otel-bridge replay {root}`",
-            )
-        ]
+    mistaken = not_a_session_state(root)  # run refuses it with these words too
+    if mistaken is not None:
+        return [Check(False, mistaken)]
     if not root.is_dir():
         return [
             Check(
                 False,
                 f"{root}: does not exist (yet). Has the Copilot CLI run as this user? "
                 f"Set COPILOT_HOME or pass --session-state DIR",
-            )
-        ]
-    if (root / _EVENTS_FILE).is_file():
-        return [
-            Check(
-                False,
-                f"{root} is one session's directory (it holds {_EVENTS_FILE}): pass "
-                f"its parent, --session-state {root.parent}, to follow every "
-                f"session, or read this one with `otel-bridge replay {root}`",
             )
         ]
     logs, unread = session_logs(root)
