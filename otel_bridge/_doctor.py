@@ -29,6 +29,7 @@ from .export import (
     metric_exporter_names,
     otlp_endpoint,
     probe_otlp,
+    protocol_mismatch,
     reachability,
     sdk_disabled,
     shown_endpoint,
@@ -234,6 +235,9 @@ def _check_otlp(
             f"{where}: NOT reachable ({problem}); is the collector running, "
             f"and is the port right (4317 for grpc, 4318 for http/protobuf)?",
         )
+    mismatch = protocol_mismatch(endpoint, timeout)  # run and replay say the same at start
+    if mismatch is not None:
+        return Check(False, f"{where}: {mismatch}")
     try:
         failure = probe_otlp(environ, signal, timeout)
     except ConfigError as exc:
