@@ -172,9 +172,11 @@ def _stats(commands: Any) -> None:
         "The table fits the terminal ($COLUMNS or its width; to a pipe or file it is printed "
         "whole). When narrow, the session id is cut to 8 characters and tokens shortened "
         "(12k); then the outcome columns become one (ok/tasks: done or completed, of all); then "
-        "the repository is dropped; then messages, turns per message, premium requests and "
-        "lines are dropped and the start shows its date only; then long model and directory "
-        "names are shortened (g-4.1-mini). --json has everything.",
+        "the repository is dropped; then messages, premium requests and lines are dropped, "
+        "the start shows its date only and one space parts the columns (turns per message "
+        "stays, as t/msg); then long model and directory names are shortened (g-4.1-mini). "
+        "Tasks that raised a trouble signal (a tool called again and again, many turns...) "
+        "are counted under the table, by session. --json has everything.",
         epilog=texts.STATS_EPILOG,
     )
     paths(stats, "repeatable")
