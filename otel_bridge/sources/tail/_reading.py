@@ -206,6 +206,7 @@ class Reading:
         if at_end or reader.read_pos >= size:
             if reader.decoder.pending_bytes > _HELD_LINE_BYTES:
                 reader.release_partial()
+            reader.end_seen = now
             self.reached_end(reader)
         else:
             reader.at_end = False
@@ -253,9 +254,13 @@ class Reading:
         positions = reader.decoder.feed_positions(chunk)
         self._downstream.count_read(len(positions))
         if reader.caught_up:  # catch-up reading is late by design; only live lag counts
+            # How late the reading is, not how old the event: an event written before the
+            # last read that reached the end was read by it, so what is read now was written
+            # since (a copied log's old timestamps are no lag of the bridge's).
             metrics = self._downstream.metrics
             for event, _ in positions:
-                self.last_lag = max(now - event.timestamp_ns / 1e9, 0.0)
+                written = max(event.timestamp_ns / 1e9, reader.end_seen)
+                self.last_lag = max(now - written, 0.0)
                 metrics.record(sc.METRIC_EVENT_LAG, self.last_lag, {}, "")
         return positions
 
