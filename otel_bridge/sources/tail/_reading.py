@@ -245,8 +245,8 @@ class Reading:
         return False
 
     def _decode(self, reader: Reader, chunk: bytes, now: float) -> list[tuple[Any, int]]:
-        """The events of `chunk`, the next bytes of the log, counted (and their lag, once
-        the log is live)."""
+        """The events of `chunk`, the next bytes of the log, counted (and, once the log is
+        live, their lag: from their time, or from `Reader.end_seen` if later)."""
         if not chunk:
             return []
         reader.read_pos += len(chunk)
@@ -254,13 +254,9 @@ class Reading:
         positions = reader.decoder.feed_positions(chunk)
         self._downstream.count_read(len(positions))
         if reader.caught_up:  # catch-up reading is late by design; only live lag counts
-            # How late the reading is, not how old the event: an event written before the
-            # last read that reached the end was read by it, so what is read now was written
-            # since (a copied log's old timestamps are no lag of the bridge's).
             metrics = self._downstream.metrics
-            for event, _ in positions:
-                written = max(event.timestamp_ns / 1e9, reader.end_seen)
-                self.last_lag = max(now - written, 0.0)
+            for event, _ in positions:  # how late the reading is, not how old the event
+                self.last_lag = max(now - max(event.timestamp_ns / 1e9, reader.end_seen), 0.0)
                 metrics.record(sc.METRIC_EVENT_LAG, self.last_lag, {}, "")
         return positions
 
