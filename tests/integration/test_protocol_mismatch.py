@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from otel_bridge.export import otlp_endpoint, protocol_mismatch
+from otel_bridge.export import REFUSED_ENDPOINT, otlp_endpoint, probe_otlp, protocol_mismatch
 from tests import paths
 from tests.otlp_receiver import OtlpReceiver
 from tests.processes import bridge_env
@@ -86,3 +86,18 @@ def test_the_right_port_is_no_mismatch(otlp_receiver: OtlpReceiver, protocol: st
     endpoint = otlp_receiver.grpc_endpoint if protocol == "grpc" else otlp_receiver.http_endpoint
     environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol}
     assert protocol_mismatch(otlp_endpoint(environ, "traces")) is None
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_an_export_to_the_other_protocol_s_port_is_refused_with_what_to_set(
+    otlp_receiver: OtlpReceiver, case: int
+) -> None:
+    """Past the start (a collector restarted with its ports swapped), the failed export itself
+    says what to set, and is taken as an endpoint that refuses every request: not retried as
+    if the collector were busy, nor waited on at a stop."""
+    protocol, endpoint, _ = _cases(otlp_receiver)[case]
+    environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol}
+    failure = probe_otlp(environ, "traces", timeout=2.0)
+    assert failure is not None and failure.refused == REFUSED_ENDPOINT
+    other = "grpc" if protocol == "http/protobuf" else "http/protobuf"
+    assert f"set OTEL_EXPORTER_OTLP_PROTOCOL={other}" in failure.reason
