@@ -138,7 +138,7 @@ _VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*
 
 class PathProblem(argparse.ArgumentTypeError):
     """A path that cannot be used as given: said on one line that names it, without the
-    usage (`_parser.Parser.error`), since the path is the whole problem."""
+    usage (`_errors.Parser.error`), since the path is the whole problem."""
 
 
 def path(text: str) -> Path:
@@ -155,13 +155,15 @@ def path(text: str) -> Path:
 
 
 def expand_path(text: str, environ: Mapping[str, str]) -> str:
-    """`text` with `~` and its variables expanded from `environ` (see `path`)."""
+    """`text` with `~` and its variables expanded from `environ` (see `path`); an error
+    names `text` as given."""
+    head, tail = "", text
     if text.startswith("~"):
         user, slash, rest = text[1:].partition("/")
         home = environ.get("HOME") if not user else _home_of(user)
         if not home:
             raise unusable_path(text, f"~{user}: no such user" if user else "$HOME is not set")
-        text = home.rstrip("/") + slash + rest if slash else home
+        head, tail = (home.rstrip("/") + slash, rest) if slash else (home, "")
 
     def value(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(2)
@@ -169,7 +171,7 @@ def expand_path(text: str, environ: Mapping[str, str]) -> str:
             raise unusable_path(text, f"${name} is not set (or is empty)")
         return environ[name]
 
-    return _VARIABLE.sub(value, text)
+    return head + _VARIABLE.sub(value, tail)  # a home's own `$` is not a variable
 
 
 def _home_of(user: str) -> str | None:

@@ -167,3 +167,30 @@ def test_a_misspelt_config_key_is_one_line_naming_the_closest(
     config.write_text(text)
     err = _error(capsys, ["run", "--config", str(config)])
     assert err.splitlines() == [f"otel-bridge run: error: {config}: {said}"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expanded"),
+    [
+        ("~", "/home/u"),
+        ("~/", "/home/u/"),
+        ("~/a/$X/b", "/home/u/a/x/b"),
+        ("${X}y/~", "xy/~"),  # a ~ not at the start is a name
+        ("a$/b", "a$/b"),  # a $ before no name stays
+        ("/srv/$X", "/srv/x"),
+    ],
+)
+def test_expansion_is_a_shell_s(text: str, expanded: str) -> None:
+    from otel_bridge.cli._types import expand_path
+
+    assert expand_path(text, {"HOME": "/home/u", "X": "x"}) == expanded
+
+
+def test_an_error_names_the_path_as_given() -> None:
+    import argparse as _argparse
+
+    from otel_bridge.cli._types import expand_path
+
+    with pytest.raises(_argparse.ArgumentTypeError) as said:
+        expand_path("~/$NOPE/t", {"HOME": "/home/u"})
+    assert str(said.value) == "'~/$NOPE/t': $NOPE is not set (or is empty)"
