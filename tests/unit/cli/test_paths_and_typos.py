@@ -187,10 +187,8 @@ def test_expansion_is_a_shell_s(text: str, expanded: str) -> None:
 
 
 def test_an_error_names_the_path_as_given() -> None:
-    import argparse as _argparse
-
     from otel_bridge.cli._types import expand_path
 
-    with pytest.raises(_argparse.ArgumentTypeError) as said:
+    with pytest.raises(argparse.ArgumentTypeError) as said:
         expand_path("~/$NOPE/t", {"HOME": "/home/u"})
     assert str(said.value) == "'~/$NOPE/t': $NOPE is not set (or is empty)"
