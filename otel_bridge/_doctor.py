@@ -29,15 +29,16 @@ from .export import (
     metric_exporter_names,
     otlp_endpoint,
     probe_otlp,
+    protocol_mismatch,
     reachability,
     sdk_disabled,
     shown_endpoint,
     trace_exporter_names,
 )
+from .sources import not_a_session_state
 
 __all__ = ["Check", "RunSetup", "diagnose"]
 
-_EVENTS_FILE = "events.jsonl"
 _WATCHED = "a session-state directory run watches"
 #: What run says of an output inside a watched directory (`_output_places`), and does.
 _REFUSES = (
@@ -135,30 +136,15 @@ def _check_root(root: Path, given: Path | None = None) -> list[Check]:
 
 
 def _check_one_root(root: Path) -> list[Check]:
-    if root.is_file():
-        return [
-            Check(
-                False,
-                f"{root} is a file: pass the session-state directory (e.g. "
-                f"~/.copilot/session-state), or read this log with "
-                f"`otel-bridge replay {root}`",
-            )
-        ]
+    mistaken = not_a_session_state(root)  # run refuses it with these words too
+    if mistaken is not None:
+        return [Check(False, mistaken)]
     if not root.is_dir():
         return [
             Check(
                 False,
                 f"{root}: does not exist (yet). Has the Copilot CLI run as this user? "
                 f"Set COPILOT_HOME or pass --session-state DIR",
-            )
-        ]
-    if (root / _EVENTS_FILE).is_file():
-        return [
-            Check(
-                False,
-                f"{root} is one session's directory (it holds {_EVENTS_FILE}): pass "
-                f"its parent, --session-state {root.parent}, to follow every "
-                f"session, or read this one with `otel-bridge replay {root}`",
             )
         ]
     logs, unread = session_logs(root)
@@ -249,6 +235,9 @@ def _check_otlp(
             f"{where}: NOT reachable ({problem}); is the collector running, "
             f"and is the port right (4317 for grpc, 4318 for http/protobuf)?",
         )
+    mismatch = protocol_mismatch(endpoint, timeout)  # run and replay say the same at start
+    if mismatch is not None:
+        return Check(False, f"{where}: {mismatch}")
     try:
         failure = probe_otlp(environ, signal, timeout)
     except ConfigError as exc:

@@ -19,10 +19,12 @@ from collections.abc import Mapping
 __all__ = [
     "COPILOT_HOME",
     "COPILOT_OTEL_PREFIX",
+    "OTEL_BOOLEANS",
     "OTEL_BRIDGE_CONTENT_HASH_SALT",
     "OTEL_BRIDGE_STATE_DIR",
     "OTEL_CAPTURE_MESSAGE_CONTENT",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_INSECURE",
     "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
     "OTEL_EXPORTER_OTLP_PREFIX",
     "OTEL_EXPORTER_OTLP_PROTOCOL",
@@ -37,6 +39,8 @@ __all__ = [
     "OTEL_TRACES_EXPORTER",
     "XDG_CONFIG_HOME",
     "XDG_STATE_HOME",
+    "boolean",
+    "boolean_warnings",
     "content_capture",
     "otlp_signal_variable",
 ]
@@ -65,6 +69,18 @@ OTEL_PYTHON_HTTP_CREDENTIAL_PROVIDER = "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIA
 OTEL_PYTHON_HTTP_PREFIX = "OTEL_PYTHON_EXPORTER_OTLP_HTTP_"
 #: The GenAI instrumentations' switch for content capture, read beside --capture-content.
 OTEL_CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+#: The gRPC exporters' switch for a connection without TLS, read by the SDK.
+OTEL_EXPORTER_OTLP_INSECURE = "OTEL_EXPORTER_OTLP_INSECURE"
+
+#: The OpenTelemetry booleans that change what the bridge does: those it reads, and those the
+#: SDK reads for it (`boolean_warnings` says a value of theirs that the rule takes as false).
+OTEL_BOOLEANS = (
+    OTEL_SDK_DISABLED,
+    OTEL_CAPTURE_MESSAGE_CONTENT,
+    OTEL_EXPORTER_OTLP_INSECURE,
+    f"{OTEL_EXPORTER_OTLP_PREFIX}TRACES_INSECURE",
+    f"{OTEL_EXPORTER_OTLP_PREFIX}METRICS_INSECURE",
+)
 
 # --- the bridge's own ----------------------------------------------------------------------------
 
@@ -86,10 +102,31 @@ XDG_STATE_HOME = "XDG_STATE_HOME"
 XDG_CONFIG_HOME = "XDG_CONFIG_HOME"
 
 
+def boolean(environ: Mapping[str, str], name: str) -> bool:
+    """An OpenTelemetry boolean variable, by the specification's rule, which the Python SDK
+    follows (`disabled.lower().strip() == "true"`): true only for `true`, any case, spaces
+    around ignored; anything else (`yes`, `1`, `on`) is false, and an SDK "MUST NOT extend
+    this definition". So `OTEL_SDK_DISABLED=yes` is false here as in the SDK;
+    `boolean_warnings` says so instead of leaving it silent."""
+    return environ.get(name, "").strip().lower() == "true"
+
+
+def boolean_warnings(environ: Mapping[str, str]) -> list[str]:
+    """A line for each of `OTEL_BOOLEANS` whose value is neither true, false nor empty: the
+    specification asks for a warning of the fallback to false ("a warning SHOULD be
+    logged"), which the SDK does not give."""
+    return [
+        f"{name}={environ[name]!r} is taken as false: an OpenTelemetry boolean is true only "
+        "when it is true (any case); set it to true or false"
+        for name in OTEL_BOOLEANS
+        if environ.get(name, "").strip().lower() not in ("true", "false", "")
+    ]
+
+
 def content_capture(environ: Mapping[str, str]) -> bool:
-    """Whether OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT turns content capture on:
-    `true`, any case, spaces around ignored (as the GenAI instrumentations read it)."""
-    return environ.get(OTEL_CAPTURE_MESSAGE_CONTENT, "").strip().lower() == "true"
+    """Whether OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT turns content capture on
+    (`boolean`, as the GenAI instrumentations read it)."""
+    return boolean(environ, OTEL_CAPTURE_MESSAGE_CONTENT)
 
 
 def otlp_signal_variable(setting: str, signal: str) -> str:

@@ -12,8 +12,8 @@ Paths are compared as the kernel will meet them: resolved real paths (a relative
 or a symbolic link that points inside are seen for where they lead; a path that does not exist
 yet is resolved as far as it exists), and a file that exists with more than one link is
 compared by device and inode with the logs (a hard link to a log is that log, wherever it is).
-A path is used as given (no `~` expansion: the shell expands it on a command line, and the
-bridge opens a configuration file's value as written), so it is resolved as given.
+A path comes here as the command line made it (`~` and `$NAME` already expanded by
+`cli._types.path`), and is resolved as it is.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ _COUNTED = frozenset(
         sc.METRIC_SESSION_PREMIUM_REQUESTS,
         sc.METRIC_CODE_LINES,
         sc.METRIC_CONTEXT_UTILIZATION,
+        sc.METRIC_TASK_TROUBLE,
     }
 )
 
@@ -82,6 +83,10 @@ class SessionStats:
     #: of the `no_signal` tasks, those whose end was not seen (the CLI killed or shut down
     #: mid-task, a log that stopped): "unfinished", not "done", for people
     unfinished: int = 0
+    #: tasks that raised a trouble signal, by signal (`copilot.task.trouble`: repeated_call,
+    #: tool_failures, many_turns...): what run warns of as it happens, which a report of old
+    #: sessions shows under its table rather than as log lines
+    trouble: dict[str, int] = field(default_factory=dict)
 
     @property
     def turns_per_message(self) -> float | None:
@@ -125,6 +130,8 @@ class SessionStats:
             self.premium_requests = (self.premium_requests or 0.0) + other.premium_requests
         for outcome, count in other.outcomes.items():
             self.outcomes[outcome] = self.outcomes.get(outcome, 0) + count
+        for signal, count in other.trouble.items():
+            self.trouble[signal] = self.trouble.get(signal, 0) + count
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-friendly view, with the derived turns per message; tokens null when unknown
@@ -257,6 +264,9 @@ class StatsCollector:
                 stats.lines_removed += count
             else:
                 stats.lines_added += count
+        elif name == sc.METRIC_TASK_TROUBLE:
+            signal = str(attributes.get(sc.COPILOT_TROUBLE_SIGNAL))
+            stats.trouble[signal] = stats.trouble.get(signal, 0) + count
         elif name == sc.METRIC_USER_MESSAGES:
             if attributes.get(sc.COPILOT_CONTINUATION):
                 stats.continuations += count

@@ -16,7 +16,7 @@ from ._progress import printable
 from ._stats import ContextStats, SessionStats
 from ._words import OUTCOMES, UNFINISHED, short_count, shortened
 
-__all__ = ["render_context", "render_table", "table_width"]
+__all__ = ["render_context", "render_table", "table_width", "trouble_notes"]
 
 
 def table_width(environ: Mapping[str, str], stream: IO[str]) -> int | None:
@@ -180,12 +180,17 @@ _LAYOUTS: list[list[_Column]] = [
         _MODEL,
         _Column("dir", _DIRECTORY.cell, left=True, cut=True),
         _TURNS,
+        _Column("t/msg", _per_message),
         _TOOLS,
         _Column("err", lambda s: str(s.tool_failures)),
         _Column("ok/tasks", _tasks_ok),
         _Column("tokens", _tokens),
     ],
 ]
+#: Spaces between columns; the narrowest layout's one space lets it keep turns per message
+#: at 80 columns (its numbers are right-aligned under wider headers: they stay apart).
+_GAP = 2
+_NARROW_GAP = 1
 _MIN_CUT = 5  # a model or directory name is never cut shorter than this
 
 
@@ -205,16 +210,45 @@ def render_table(
     git checkout). With no `width`, every column; when narrower, the first of `_LAYOUTS` that
     fits: the full session id becomes its first 8 characters and tokens are shortened (12.3k),
     then the outcomes become ended well/all ("ok/tasks"), then the repository goes, then
-    messages, turns per message, cost and lines go and the start shows its date only;
+    messages, cost and lines go, the start shows its date only and one space parts the
+    columns (turns per message stays, as `t/msg`);
     then long model and directory names are shortened (their first words to their first
     letter, `g-4.1-mini`; never so that two different names look the same while another
     column can give way), and at last the lines.
     """
+    notes = trouble_notes(sessions, total)
     for columns in _LAYOUTS:
-        lines = _layout(columns, sessions, total, None)
+        gap = _NARROW_GAP if columns is _LAYOUTS[-1] else _GAP
+        lines = _layout(columns, sessions, total, None, gap)
         if width is None or max(map(len, lines)) <= width:
-            return "\n".join(lines)
-    return "\n".join(line[:width] for line in _layout(_LAYOUTS[-1], sessions, total, width))
+            return "\n".join([*lines, *notes])
+    narrowest = _layout(_LAYOUTS[-1], sessions, total, width, _NARROW_GAP)
+    return "\n".join([*(line[:width] for line in narrowest), *notes])
+
+
+#: Sessions named under the table with their trouble signals; --json has every one.
+_TROUBLE_NOTES = 10
+
+
+def trouble_notes(sessions: Sequence[SessionStats], total: SessionStats) -> list[str]:
+    """The lines under the table about the tasks that raised a trouble signal: how many, of
+    which signals, and in which sessions (at most `_TROUBLE_NOTES`). A report of old sessions
+    says this once, here, where run warns of each as it happens."""
+    if not total.trouble:
+        return []
+    troubled = [s for s in sessions if s.trouble]
+    raised = short_count(sum(total.trouble.values()))
+    lines = [
+        "",
+        f"trouble signals (copilot.task.trouble): {raised} raised, in {len(troubled)} of "
+        f"{len(sessions)} sessions",
+    ]
+    for stats in troubled[:_TROUBLE_NOTES]:
+        said = ", ".join(f"{n} {c}" if c > 1 else n for n, c in sorted(stats.trouble.items()))
+        lines.append(f"  {_short(stats)}  {printable(said)}")
+    if len(troubled) > _TROUBLE_NOTES:
+        lines.append(f"  and {len(troubled) - _TROUBLE_NOTES} more (--json has every one)")
+    return lines
 
 
 def _distinct(cells: Sequence[str], size: int) -> bool:
@@ -228,6 +262,7 @@ def _layout(
     sessions: Sequence[SessionStats],
     total: SessionStats,
     width: int | None,
+    gap: int = _GAP,
 ) -> list[str]:
     # cells come from the logs (a session's directory, model, repository): escaped, so that
     # one cannot clear the screen or break a row
@@ -237,7 +272,7 @@ def _layout(
         max(len(c.header), *(len(r[i]) for r in [*rows, last])) for i, c in enumerate(columns)
     ]
     if width is not None:  # cut the cuttable columns, the widest first, until it fits
-        while sum(widths) + 2 * (len(widths) - 1) > width:
+        while sum(widths) + gap * (len(widths) - 1) > width:
             cuttable = [i for i, c in enumerate(columns) if c.cut and widths[i] > _MIN_CUT]
             # a column whose names would no longer be told apart gives way last
             distinct = [i for i in cuttable if _distinct([r[i] for r in rows], widths[i] - 1)]
@@ -250,22 +285,26 @@ def _layout(
         return shortened(text, size)
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            fit(cell, w).ljust(w) if c.left else fit(cell, w).rjust(w)
-            for cell, w, c in zip(cells, widths, columns, strict=True)
-        ).rstrip()
+        return (
+            (" " * gap)
+            .join(
+                fit(cell, w).ljust(w) if c.left else fit(cell, w).rjust(w)
+                for cell, w, c in zip(cells, widths, columns, strict=True)
+            )
+            .rstrip()
+        )
 
     groups = []
     for i, column in enumerate(columns):
         if column.group and (i == 0 or columns[i - 1].group != column.group):
             span = [j for j, c in enumerate(columns) if c.group == column.group]
-            start = sum(widths[: span[0]]) + 2 * span[0]
-            size = sum(widths[j] for j in span) + 2 * (len(span) - 1)
+            start = sum(widths[: span[0]]) + gap * span[0]
+            size = sum(widths[j] for j in span) + gap * (len(span) - 1)
             groups.append((start, column.group.center(size)))
     heading = ""
     for start, text in groups:
         heading = heading.ljust(start) + text
-    rule = "  ".join("-" * w for w in widths)
+    rule = (" " * gap).join("-" * w for w in widths)
     out = [line([c.header for c in columns]), rule, *(line(r) for r in rows), rule, line(last)]
     return [heading.rstrip(), *out] if heading.strip() else out
 

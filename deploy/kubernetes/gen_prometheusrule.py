@@ -8,11 +8,12 @@ so this copies the file's text, indented, below a PrometheusRule header: the rul
 comments and block scalars. tests/integration/deploy/test_deploy_kubernetes.py checks that the
 output is up to date and that its `spec` loads to exactly what alerts.yml loads to.
 
-    python deploy/kubernetes/gen_prometheusrule.py
+    python deploy/kubernetes/gen_prometheusrule.py [--check]
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -42,9 +43,29 @@ def render(alerts_text: str) -> str:
     return HEADER + body
 
 
-def main() -> int:
-    OUTPUT.write_text(render(ALERTS.read_text()))
-    print(f"wrote {OUTPUT.relative_to(HERE.parent.parent)}", file=sys.stderr)
+def main(argv: list[str] | None = None) -> int:
+    # Arguments are read, not ignored: `--help` printed nothing and wrote the file.
+    parser = argparse.ArgumentParser(
+        prog="gen_prometheusrule.py",
+        description=f"Write {OUTPUT.name} (beside this script) from "
+        "deploy/prometheus/alerts.yml: the same rules, under a PrometheusRule header.",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help=f"write nothing; exit 1 if {OUTPUT.name} is not what it would write",
+    )
+    args = parser.parse_args(argv)
+    wanted = render(ALERTS.read_text())
+    where = OUTPUT.relative_to(HERE.parent.parent)
+    if args.check:
+        current = OUTPUT.read_text() if OUTPUT.exists() else ""
+        if current != wanted:
+            print(f"{where} is out of date: run {parser.prog}", file=sys.stderr)
+            return 1
+        return 0
+    OUTPUT.write_text(wanted)
+    print(f"wrote {where}", file=sys.stderr)
     return 0
 
 

@@ -189,11 +189,16 @@ class Daemon:
             max(deadline - time.monotonic(), min(timeout, 1.0)), abort=quit_now
         )
         sink = self.pipeline.sink
+        still_open = self.running.glance().open  # not exported: read again, or lost
         logger.info(
-            "stopped: %s; %s exported%s",
+            "stopped: %s; %s exported%s%s",
             summarize_reading(self.tailer.stats),
             plural(sink.stats.exported, "span"),
             destinations(sink),
+            ""
+            if not still_open
+            else f"; {plural(still_open, 'task')} still open"
+            + (", resumed at the next start" if self.store is not None else ""),
         )
         if self.lock is not None:  # after the last checkpoint is saved
             self.lock.release()

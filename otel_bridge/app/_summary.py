@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._lines import MAX_UNKNOWN_TYPES, ReadStats
+from .._lines import MAX_UNKNOWN_TYPES, OTHER_UNKNOWN_TYPES, ReadStats
 from .._words import plural
 from ..export import SpanSink
 
@@ -32,8 +32,31 @@ def summarize_reading(stats: ReadStats) -> str:
             if stats.unknown_types_capped
             else plural(distinct, "unknown type")
         )
-        parts.append(f"{plural(sum(stats.unknown_types.values()), 'event')} of {types}")
+        parts.append(
+            f"{plural(sum(stats.unknown_types.values()), 'event')} of {types} "
+            f"({_unknown_types(stats)})"
+        )
     return ", ".join(parts)
+
+
+#: Unknown types named in the summary, the most frequent first; the rest are "N more".
+_NAMED_TYPES = 3
+#: A type's name is the log's text: one that long is cut (a compaction's type carries a hash).
+_TYPE_CHARS = 48
+
+
+def _unknown_types(stats: ReadStats) -> str:
+    """Which types, and what to do about them: "7 events of 2 unknown types" alone leaves a
+    user wondering whether anything was lost, and which flag keeps them."""
+    named = [t for t, _ in stats.unknown_types.most_common() if t != OTHER_UNKNOWN_TYPES]
+    shown = [t if len(t) <= _TYPE_CHARS else t[: _TYPE_CHARS - 3] + "..." for t in named]
+    rest = len(named) - _NAMED_TYPES
+    tail = " and more" if stats.unknown_types_capped else f" and {rest} more" if rest > 0 else ""
+    listed = ", ".join(shown[:_NAMED_TYPES]) + tail
+    return (
+        f"{listed}: counted in otel_bridge.events.unknown; --keep-unknown-events puts them "
+        "on their task's root span, docs/events.md"
+    )
 
 
 def destinations(sink: SpanSink) -> str:

@@ -9,7 +9,8 @@ settings each command's application takes (`_settings.py`: a `PipelineConfig` an
 
 Modules: `_parser.py`, `_run_flags.py`, `_options.py`, `_types.py`, `_texts.py`, `_help.py`
 (flags and help), `_config_file.py` and `_settings.py` (the file and the settings),
-`_replay.py` and `_run.py` (signals around the application), `_inspect.py` (stats and
+`_errors.py` (one-line errors: a misspelt flag, a path that cannot be used), `_replay.py` and
+`_run.py` (signals around the application), `_inspect.py` (stats and
 doctor), `_service.py` (install-service).
 """
 
@@ -24,6 +25,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import _env as env
 from .._exceptions import BridgeError
 from .._progress import TerminalHandler, printable
 from ..export import CredentialFilter
@@ -84,8 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             apply_config(parser, sub, args, sys.argv[1:] if argv is None else argv)
         except ConfigFileError as exc:
-            if args.command != "doctor":
-                sub.error(str(exc))  # exit status 2
+            if args.command != "doctor":  # one line naming the file: no usage
+                sub.exit(2, f"{sub.prog}: error: {exc}\n")
             args.config_problem = str(exc)  # doctor says it among its checks
     # Through the progress bar's terminal: a record never lands on the bar's line.
     handler = TerminalHandler(sys.stderr)
@@ -94,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # from loggers of their own, and quote the endpoint with its password or key.
     handler.addFilter(CredentialFilter())
     logging.basicConfig(level=args.log_level, handlers=[handler])
+    for line in env.boolean_warnings(os.environ):  # `OTEL_SDK_DISABLED=yes` is not silent
+        logger.warning("%s", line)
     if args.command is None:
         parser.print_help()
         return 2

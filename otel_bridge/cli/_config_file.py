@@ -26,15 +26,7 @@ else:  # pragma: no cover - the backport, same interface
     import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 from .._safe_open import open_regular
-from ._types import (
-    metrics_interval,
-    non_negative_float,
-    poll_interval,
-    port,
-    positive_float,
-    positive_int,
-    ratio,
-)
+from ._errors import closest
 
 __all__ = [
     "COMMANDS",
@@ -104,6 +96,10 @@ def load_config(
         if where == key and key in other_keys:  # the other command's, at the top
             del chosen[key]
             continue
+        match = closest(key, keys)
+        if match is not None:
+            shown = where.replace(key, match) if where != key else match
+            raise ConfigFileError(f"{path}: unknown key {where!r}; did you mean {shown!r}?")
         raise ConfigFileError(
             f"{path}: unknown key {where!r}: not an option of {command} (keys are its long "
             "flags without --, docs/configuration.md)"
@@ -192,18 +188,6 @@ def command_line_options(
     return {dest: value for dest, value in vars(again).items() if value is not None}
 
 
-#: The option types whose values the file writes as TOML numbers (the others as strings).
-_NUMBERS = {
-    metrics_interval,
-    non_negative_float,
-    poll_interval,
-    port,
-    positive_float,
-    positive_int,
-    ratio,
-}
-
-
 def to_toml(sub: argparse.ArgumentParser, options: dict[str, Any]) -> str:
     """The lines of a file that gives the `options` of `command_line_options`: each key once,
     in the order of the command's help, read back as the flags would give them."""
@@ -221,9 +205,11 @@ def _toml_value(action: argparse.Action, value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(action, item) for item in value) + "]"
-    if action.type in _NUMBERS:
-        number = action.type(value)
-        return repr(number)
+    # A number, as its flag's type reads it, is a TOML number (`trouble-turns = 50`, not "50");
+    # a list of types kept by hand once missed the whole-number types of newer flags.
+    converted = action.type(value) if callable(action.type) else value
+    if isinstance(converted, int | float) and not isinstance(converted, bool):
+        return repr(converted)
     return _toml_string(str(value))
 
 

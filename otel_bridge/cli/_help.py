@@ -46,7 +46,8 @@ def _wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
 class HelpFormatter(argparse.HelpFormatter):
     """Descriptions and epilogs wrapped by paragraph (a blank line between paragraphs); in a
     paragraph, lines that start with a space are kept as lines (continued deeper if too long,
-    or as a comment for a "# " line), the others joined and wrapped. Option help is wrapped
+    or as a comment for a "# " line; a comment over several lines is one), the others joined
+    and wrapped. Option help is wrapped
     the same way. No word is ever broken, at a hyphen or anywhere else; words joined by
     `NO_BREAK` stay on one line."""
 
@@ -68,7 +69,7 @@ class HelpFormatter(argparse.HelpFormatter):
         for paragraph in _PARAGRAPHS.split(text.strip("\n")):
             lines: list[str] = []
             prose: list[str] = []
-            for line in paragraph.splitlines():
+            for line in _joined_comments(paragraph.splitlines()):
                 if line[:1].isspace():
                     lines += _wrap(" ".join(prose), width, indent, indent) if prose else []
                     prose = []
@@ -81,3 +82,19 @@ class HelpFormatter(argparse.HelpFormatter):
             lines += _wrap(" ".join(prose), width, indent, indent) if prose else []
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
+
+
+def _joined_comments(lines: list[str]) -> list[str]:
+    """The lines, with a comment that goes on over several lines ("  # spans ... keeps the",
+    "  # metrics on ...") as one: wrapped line by line, its first line's last word would
+    stand alone on a line of its own at some width ("  # the")."""
+    joined: list[str] = []
+    for line in lines:
+        text = line.lstrip()
+        lead = line[: len(line) - len(text)]
+        previous = joined[-1] if joined else ""
+        if lead and text.startswith("# ") and previous.startswith(lead + "# "):
+            joined[-1] = previous + " " + text[2:]
+        else:
+            joined.append(line)
+    return joined

@@ -31,7 +31,14 @@ def stats(args: argparse.Namespace) -> int:
     logs = find_logs(log_paths(args.paths, os.environ))
     collector = StatsCollector(paths=args.path_mode)
     assembler = StatsAssembler(collector)
-    summary = replay_logs(logs, StreamFeeder(assembler, lambda records: None))
+    # the trouble of old sessions goes in the table's notes, not in a log line per task
+    trouble_lines = logging.getLogger(_TROUBLE_LOGGER)
+    quiet = _NotTrouble()
+    trouble_lines.addFilter(quiet)
+    try:
+        summary = replay_logs(logs, StreamFeeder(assembler, lambda records: None))
+    finally:
+        trouble_lines.removeFilter(quiet)
     sessions = sorted(collector.sessions.values(), key=lambda s: (s.started or "", s.session))
     total = collector.total()
     if args.json:
@@ -53,6 +60,19 @@ def stats(args: argparse.Namespace) -> int:
             print(f"\n{context}")
     logger.info("read %s: %s", plural(summary.files, "log"), summarize_reading(summary.read))
     return 1 if summary.failed or summary.not_logs else 0
+
+
+#: Where the assembler says a task may be in trouble (`assembler._in_flight.raise_signal`).
+_TROUBLE_LOGGER = "otel_bridge.assembler._in_flight"
+
+
+class _NotTrouble(logging.Filter):
+    """Drops the assembler's "task ... may be in trouble" warnings: `run` says each as it
+    happens; `stats` reports old sessions, whose trouble its table's notes give
+    (`_stats_table.trouble_notes`), and a log line per task pushed the table away."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "may be in trouble" not in str(record.msg)
 
 
 def doctor(args: argparse.Namespace) -> int:

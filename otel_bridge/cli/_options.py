@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import Any
 
 from .. import _env as env
@@ -13,7 +12,7 @@ from ..export import CONSOLE_FORMATS
 from ..semconv import SEMCONV_MODES, SEMCONV_RELEASED
 from ..sources import DEFAULT_MAX_LOG_BYTES
 from ._common import CONTENT_ENV
-from ._types import metric_labels, non_negative_float, positive_int, ratio, root_name
+from ._types import metric_labels, non_negative_float, path, positive_int, ratio, root_name
 
 __all__ = [
     "Given",
@@ -54,7 +53,7 @@ def paths(sub: argparse.ArgumentParser, what: str) -> None:
     sub.add_argument(
         "paths",
         nargs="*",
-        type=Path,
+        type=path,
         metavar="PATH",
         help=f"an events.jsonl file, a session directory, or a session-state directory holding "
         f"many sessions; {what} (default: $COPILOT_HOME/session-state, COPILOT_HOME "
@@ -65,7 +64,7 @@ def paths(sub: argparse.ArgumentParser, what: str) -> None:
 def export(group: Any, command: str) -> None:
     group.add_argument(
         "--traces-file",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="write spans as OTLP JSON Lines (one ExportTraceServiceRequest per line) to FILE, "
         + ("appending" if command == "run" else "overwriting it")
@@ -134,7 +133,7 @@ def _span_shape(group: Any) -> None:
 def metrics(group: Any, command: str) -> None:
     group.add_argument(
         "--metrics-file",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="write metrics as OTLP JSON Lines (one ExportMetricsServiceRequest per line) to "
         + (

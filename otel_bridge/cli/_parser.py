@@ -14,7 +14,6 @@ given from its default.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from .._version import __version__
@@ -23,12 +22,10 @@ from ..feed import WORKERS_FROM_BYTES, usable_cores
 from ..sources import Shard, parse_shard
 from . import _run_flags as run_flags
 from . import _texts as texts
+from ._errors import Parser
 from ._help import NO_BREAK, HelpFormatter
 from ._options import Given, background_wait, export, limits, metrics, paths, privacy, user_id
-from ._types import (
-    port,
-    positive_int,
-)
+from ._types import path, port, positive_int
 
 __all__ = ["build_parser", "command_parser", "shard", "user_id"]
 
@@ -37,7 +34,7 @@ _LOG_LEVEL_HELP = "what the bridge logs about itself, on stderr (default: INFO)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="otel-bridge",
         description=texts.DESCRIPTION,
         epilog=texts.EPILOG,
@@ -77,7 +74,7 @@ def _command(
     if name in ("run", "replay"):
         sub.add_argument(
             "--config",
-            type=Path,
+            type=path,
             metavar="FILE",
             help="read options from this TOML file: each key a long flag without its dashes "
             '(catch-up-minutes = 30, no-prometheus = true, session-state = ["/srv/a"]), '
@@ -175,9 +172,11 @@ def _stats(commands: Any) -> None:
         "The table fits the terminal ($COLUMNS or its width; to a pipe or file it is printed "
         "whole). When narrow, the session id is cut to 8 characters and tokens shortened "
         "(12k); then the outcome columns become one (ok/tasks: done or completed, of all); then "
-        "the repository is dropped; then messages, turns per message, premium requests and "
-        "lines are dropped and the start shows its date only; then long model and directory "
-        "names are shortened (g-4.1-mini). --json has everything.",
+        "the repository is dropped; then messages, premium requests and lines are dropped, "
+        "the start shows its date only and one space parts the columns (turns per message "
+        "stays, as t/msg); then long model and directory names are shortened (g-4.1-mini). "
+        "Tasks that raised a trouble signal (a tool called again and again, many turns...) "
+        "are counted under the table, by session. --json has everything.",
         epilog=texts.STATS_EPILOG,
     )
     paths(stats, "repeatable")
@@ -210,7 +209,7 @@ def _doctor(commands: Any) -> None:
     )
     doctor.add_argument(
         "--config",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="as for run: run's configuration file, of which doctor takes the options it has "
         "(those below)",
@@ -218,12 +217,12 @@ def _doctor(commands: Any) -> None:
     doctor.add_argument(
         "--session-state",
         action="append",
-        type=Path,
+        type=path,
         metavar="DIR",
         help="as for run (default: $COPILOT_HOME/session-state)",
     )
-    doctor.add_argument("--traces-file", type=Path, metavar="FILE", help="as for run")
-    doctor.add_argument("--state-dir", action=Given, type=Path, metavar="DIR", help="as for run")
+    doctor.add_argument("--traces-file", type=path, metavar="FILE", help="as for run")
+    doctor.add_argument("--state-dir", action=Given, type=path, metavar="DIR", help="as for run")
     doctor.add_argument(
         "--no-checkpoints", action="store_true", help="as for run: no state directory to check"
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 
 from ..export import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT, DEFAULT_QUEUE_SPANS
 from ..sources import Shard
@@ -14,6 +13,7 @@ from ._types import (
     metrics_interval,
     non_negative_float,
     non_negative_int,
+    path,
     poll_interval,
     port,
     positive_float,
@@ -28,7 +28,7 @@ def sources(run: argparse.ArgumentParser) -> None:
     sources.add_argument(
         "--session-state",
         action="append",
-        type=Path,
+        type=path,
         metavar="DIR",
         help="a session-state directory to watch; repeatable (default: "
         "$COPILOT_HOME/session-state, COPILOT_HOME defaulting to ~/.copilot); a "
@@ -83,7 +83,7 @@ def checkpoints(run: argparse.ArgumentParser) -> None:
     checkpoints.add_argument(
         "--state-dir",
         action=Given,
-        type=Path,
+        type=path,
         metavar="DIR",
         help="where run keeps its checkpoints (resume points of every log), so that a "
         "restart neither loses nor repeats spans (default: $OTEL_BRIDGE_STATE_DIR, else "

@@ -25,7 +25,7 @@ from ..assembler import AssemblerConfig, TroubleOptions
 from ..export import DEFAULT_QUEUE_SPANS, MetricsOptions, ResourceOptions, sdk_disabled
 from ..processors import ScrubberConfig
 from ..semconv import MODE_AUTOPILOT, MODE_INTERACTIVE, MODE_PLAN, SEMCONV_RELEASED
-from ..sources import read_client_name, read_session_name
+from ..sources import not_a_session_state, read_client_name, read_session_name
 from ._checks import prometheus_wanted
 from ._common import log_paths, session_state_roots
 from ._config_file import COMMANDS, command_line_options, config_keys, load_config
@@ -105,7 +105,8 @@ def run_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> RunSet
     """run's flags (and file) and the environment, as the daemon takes them.
 
     Raises:
-        ConfigError: as `pipeline_config`.
+        ConfigError: as `pipeline_config`, or a --session-state that is a log or one
+            session's directory (`sources.not_a_session_state`).
     """
     daemon = daemon_options(args, environ)  # first: it says which directories it watches
     return RunSettings(run_pipeline_config(args, environ), daemon)
@@ -154,6 +155,10 @@ def daemon_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Daem
     from ..sources import TailOptions
 
     roots = [root for root, _ in session_state_roots(args.session_state, environ)]
+    for root in roots:  # a log or a session's directory: say what to pass instead
+        mistaken = not_a_session_state(root)
+        if mistaken is not None:
+            raise ConfigError(mistaken)
     no_state = args.no_checkpoints or sdk_disabled(environ)
     return DaemonOptions(
         roots=tuple(roots),

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from .._metrics import OPTIONAL_LABELS
 from ..assembler import check_root_name
@@ -20,6 +23,7 @@ __all__ = [
     "metrics_interval",
     "non_negative_float",
     "non_negative_int",
+    "path",
     "poll_interval",
     "port",
     "positive_float",
@@ -27,6 +31,7 @@ __all__ = [
     "queue_size",
     "ratio",
     "root_name",
+    "unusable_path",
 ]
 
 #: Longest duration accepted: waits beyond threading.TIMEOUT_MAX (about 9.2e9 s) raise
@@ -125,3 +130,61 @@ def metric_labels(text: str) -> tuple[str, ...]:
             f"comma-separated, from {', '.join(OPTIONAL_LABELS)}"
         )
     return tuple(dict.fromkeys(OPTIONAL_LABELS[name] for name in names))
+
+
+#: $NAME or ${NAME}, as a shell reads them (a `$` followed by anything else stays as it is).
+_VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+
+
+class PathProblem(argparse.ArgumentTypeError):
+    """A path that cannot be used as given: said on one line that names it, without the
+    usage (`_errors.Parser.error`), since the path is the whole problem."""
+
+
+def path(text: str) -> Path:
+    """A path flag's (or configuration key's) value, expanded as a shell expands it: a
+    leading `~` or `~user`, then `$NAME` and `${NAME}`. The shell does this for a word it
+    sees, but not for `--config=~/x.toml`, a quoted value, a TOML file or a systemd unit's
+    arguments; taken literally, `~/x` made a directory named `~` in the working directory.
+
+    Raises:
+        PathProblem: a variable it names is not set (a shell would make it empty, and
+            `$STATE/x` would become `/x`), or `~user` names no user.
+    """
+    return Path(expand_path(text, os.environ))
+
+
+def expand_path(text: str, environ: Mapping[str, str]) -> str:
+    """`text` with `~` and its variables expanded from `environ` (see `path`); an error
+    names `text` as given."""
+    head, tail = "", text
+    if text.startswith("~"):
+        user, slash, rest = text[1:].partition("/")
+        home = environ.get("HOME") if not user else _home_of(user)
+        if not home:
+            raise unusable_path(text, f"~{user}: no such user" if user else "$HOME is not set")
+        head, tail = (home.rstrip("/") + slash, rest) if slash else (home, "")
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if not environ.get(name):
+            raise unusable_path(text, f"${name} is not set (or is empty)")
+        return environ[name]
+
+    return head + _VARIABLE.sub(value, tail)  # a home's own `$` is not a variable
+
+
+def _home_of(user: str) -> str | None:
+    try:
+        import pwd
+    except ImportError:  # pragma: no cover - not on Windows, where ~user is not said
+        return None
+    try:
+        return pwd.getpwnam(user).pw_dir
+    except KeyError:
+        return None
+
+
+def unusable_path(text: str, why: str) -> PathProblem:
+    """The one-line error of a path that cannot be used: "'$STATE/x': $STATE is not set"."""
+    return PathProblem(f"{text!r}: {why}")

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ._otel import DEFAULT_SERVICE_NAME, ResourceOptions, build_resource, to_readable_span
     from ._otlp_json import encode_record
     from ._sink import DEFAULT_QUEUE_SPANS, SpanSink
+    from ._sniff import protocol_mismatch
     from ._verdicts import REFUSED_ENDPOINT, ExportFailure
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "metric_exporter_names",
     "otlp_endpoint",
     "probe_otlp",
+    "protocol_mismatch",
     "reachability",
     "sdk_disabled",
     "shown_endpoint",
@@ -101,6 +103,7 @@ _NAMES: dict[str, str] = {
     "metric_exporter_names": "._common",
     "otlp_endpoint": "._common",
     "probe_otlp": "._exporters",
+    "protocol_mismatch": "._sniff",
     "reachability": "._common",
     "sdk_disabled": "._common",
     "shown_endpoint": "._common",

@@ -50,8 +50,9 @@ _HOST_PORT = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(?P<port
 
 
 def sdk_disabled(environ: Mapping[str, str]) -> bool:
-    """OTEL_SDK_DISABLED=true: the specification's switch that turns every signal off."""
-    return environ.get(env.OTEL_SDK_DISABLED, "").strip().lower() == "true"
+    """OTEL_SDK_DISABLED=true: the specification's switch that turns every signal off (read
+    by its boolean rule, `_env.boolean`)."""
+    return env.boolean(environ, env.OTEL_SDK_DISABLED)
 
 
 def otlp_protocol(environ: Mapping[str, str], signal: str) -> str:

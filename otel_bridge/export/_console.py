@@ -14,8 +14,9 @@ assembler marks as the end of an interaction (`copilot.end_reason`, `copilot.tas
 Spans that come after their task's root (a late background shell) make a line of their own
 ("continued"). Two logs of one session (a copy of a session's folder) give spans of the same
 ids: each copy's spans are held apart, and a span printed before under its root is a copy's,
-not late work, so every copy prints as the task it is. The number of tasks held is bounded;
-what is still held at shutdown is printed as unfinished.
+not late work, so every copy prints as the task it is. The number of tasks held is bounded
+(the oldest is printed as it is, unfinished); the tasks still held at shutdown are one line
+that says how many.
 
 Finished tasks are printed in the order they started, not in the order their logs were read:
 when `run` catches up many logs at start, or `replay` reads many, the tasks of each log come
@@ -174,14 +175,20 @@ class ConsoleSpanExporter(_SdkConsoleSpanExporter):
         return True
 
     def shutdown(self) -> None:
-        """Print what waits, then what is still held (tasks whose root never came),
-        unfinished."""
+        """Print what waits, then one line for the tasks still open (whose root has not
+        come): their spans so far made a line per top span ("unfinished"), 11 lines for 5
+        tasks at a Ctrl-C, of tasks that are not over (`run` reads them again at its next
+        start, and prints each when it ends)."""
         with self._lock:
-            for copies in self._held.values():
-                for trace in copies:
-                    self._leftovers(trace)
+            still_open = sum(len(copies) for copies in self._held.values())
             self._held.clear()
             self._print_waiting()
+            if still_open:
+                tasks = "1 task" if still_open == 1 else f"{still_open} tasks"
+                self._write(
+                    f"{tasks} still open at the stop, not printed: a task's line is printed "
+                    "when it ends\n"
+                )
             self._closed = True
             self._cond.notify_all()
             flusher = self._flusher

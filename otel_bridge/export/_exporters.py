@@ -31,6 +31,7 @@ from ._common import (
 )
 from ._otlp_json import OtlpJsonFileExporter
 from ._sdk_logs import build_otlp_exporter, capture_exporter_logs, http_session
+from ._sniff import protocol_mismatch
 from ._verdicts import ExportFailure, describe_exception, export_failure
 
 if TYPE_CHECKING:
@@ -146,8 +147,9 @@ def unreachable_collector(
     timeout: float = 2.0,
 ) -> str | None:
     """One line about the first OTLP endpoint the configuration sends to that does not accept
-    a TCP connection, naming it and pointing to `otel-bridge doctor`; None when all do (or
-    none is used, or OTEL_SDK_DISABLED=true).
+    a TCP connection, naming it and pointing to `otel-bridge doctor`, or whose port answers
+    the other OTLP protocol (`_sniff.protocol_mismatch`), saying what to set; None when all
+    is well (or none is used, or OTEL_SDK_DISABLED=true).
 
     Why: the SDK exporters retry a refused connection for their whole timeout at every batch,
     so a replay to a collector that is not running would take a minute to say so.
@@ -173,6 +175,9 @@ def unreachable_collector(
                 f"OTLP endpoint {endpoint.describe()} {problem}: is the collector running? "
                 f"`otel-bridge doctor` checks the set-up"
             )
+        mismatch = protocol_mismatch(endpoint, timeout)  # the other protocol's port
+        if mismatch is not None:
+            return f"OTLP endpoint {endpoint.describe()}: {mismatch}"
     return None
 
 

@@ -78,9 +78,41 @@ class ExportFailure:
     retry_after: float | None = None
 
 
+#: What each exporter says when the port speaks the other protocol: the HTTP exporter reads a
+#: gRPC server's first frame (HTTP/2 SETTINGS, starting with NUL bytes) as a status line; the
+#: gRPC exporter reads an HTTP/1 answer as a frame. Each is said with what to set (start-up
+#: says it first, `_sniff.protocol_mismatch`; this is for a port that changed meanwhile).
+_ANSWERS_GRPC = (
+    "the port answers gRPC (HTTP/2), not OTLP/HTTP: set OTEL_EXPORTER_OTLP_PROTOCOL=grpc, "
+    "or use port 4318"
+)
+_ANSWERS_HTTP1 = (
+    "the port answers HTTP/1, not gRPC: set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf, "
+    "or use port 4317"
+)
+
+
+def protocol_mismatch(records: Sequence[logging.LogRecord]) -> str | None:
+    """What to set, when the records of a failed call show the port speaks the other OTLP
+    protocol; None otherwise."""
+    for record in records:
+        args = record.args if isinstance(record.args, tuple) else ()
+        for arg in (record.msg, *args):
+            text = repr(arg) if isinstance(arg, BaseException) else str(arg)
+            if "BadStatusLine" in text and "\\x00\\x00" in text:
+                return _ANSWERS_GRPC
+            if "Failed parsing HTTP/2" in text or "Expected SETTINGS frame" in text:
+                return _ANSWERS_HTTP1
+    return None
+
+
 def export_failure(records: Sequence[logging.LogRecord]) -> ExportFailure:
     """What a failed export call came to, from the records captured during it
-    (`capture_exporter_logs`): the last answer the collector gave decides."""
+    (`capture_exporter_logs`): the last answer the collector gave decides; a port of the
+    other protocol refuses every request (`protocol_mismatch`)."""
+    mismatch = protocol_mismatch(records)
+    if mismatch is not None:
+        return ExportFailure(mismatch, REFUSED_ENDPOINT)
     status: int | str | None = None
     retry_after: float | None = None
     for record in records:
@@ -116,6 +148,9 @@ def failure_reason(records: Sequence[logging.LogRecord]) -> str:
     root cause of an exception ("Connection refused"), a gRPC status and its details, an HTTP
     status; else the first warning or error is quoted.
     """
+    mismatch = protocol_mismatch(records)
+    if mismatch is not None:
+        return mismatch
     for record in records:
         args = record.args if isinstance(record.args, tuple) else ()
         for arg in args:

@@ -25,6 +25,7 @@ __all__ = [
     "Refused",
     "default_session_state",
     "find_logs",
+    "not_a_session_state",
     "read_client_name",
     "read_session_name",
     "scan_session_state",
@@ -74,6 +75,31 @@ def default_session_state(environ: dict[str, str] | os._Environ[str]) -> Path:
     home = environ.get(env.COPILOT_HOME)
     base = Path(home).expanduser() if home else Path.home() / ".copilot"
     return base / "session-state"
+
+
+def not_a_session_state(root: Path) -> str | None:
+    """What to pass instead, when a directory given to watch (`run --session-state`, doctor)
+    is a log or one session's directory rather than a session-state directory; None
+    otherwise. Watched as given, a session's directory follows no log (its files are taken
+    for sessions) and a log is no directory: run said nothing useful, doctor said this."""
+    replay = f"or read this one with `otel-bridge replay {root}`"
+    if root.is_file():
+        where = (  # a session's log: the session-state directory it is in
+            f"--session-state {root.parent.parent}, to follow every session there"
+            if root.name == EVENTS_FILE
+            else "e.g. ~/.copilot/session-state"
+        )
+        return (
+            f"{root} is a file: pass the session-state directory ({where}), "
+            f"{replay.replace('this one', 'this log')}"
+        )
+    if (root / EVENTS_FILE).is_file():
+        return (
+            f"{root} is one session's directory (it holds {EVENTS_FILE}): pass "
+            f"its parent, --session-state {root.parent}, to follow every "
+            f"session, {replay}"
+        )
+    return None
 
 
 def log_file(path: Path, root: Path | None = None) -> LogFile:

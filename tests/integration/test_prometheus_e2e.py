@@ -384,6 +384,14 @@ FRESH_PANELS = (
     "Task completion rate by mode (rolling 1h)",
     "Tool error rate",
     "Tasks by outcome",
+    # the Running now row: 0 before the first task opens, not "No data"
+    "Tasks open now by mode",
+    "Oldest open task",
+    "Waiting for a person by kind",
+    "Longest wait for a person by kind",
+    "Tasks in trouble by signal",
+    "Sub-agents and shells running",
+    "Open tasks by mode",
 )
 
 

@@ -117,15 +117,16 @@ def test_narrower_tables_keep_the_numbers_they_show_right() -> None:
     for width in (150, 120, 100, 80, 70, 50):
         assert max(map(len, render_table(sessions, total, width).splitlines())) <= width
     narrow = render_table(sessions, total, 80).splitlines()
-    assert narrow[-1].split()[:4] == [
+    assert narrow[-1].split()[:5] == [
         "total",
         str(total.turns),
+        f"{total.turns_per_message:.2f}",  # kept at 80 columns, as t/msg
         str(total.tool_calls),
         str(total.tool_failures),
     ]
     # ok/tasks: those that ended well, with a completion signal or without (interactive)
     ended_well = total.outcomes["completed"] + total.outcomes["no_signal"] - total.unfinished
-    assert narrow[-1].split()[4] == f"{ended_well}/{total.tasks}"
+    assert narrow[-1].split()[5] == f"{ended_well}/{total.tasks}"
     assert 0 < total.unfinished < total.outcomes["no_signal"]
 
 

@@ -26,6 +26,7 @@ class Reader:
         "at_end",
         "caught_up",
         "decoder",
+        "end_seen",
         "error",
         "fingerprint",
         "identity",
@@ -71,6 +72,10 @@ class Reader:
         # start, or one copied in whole) events are late by design and their lag not counted.
         self.caught_up = False
         self.at_end = False  # the last read reached the end of the file
+        # Wall-clock time a read last reached the end of the file: what is read after it was
+        # written after it, so an event's read lag is counted from then at most, however old
+        # its timestamp (a copied or restored log arriving in several writes).
+        self.end_seen = 0.0
 
     def restart(self, identity: tuple[int, int], ledger: StreamLedger) -> None:
         """The file was truncated or replaced: read the new content from its start, with a

@@ -206,6 +206,7 @@ class Reading:
         if at_end or reader.read_pos >= size:
             if reader.decoder.pending_bytes > _HELD_LINE_BYTES:
                 reader.release_partial()
+            reader.end_seen = now
             self.reached_end(reader)
         else:
             reader.at_end = False
@@ -244,8 +245,8 @@ class Reading:
         return False
 
     def _decode(self, reader: Reader, chunk: bytes, now: float) -> list[tuple[Any, int]]:
-        """The events of `chunk`, the next bytes of the log, counted (and their lag, once
-        the log is live)."""
+        """The events of `chunk`, the next bytes of the log, counted (and, once the log is
+        live, their lag: from their time, or from `Reader.end_seen` if later)."""
         if not chunk:
             return []
         reader.read_pos += len(chunk)
@@ -254,8 +255,8 @@ class Reading:
         self._downstream.count_read(len(positions))
         if reader.caught_up:  # catch-up reading is late by design; only live lag counts
             metrics = self._downstream.metrics
-            for event, _ in positions:
-                self.last_lag = max(now - event.timestamp_ns / 1e9, 0.0)
+            for event, _ in positions:  # how late the reading is, not how old the event
+                self.last_lag = max(now - max(event.timestamp_ns / 1e9, reader.end_seen), 0.0)
                 metrics.record(sc.METRIC_EVENT_LAG, self.last_lag, {}, "")
         return positions
 

@@ -3,6 +3,7 @@ file an error that names it and the key (exit status 2)."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,35 @@ def test_the_log_level_of_the_file_is_the_one_used_unless_a_flag_says(tmp_path) 
     assert _args(["run", "--config", str(config), "--log-level", "WARNING"]).log_level == (
         "WARNING"
     )
+
+
+def test_the_file_install_service_writes_has_numbers_as_numbers(tmp_path) -> None:
+    """Each option whose flag reads a number is a TOML number in the file written
+    (`trouble-turns = 50`, once "50"), and the file reads back to the same options."""
+    from otel_bridge.cli._config_file import command_line_options, to_toml, tomllib
+
+    parser = build_parser()
+    sub = command_parser(parser, "run")
+    numeric = {
+        key: type(value)
+        for key, action in config_keys(sub).items()
+        if action.nargs != 0
+        and isinstance(value := _converted(action, "50"), int | float)
+        and not isinstance(value, bool)
+    }
+    assert {"trouble-turns", "queue-size", "prometheus-port", "idle-timeout"} <= set(numeric)
+    argv = ["run", *[x for key in numeric for x in (f"--{key}", "50")]]
+    written = to_toml(sub, command_line_options(parser, sub, argv))
+    table = tomllib.loads(written)
+    assert {key: type(table[key]) for key in numeric} == numeric, written
+    config = tmp_path / "bridge.toml"
+    config.write_text(written)
+    again, given = _args(["run", "--config", str(config)]), parser.parse_args(argv)
+    assert all(getattr(again, k.dest) == getattr(given, k.dest) for k in config_keys(sub).values())
+
+
+def _converted(action, text: str):
+    try:
+        return action.type(text) if callable(action.type) else None
+    except (ValueError, TypeError, argparse.ArgumentTypeError):
+        return None

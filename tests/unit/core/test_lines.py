@@ -115,9 +115,9 @@ def test_unknown_types_kept_by_name_are_capped_and_the_total_stays_exact() -> No
     assert unknown[types[0]] == 2  # a named type keeps counting
     assert sum(unknown.values()) == len(types) + 2 == decoder.stats.events
     assert decoder.stats.unknown_types_capped
-    assert summarize_reading(decoder.stats).endswith(
-        f"{len(types) + 2} events of more than {MAX_UNKNOWN_TYPES} unknown types"
-    )
+    said = summarize_reading(decoder.stats)
+    assert f"{len(types) + 2} events of more than {MAX_UNKNOWN_TYPES} unknown types (" in said
+    assert " and more: counted in otel_bridge.events.unknown;" in said
 
 
 def test_merged_unknown_types_stay_capped() -> None:
@@ -132,7 +132,28 @@ def test_merged_unknown_types_stay_capped() -> None:
     few = ReadStats()
     few.count_unknown("future.thing", 3)
     assert not few.unknown_types_capped
-    assert summarize_reading(few) == "0 events, 3 events of 1 unknown type"
+    assert summarize_reading(few) == (
+        "0 events, 3 events of 1 unknown type (future.thing: counted in "
+        "otel_bridge.events.unknown; --keep-unknown-events puts them on their task's root "
+        "span, docs/events.md)"
+    )
+
+
+def test_the_summary_names_the_unknown_types_and_what_keeps_them() -> None:
+    """ "7 events of 7 unknown types" named none and said nothing of what to do."""
+    stats = ReadStats()
+    for number, name in enumerate(["a.one", "b.two", "c.three", "d.four", "e.five"]):
+        stats.count_unknown(name, 10 - number)
+    stats.count_unknown("model.c" + "f" * 64)
+    said = summarize_reading(stats)
+    assert said.endswith(
+        "41 events of 6 unknown types (a.one, b.two, c.three and 3 more: counted in "
+        "otel_bridge.events.unknown; --keep-unknown-events puts them on their task's root "
+        "span, docs/events.md)"
+    )
+    long = ReadStats()
+    long.count_unknown("model.c" + "f" * 64)
+    assert "(model.c" + "f" * 38 + "...: counted" in summarize_reading(long)
 
 
 def test_invalid_utf8_does_not_lose_the_event() -> None:

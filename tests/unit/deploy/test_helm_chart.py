@@ -180,7 +180,7 @@ def test_the_config_keys_are_run_options_with_their_types() -> None:
         elif type_name in _INTEGERS:
             assert node["type"] == "integer", key
         else:
-            assert type_name in (None, "Path", "root_name", "metric_labels", "shard", "user_id")
+            assert type_name in (None, "path", "root_name", "metric_labels", "shard", "user_id")
             assert node["type"] == "string", key
     assert yaml.safe_load(VALUES.read_text())["config"].keys() <= properties.keys()
 
