@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from .._events import printable_type
 from .._lines import MAX_UNKNOWN_TYPES, OTHER_UNKNOWN_TYPES, ReadStats
 from .._words import plural
 from ..export import SpanSink
+from ..processors import Scrubber, ScrubberConfig
 
 __all__ = ["destinations", "sampled", "summarize_reading"]
 
@@ -49,7 +51,11 @@ def _unknown_types(stats: ReadStats) -> str:
     """Which types, and what to do about them: "7 events of 2 unknown types" alone leaves a
     user wondering whether anything was lost, and which flag keeps them."""
     named = [t for t, _ in stats.unknown_types.most_common() if t != OTHER_UNKNOWN_TYPES]
-    shown = [t if len(t) <= _TYPE_CHARS else t[: _TYPE_CHARS - 3] + "..." for t in named]
+    # A type is the log's text, which could hold anything, a token included: named only in
+    # the shape of a type (as the metric's label), and scrubbed as span text is.
+    scrubber = Scrubber(ScrubberConfig())
+    shown = [scrubber.text(printable_type(t)) for t in named]
+    shown = [t if len(t) <= _TYPE_CHARS else t[: _TYPE_CHARS - 3] + "..." for t in shown]
     rest = len(named) - _NAMED_TYPES
     tail = " and more" if stats.unknown_types_capped else f" and {rest} more" if rest > 0 else ""
     listed = ", ".join(shown[:_NAMED_TYPES]) + tail

@@ -83,7 +83,7 @@ def not_a_session_state(root: Path) -> str | None:
     otherwise. Watched as given, a session's directory follows no log (its files are taken
     for sessions) and a log is no directory: run said nothing useful, doctor said this."""
     replay = f"or read this one with `otel-bridge replay {root}`"
-    if root.is_file():
+    if _is_file(root):
         where = (  # a session's log: the session-state directory it is in
             f"--session-state {root.parent.parent}, to follow every session there"
             if root.name == EVENTS_FILE
@@ -93,13 +93,22 @@ def not_a_session_state(root: Path) -> str | None:
             f"{root} is a file: pass the session-state directory ({where}), "
             f"{replay.replace('this one', 'this log')}"
         )
-    if (root / EVENTS_FILE).is_file():
+    if _is_file(root / EVENTS_FILE):
         return (
             f"{root} is one session's directory (it holds {EVENTS_FILE}): pass "
             f"its parent, --session-state {root.parent}, to follow every "
             f"session, {replay}"
         )
     return None
+
+
+def _is_file(path: Path) -> bool:
+    """`path.is_file()`, False where it cannot be looked at: a root the bridge's user cannot
+    read is said by the tailer and /readyz, not by a traceback here."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def log_file(path: Path, root: Path | None = None) -> LogFile:

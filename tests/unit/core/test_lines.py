@@ -152,8 +152,16 @@ def test_the_summary_names_the_unknown_types_and_what_keeps_them() -> None:
         "span, docs/events.md)"
     )
     long = ReadStats()
-    long.count_unknown("model.c" + "f" * 64)
-    assert "(model.c" + "f" * 38 + "...: counted" in summarize_reading(long)
+    name = "model." + "c" * 30 + "." + "d" * 20  # a type's shape, longer than is shown
+    long.count_unknown(name)
+    assert f"({name[:45]}...: counted" in summarize_reading(long)
+    # a type is the log's text: one not in the shape of a type is not repeated (it could be a
+    # token), as the metric's label does not repeat it either
+    odd = ReadStats()
+    odd.count_unknown("sk-" + "A1b2" * 12)
+    odd.count_unknown("model.c" + "f" * 64)
+    said = summarize_reading(odd)
+    assert "sk-" not in said and "fff" not in said and "(<invalid>" in said
 
 
 def test_invalid_utf8_does_not_lose_the_event() -> None:
