@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .._lines import MAX_UNKNOWN_TYPES, OTHER_UNKNOWN_TYPES, ReadStats
 from .._words import plural
+from ..decode._lines import MAX_UNKNOWN_TYPES, OTHER_UNKNOWN_TYPES, ReadStats
 from ..export import SpanSink
 
 __all__ = ["destinations", "sampled", "summarize_reading"]

@@ -9,8 +9,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from ..._checkpoint_file import FileCheckpoint
 from ..._exceptions import CheckpointError
+from ...checkpoint._file import FileCheckpoint
 from ._tracker import Tracker
 
 __all__ = ["NoCheckpoints", "Saver", "Store"]
