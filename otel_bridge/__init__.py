@@ -6,12 +6,12 @@ turns events into `SpanRecord`s, processors (`otel_bridge.processors`) sample an
 sinks (`otel_bridge.export`) hand them to the OpenTelemetry SDK exporters.
 """
 
-from ._events import Event, event_from_json, parse_timestamp_ns
 from ._exceptions import BridgeError, ConfigError, EventDecodeError, ExportError, SourceError
-from ._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 from ._records import LinkRecord, SpanEventRecord, SpanKind, SpanRecord, StatusCode
 from ._version import __version__
 from .assembler import Assembler, AssemblerConfig, AssemblerStats, SessionAssembler
+from .decode._events import Event, event_from_json, parse_timestamp_ns
+from .decode._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",

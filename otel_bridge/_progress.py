@@ -14,9 +14,11 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, TextIO
 
 __all__ = ["ProgressBar", "TerminalHandler", "compact_count", "printable", "write"]
@@ -190,3 +192,16 @@ def compact_count(n: int) -> str:
     if n < 1_000_000:
         return f"{n / 1000:.1f}k"
     return f"{n / 1_000_000:.1f}M"
+
+
+def table_width(environ: Mapping[str, str], stream: IO[str]) -> int | None:
+    """How wide the table may be: $COLUMNS, else the terminal's width; None (no limit) when
+    printing to a pipe or file, which gets every column."""
+    columns = environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return shutil.get_terminal_size().columns if tty else None

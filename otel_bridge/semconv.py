@@ -251,7 +251,7 @@ ERROR_SESSION: Final = "error"  # a session.error without errorType
 ERROR_MODEL_CALL_FAILED: Final = "model_call_failure"  # a model.call_failure without a code
 
 # --- metric names (METRIC_*, here and below): every metric the bridge records is named in this
-# module, as a `MetricName`, and defined once in the catalogue (`_metric_catalogue.py`,
+# module, as a `MetricName`, and defined once in the catalogue (`metrics/_catalogue.py`,
 # docs/metrics.md); no other module spells one (tests/unit/repo/test_metric_names.py) --------
 METRIC_TURNS_PER_MESSAGE: Final = MetricName("copilot.turns_per_message")
 METRIC_TASKS: Final = MetricName("copilot.tasks")

@@ -1,7 +1,7 @@
-"""Print otel_bridge/_event_types.py from the CLI's session-events JSON Schema.
+"""Print otel_bridge/decode/_event_types.py from the CLI's session-events JSON Schema.
 
     python scripts/gen_event_types.py path/to/session-events.schema.json \
-        > otel_bridge/_event_types.py
+        > otel_bridge/decode/_event_types.py
 
 The schema comes with the Copilot CLI's npm packages as `schemas/session-events.schema.json`: in
 `@github/copilot` itself in older versions, in the platform package (`@github/copilot-linux-x64`
@@ -20,7 +20,7 @@ HEADER = '''"""Event types the Copilot CLI schema declares (from session-events.
 
 Why: an event type outside this set is schema drift (a newer or older CLI). It still passes through
 the pipeline, but the reader counts it so that an operator can see when the bridge falls behind.
-Regenerate with `python scripts/gen_event_types.py SCHEMA > otel_bridge/_event_types.py`.
+Regenerate with `python scripts/gen_event_types.py SCHEMA > otel_bridge/decode/_event_types.py`.
 """
 
 KNOWN_EVENT_TYPES: frozenset[str] = frozenset(

@@ -50,8 +50,8 @@ from opentelemetry.util.types import AttributeValue
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from otel_bridge._checkpoint import CheckpointStore  # noqa: E402
-from otel_bridge._pipeline import Pipeline, PipelineConfig  # noqa: E402
+from otel_bridge.app._pipeline import Pipeline, PipelineConfig  # noqa: E402
+from otel_bridge.checkpoint._store import CheckpointStore  # noqa: E402
 from otel_bridge.cli._parser import build_parser  # noqa: E402
 from otel_bridge.cli._settings import pipeline_config  # noqa: E402
 from otel_bridge.export import MetricsOptions, build_resource  # noqa: E402

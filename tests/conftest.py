@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_bridge import _metrics
+from otel_bridge.metrics import _recorder as _metrics
 from tests import paths
 from tests.otlp_receiver import otlp_receiver  # noqa: F401  (a fixture, used by name)
 

@@ -1,6 +1,6 @@
-"""Metrics recorders for tests: keep every observation the assembler or the tailer makes, to
-compare with what the raw log says (the MetricsRecorder protocol of otel_bridge._metrics); and
-a clock a test moves by hand."""
+"""Metrics recorders for tests: keep every observation the assembler or the tailer makes, to compare
+with what the raw log says (the MetricsRecorder protocol of otel_bridge.metrics._recorder); and a
+clock a test moves by hand."""
 
 from __future__ import annotations
 

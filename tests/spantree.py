@@ -8,7 +8,7 @@ from pathlib import Path
 
 from otel_bridge import Assembler, AssemblerConfig, Event, JsonLinesDecoder, SpanRecord
 from otel_bridge import semconv as sc
-from otel_bridge._metrics import MetricsRecorder
+from otel_bridge.metrics._recorder import MetricsRecorder
 from tests.builder import Log
 
 

@@ -10,8 +10,8 @@ from typing import Protocol
 
 from .. import semconv as sc
 from .._exceptions import CheckpointError
-from .._metrics import MetricsRecorder
 from .._words import plural
+from ..metrics._recorder import MetricsRecorder
 
 __all__ = ["Checkpointing"]
 

@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import semconv as sc
-from .._checkpoint import CheckpointStore
-from .._pipeline import Pipeline, PipelineConfig
-from .._state_lock import StateLock
 from .._version import __version__
 from .._words import plural
 from ..assembler import Assembler
+from ..checkpoint._lock import StateLock
+from ..checkpoint._store import CheckpointStore
 from ..export import OtelMetricsRecorder
 from ..feed import StreamFeeder
 from ..sources import Tailer, TailOptions
 from ._checkpointing import Checkpointing
 from ._memory import MemoryRelease
+from ._pipeline import Pipeline, PipelineConfig
 from ._probes import LoopLiveness, Readiness
 from ._running import RunningNow
 from ._status import CatchUp, StatusLine

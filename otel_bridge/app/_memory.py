@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from .._memory import malloc_trim
+from ..decode._memory import malloc_trim
 
 __all__ = ["LET_GO_AT_ONCE", "MemoryRelease", "malloc_trim"]
 

@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._lines import DEFAULT_MAX_LINE_BYTES
-from .._pipeline import CollectorUnreachable, Pipeline, PipelineConfig
 from .._progress import ProgressBar
 from .._words import plural
+from ..decode._lines import DEFAULT_MAX_LINE_BYTES
 from ..export import SpanSink
 from ..feed import (
     Prepare,
@@ -26,6 +25,7 @@ from ..feed import (
     replay_logs_parallel,
 )
 from ..sources import DEFAULT_MAX_LOG_BYTES, LogFile, ReplaySummary, Shard, find_logs
+from ._pipeline import CollectorUnreachable, Pipeline, PipelineConfig
 from ._signals import Interrupted, SigtermStops
 from ._summary import destinations, sampled, summarize_reading
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .._events import printable_type
-from .._lines import MAX_UNKNOWN_TYPES, OTHER_UNKNOWN_TYPES, ReadStats
 from .._words import plural
+from ..decode._events import printable_type
+from ..decode._lines import MAX_UNKNOWN_TYPES, OTHER_UNKNOWN_TYPES, ReadStats
 from ..export import SpanSink
 from ..processors import Scrubber, ScrubberConfig
 

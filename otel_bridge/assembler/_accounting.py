@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import semconv as sc
-from .._events import Event
 from .._records import AttributeValue, Repairs, clamp_int
+from ..decode._events import Event
 from ._fields import compact, read_int, read_num, read_obj, read_str
 from ._state import Interaction, OpenSpan, SessionFacts
 from ._totals import Totals, read_totals

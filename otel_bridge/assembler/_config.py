@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .._metrics import OPTIONAL_LABELS
+from ..metrics._recorder import OPTIONAL_LABELS
 from ..semconv import (
     MODE_AUTOPILOT,
     MODE_INTERACTIVE,

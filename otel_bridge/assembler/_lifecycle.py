@@ -13,7 +13,7 @@ the closing. What a checkpoint saves of a session is `_snapshot.py`.
 from __future__ import annotations
 
 from .. import semconv as sc
-from .._events import Event
+from ..decode._events import Event
 from ._config import AssemblerStats
 from ._fields import read_str
 from ._meter import SessionMeter

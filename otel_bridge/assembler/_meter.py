@@ -9,10 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .. import semconv as sc
-from .._event_types import KNOWN_EVENT_TYPES
-from .._events import printable_type
-from .._metrics import CATALOGUE, REPOSITORY_LABELS, MetricsRecorder, NullRecorder, known_metric
 from .._records import AttributeValue, Repairs, valid_text
+from ..decode._event_types import KNOWN_EVENT_TYPES
+from ..decode._events import printable_type
+from ..metrics._recorder import (
+    CATALOGUE,
+    REPOSITORY_LABELS,
+    MetricsRecorder,
+    NullRecorder,
+    known_metric,
+)
 from ._config import AssemblerStats
 from ._state import SessionFacts
 

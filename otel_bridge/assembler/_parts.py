@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._events import Event
+from ..decode._events import Event
 from ._config import AssemblerConfig, AssemblerStats
 from ._content import ContentPolicy
 from ._lifecycle import Lifecycle

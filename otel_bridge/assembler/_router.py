@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Iterable, Iterator
 from typing import Any, TypeVar
 
-from .._events import Event
-from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanRecord
+from ..decode._events import Event
+from ..metrics._recorder import MetricsRecorder, NullRecorder
 from ._config import AssemblerConfig, AssemblerStats
 from ._in_flight import Glance, InFlight, OpenTask, glance, in_flight, waits
 from ._session import SessionAssembler

@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import semconv as sc
-from .._event_types import KNOWN_EVENT_TYPES
-from .._events import Event, printable_type
-from .._metrics import MetricsRecorder, NullRecorder, UnknownMetric
 from .._records import AttributeValue, SpanEventRecord, SpanRecord
+from ..decode._event_types import KNOWN_EVENT_TYPES
+from ..decode._events import Event, printable_type
+from ..metrics._recorder import MetricsRecorder, NullRecorder, UnknownMetric
 from ..semconv import TROUBLE_LONG
 from ._config import AssemblerConfig, AssemblerStats
 from ._content import ContentPolicy, as_json

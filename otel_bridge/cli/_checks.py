@@ -22,9 +22,9 @@ from pathlib import Path
 
 from .. import _env as env
 from .._env import content_capture
-from .._output_places import misplaced
 from ..app import state_dir
 from ..export import metric_exporter_names, sdk_disabled
+from ..files._output_places import misplaced
 from ..sources import default_session_state
 from ._common import CONTENT_ENV, session_state_roots
 from ._options import given

@@ -25,7 +25,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the backport, same interface
     import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
 
-from .._safe_open import open_regular
+from ..files._safe_open import open_regular
 from ._errors import closest
 
 __all__ = [

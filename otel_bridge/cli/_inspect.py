@@ -8,13 +8,13 @@ import logging
 import os
 import sys
 
-from .._doctor import Check, RunSetup, diagnose
 from .._progress import printable
-from .._stats import StatsAssembler, StatsCollector
-from .._stats_table import render_context, render_table, table_width
 from .._version import __version__
 from .._words import plural
 from ..app import state_dir
+from ..app._doctor import Check, RunSetup, diagnose
+from ..app._stats import StatsAssembler, StatsCollector
+from ..app._stats_table import render_context, render_table, table_width
 from ..export import metric_exporter_names
 from ..feed import StreamFeeder
 from ..sources import find_logs, replay_logs

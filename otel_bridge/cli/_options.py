@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from .. import _env as env
-from .._lines import DEFAULT_MAX_LINE_BYTES
+from ..decode._lines import DEFAULT_MAX_LINE_BYTES
 from ..export import CONSOLE_FORMATS
 from ..semconv import SEMCONV_MODES, SEMCONV_RELEASED
 from ..sources import DEFAULT_MAX_LOG_BYTES

@@ -2,7 +2,7 @@
 
 Only the command line reads flags and the process environment (the --content-hash-salt default
 in `_options`, `os.environ` in the commands); the pipeline is built from what they give
-(`otel_bridge._pipeline`).
+(`otel_bridge.app._pipeline`).
 
 `run` and `replay` group their options by what they are about (sources, checkpoints, export,
 metrics, privacy, scale; the groups they share are in `_options`); help is laid out by

@@ -38,8 +38,8 @@ from pathlib import Path
 from .. import _env as env
 from .._exceptions import BridgeError
 from .._progress import printable
-from .._safe_open import open_regular
 from ..export import trace_exporter_names
+from ..files._safe_open import open_regular
 from ._checks import contradiction
 from ._config_file import command_line_options, to_toml
 from ._parser import build_parser, command_parser

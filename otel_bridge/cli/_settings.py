@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from .. import _env as env
 from .._exceptions import ConfigError
-from .._pipeline import PipelineConfig
 from ..app import ReplayOptions, state_dir
+from ..app._pipeline import PipelineConfig
 from ..assembler import AssemblerConfig, TroubleOptions
 from ..export import DEFAULT_QUEUE_SPANS, MetricsOptions, ResourceOptions, sdk_disabled
 from ..processors import ScrubberConfig
@@ -310,7 +310,7 @@ def _job_parent(environ: Mapping[str, str]) -> tuple[int, int] | None:
     value = environ.get(env.TRACEPARENT, "").strip()
     if not value:
         return None
-    from .._live import parent_from_traceparent
+    from ..app._live import parent_from_traceparent
 
     try:
         return parent_from_traceparent(value)

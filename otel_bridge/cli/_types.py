@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from .._metrics import OPTIONAL_LABELS
 from ..assembler import check_root_name
+from ..metrics._recorder import OPTIONAL_LABELS
 
 __all__ = [
     "metric_labels",

@@ -49,7 +49,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter as _SdkConsoleSpa
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from .. import semconv as sc
-from .._progress import write
+from .._progress import table_width, write
 from ._common import CONSOLE_FORMATS
 from ._console_render import RESET, Task, day, day_line, shown, span_id, tree_lines
 
@@ -359,8 +359,6 @@ def _pop_subtree(trace: dict[int, ReadableSpan], top: int) -> list[ReadableSpan]
 
 def _terminal_width(stream: IO[str]) -> int | None:
     """$COLUMNS, else the terminal's width; None (no limit) for a pipe or a file."""
-    from .._stats_table import table_width  # the stats table fits the same way
-
     return table_width(os.environ, stream)
 
 

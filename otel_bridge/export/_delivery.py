@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .. import semconv as sc
-from .._metrics import MetricsRecorder
 from .._words import plural
+from ..metrics._recorder import MetricsRecorder
 
 __all__ = ["Delivery", "ExportStats"]
 

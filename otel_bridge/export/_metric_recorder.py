@@ -13,9 +13,9 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from .. import semconv
 from .._exceptions import ConfigError
-from .._metrics import BUCKETS, CATALOGUE, METRICS, Instrument, known_metric
 from .._records import AttributeValue
 from .._version import __version__
+from ..metrics._recorder import BUCKETS, CATALOGUE, METRICS, Instrument, known_metric
 from ..processors import Scrubber
 from ._common import DEFAULT_MAX_LABEL_VALUES, DEFAULT_MAX_SESSION_LABEL_VALUES
 

@@ -1,11 +1,11 @@
 """The bridge's metrics through the OpenTelemetry SDK: Prometheus endpoint, OTLP, console, file.
 
-Instruments come from the one catalogue (`otel_bridge._metrics.CATALOGUE`). Readers are chosen the
-standard way (`OTEL_METRICS_EXPORTER`: otlp, prometheus, console, none) with the bridge's
+Instruments come from the one catalogue (`otel_bridge.metrics._recorder.CATALOGUE`). Readers are
+chosen the standard way (`OTEL_METRICS_EXPORTER`: otlp, prometheus, console, none) with the bridge's
 defaults: `run` serves Prometheus on 127.0.0.1:9464 and adds OTLP when an OTLP endpoint is set;
-`replay` writes metrics only where asked (`--metrics-file`, or OTEL_METRICS_EXPORTER), because
-the SDK stamps points with the current time and a backfill would look like a burst of activity
-now (docs/architecture.md, "Metrics and old logs").
+`replay` writes metrics only where asked (`--metrics-file`, or OTEL_METRICS_EXPORTER), because the
+SDK stamps points with the current time and a backfill would look like a burst of activity now
+(docs/architecture.md, "Metrics and old logs").
 """
 
 from __future__ import annotations

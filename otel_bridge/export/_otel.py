@@ -26,8 +26,8 @@ from opentelemetry.trace.status import StatusCode as SdkStatusCode
 from .. import _env as env
 from .. import semconv
 from .._records import SpanKind, SpanRecord, StatusCode
-from .._safe_open import open_regular
 from .._version import __version__
+from ..files._safe_open import open_regular
 
 __all__ = ["DEFAULT_SERVICE_NAME", "ResourceOptions", "build_resource", "to_readable_span"]
 

@@ -22,9 +22,9 @@ from functools import partial
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from .._metrics import MetricsRecorder, NullRecorder
 from .._records import SpanRecord
 from .._words import plural
+from ..metrics._recorder import MetricsRecorder, NullRecorder
 from ..processors import Scrubber, TraceSampler
 from ._delivery import Delivery, ExportStats
 from ._exporters import exporter_label

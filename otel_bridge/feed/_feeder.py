@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .. import semconv as sc
-from .._events import Event
-from .._metrics import MetricsRecorder
 from .._records import SpanRecord
 from .._words import plural
 from ..assembler import Assembler, SessionAssembler
+from ..decode._events import Event
+from ..metrics._recorder import MetricsRecorder
 from ._ledger import Ledger
 
 __all__ = ["Emit", "StreamFeeder"]

@@ -39,7 +39,7 @@ class Ledger:
 
     def __init__(self, offset: int = 0) -> None:
         # Where a restart may resume: after the last line past which no interaction was open,
-        # with the session's state there (see _checkpoint.py), and the sequence number of the
+        # with the session's state there (see checkpoint/_store.py), and the sequence number of the
         # last span emitted before it.
         self.safe_offset = offset
         # As JSON, the form it is saved in, and a third of a dict's size: one is kept per log

@@ -45,10 +45,10 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import fields
 
-from .._lines import DEFAULT_MAX_LINE_BYTES
-from .._metrics import NullRecorder
 from .._records import SpanRecord
 from ..assembler import Assembler, AssemblerStats
+from ..decode._lines import DEFAULT_MAX_LINE_BYTES
+from ..metrics._recorder import NullRecorder
 from ..sources import DEFAULT_MAX_LOG_BYTES, LogFile, ReplaySummary, replay_logs
 from ._feeder import StreamFeeder
 from ._worker import (

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .._metrics import MetricsRecorder
 from .._records import AttributeValue, SpanRecord
 from ..assembler import Assembler, AssemblerConfig, AssemblerStats
 from ..export import CredentialFilter, encode_record
+from ..metrics._recorder import MetricsRecorder
 from ..processors import Scrubber, ScrubberConfig
 from ..sources import DEFAULT_MAX_LOG_BYTES, LogFile, ReplaySummary, replay_logs
 from ._feeder import StreamFeeder

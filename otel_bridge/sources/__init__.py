@@ -1,6 +1,6 @@
 """Sources: session logs (replayed once or followed as they grow) in, decoded events out, to
 whatever they feed (the `feed.StreamFeeder`): they know nothing of spans. The live SDK
-source, `LiveBridge`, builds a whole pipeline (otel_bridge/_live.py); it is importable from
+source, `LiveBridge`, builds a whole pipeline (otel_bridge/app/_live.py); it is importable from
 here as it always was."""
 
 from typing import TYPE_CHECKING
@@ -63,8 +63,8 @@ _NAMES: dict[str, str] = {
     # the live source builds a whole pipeline: not one of the sources, which know nothing of
     # spans, but importable from here as it always was (not imported for type checks here:
     # that would make sources depend on the pipeline)
-    "LiveBridge": ".._live",
-    "parent_from_traceparent": ".._live",
+    "LiveBridge": "..app._live",
+    "parent_from_traceparent": "..app._live",
     "default_session_state": "._discovery",
     "find_logs": "._discovery",
     "not_a_session_state": "._discovery",

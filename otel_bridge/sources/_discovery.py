@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import _env as env
 from .._exceptions import ConfigError
-from .._safe_open import kind, open_regular
+from ..files._safe_open import kind, open_regular
 
 __all__ = [
     "DEFAULT_MAX_LOG_BYTES",

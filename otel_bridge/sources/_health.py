@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .. import semconv as sc
-from .._lines import ReadStats
-from .._metrics import MetricsRecorder
+from ..decode._lines import ReadStats
+from ..metrics._recorder import MetricsRecorder
 
 __all__ = ["SkipCounter"]
 

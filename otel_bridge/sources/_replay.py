@@ -13,11 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .._events import Event
-from .._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
-from .._memory import give_back
-from .._metrics import MetricsRecorder
-from .._safe_open import open_regular
+from ..decode._events import Event
+from ..decode._lines import DEFAULT_MAX_LINE_BYTES, JsonLinesDecoder, ReadStats
+from ..decode._memory import give_back
+from ..files._safe_open import open_regular
+from ..metrics._recorder import MetricsRecorder
 from ._discovery import DEFAULT_MAX_LOG_BYTES, LogFile
 from ._health import SkipCounter
 

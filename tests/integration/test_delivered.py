@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from otel_bridge import Assembler
-from otel_bridge._checkpoint import CheckpointStore
+from otel_bridge.checkpoint._store import CheckpointStore
 from otel_bridge.feed import StreamFeeder, _delivered
 from otel_bridge.feed._delivered import DeliveredSpans, ReReadBlocks, block_digest
 from otel_bridge.sources import Tailer, TailOptions

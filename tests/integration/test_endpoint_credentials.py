@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from otel_bridge._doctor import diagnose
 from otel_bridge._exceptions import ConfigError
+from otel_bridge.app._doctor import diagnose
 from otel_bridge.export import build_span_exporters
 from otel_bridge.export._common import (
     CredentialFilter,

@@ -29,7 +29,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_bridge import Assembler, AssemblerConfig, JsonLinesDecoder, SpanRecord
-from otel_bridge._pipeline import Pipeline, PipelineConfig
+from otel_bridge.app._pipeline import Pipeline, PipelineConfig
 from otel_bridge.export._console import ConsoleSpanExporter
 from otel_bridge.export._otlp_json import OtlpJsonFileExporter
 from otel_bridge.export._sdk_logs import quiet_exporter_logs

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from otel_bridge import Assembler
-from otel_bridge import _safe_open as safe_open
-from otel_bridge._checkpoint import CheckpointStore
+from otel_bridge.checkpoint._store import CheckpointStore
 from otel_bridge.feed import StreamFeeder
+from otel_bridge.files import _safe_open as safe_open
 from otel_bridge.sources import Tailer, TailOptions, find_logs, replay_logs
 from otel_bridge.sources._discovery import read_client_name
 from tests import processes

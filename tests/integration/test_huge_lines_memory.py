@@ -1,10 +1,10 @@
-"""Hostile huge lines cost no more memory than their size: five lines of a million values and
-five nested a million deep, each of 4 MiB, keep replay's peak resident size under its peak on
-the same log without them plus 3x --max-line-bytes (before the pre-scan of otel_bridge/_wide.py
-each such line was decoded into Python objects before it was refused: 16 MB lines took a
-replay from 35 MB to 396 MB). `run` that meets such lines in a log it follows settles back
-within 10 MB of where it was (before app/_memory.py gave a huge line's pages back, 16 MB lines
-left it 22 MB higher for good)."""
+"""Hostile huge lines cost no more memory than their size: five lines of a million values and five
+nested a million deep, each of 4 MiB, keep replay's peak resident size under its peak on the same
+log without them plus 3x --max-line-bytes (before the pre-scan of otel_bridge/decode/_wide.py each
+such line was decoded into Python objects before it was refused: 16 MB lines took a replay from 35
+MB to 396 MB). `run` that meets such lines in a log it follows settles back within 10 MB of where it
+was (before app/_memory.py gave a huge line's pages back, 16 MB lines left it 22 MB higher for
+good)."""
 
 from __future__ import annotations
 

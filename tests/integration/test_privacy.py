@@ -460,7 +460,7 @@ def test_the_traces_and_metrics_files_are_created_private(tmp_path) -> None:
 
 
 def test_checkpoints_are_private(tmp_path) -> None:
-    from otel_bridge._checkpoint import CheckpointStore, FileCheckpoint
+    from otel_bridge.checkpoint._store import CheckpointStore, FileCheckpoint
 
     store = CheckpointStore(tmp_path / "state")
     store.save({"log": FileCheckpoint("log", 1, 2, "f", 3, 4)})

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from otel_bridge._exceptions import ConfigError
-from otel_bridge._state_lock import StateLock
+from otel_bridge.checkpoint._lock import StateLock
 from otel_bridge.cli import main
 from otel_bridge.cli._config_file import MAX_CONFIG_BYTES, read_config_text
 from tests import paths

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from otel_bridge._exceptions import ConfigError
-from otel_bridge._state_lock import LOCK_NAME, StateLock
+from otel_bridge.checkpoint._lock import LOCK_NAME, StateLock
 from tests.processes import bridge_env, start_bridge, terminate
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from otel_bridge._stats import StatsAssembler, StatsCollector
-from otel_bridge._stats_table import render_table
+from otel_bridge.app._stats import StatsAssembler, StatsCollector
+from otel_bridge.app._stats_table import render_table
 from otel_bridge.cli import main
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import find_logs, replay_logs

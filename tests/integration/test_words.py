@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from otel_bridge._lines import JsonLinesDecoder
 from otel_bridge._words import outcome_word, plural, short_count, shortened
+from otel_bridge.decode._lines import JsonLinesDecoder
 from tests import paths
 
 FIXTURES = paths.FIXTURES

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from ..._events import Event
+from ...decode._events import Event
 from .._parts import Parts
 from . import _live as live
 from . import _messages as messages

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import semconv as sc
-from ..._events import Event
 from ..._records import SpanEventRecord
+from ...decode._events import Event
 from .._fields import compact, read_str
 
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ... import semconv as sc
-from ..._events import Event
 from ..._records import SpanEventRecord
+from ...decode._events import Event
 from .._accounting import count_call
 from .._context import on_call
 from .._fields import compact, read_obj, read_str

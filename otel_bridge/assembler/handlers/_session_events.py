@@ -8,8 +8,8 @@ import re
 from typing import TYPE_CHECKING
 
 from ... import semconv as sc
-from ..._events import Event
 from ..._records import AttributeValue, SpanEventRecord
+from ...decode._events import Event
 from .._accounting import on_shutdown_accounting
 from .._attribution import context_attributes
 from .._context import on_compaction_complete as count_compaction

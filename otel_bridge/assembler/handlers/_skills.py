@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import semconv as sc
-from ..._events import Event
 from ..._records import AttributeValue, SpanEventRecord
+from ...decode._events import Event
 from .._fields import compact, read_int, read_str
 
 if TYPE_CHECKING:

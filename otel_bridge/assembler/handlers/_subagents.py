@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import semconv as sc
-from ..._events import Event
+from ...decode._events import Event
 from .._fields import read_str
 from .._state import Error
 from ..spans import UNNAMED_AGENT

@@ -7,8 +7,8 @@ import re
 from typing import TYPE_CHECKING
 
 from ... import semconv as sc
-from ..._events import Event
 from ..._records import SpanEventRecord
+from ...decode._events import Event
 from .._accounting import tool_changes
 from .._fields import compact, read_int, read_obj, read_str
 from .._in_flight import tool_called, tool_ended

@@ -6,8 +6,8 @@ import json
 from collections.abc import Callable
 
 from ... import semconv as sc
-from ..._events import Event
 from ..._records import LinkRecord
+from ...decode._events import Event
 from .._content import ContentPolicy, as_messages, task_title
 from .._context import task_attributes
 from .._fields import read_str

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ... import semconv as sc
-from ..._events import Event
 from ..._records import AttributeValue, SpanKind, SpanRecord
+from ...decode._events import Event
 from .._accounting import call_attributes, drop_implausible, unreadable_tokens
 from .._content import ContentPolicy
 from .._context import call_context

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ... import semconv as sc
-from ..._events import Event
 from ..._records import AttributeValue
+from ...decode._events import Event
 from .._content import ContentPolicy, as_json
 from .._fields import compact, read_int, read_obj, read_str
 from .._spanmetrics import tool_outcome

@@ -4,7 +4,7 @@ not in the name: semconv.SPAN_TURN)."""
 from __future__ import annotations
 
 from ... import semconv as sc
-from ..._events import Event
+from ...decode._events import Event
 from .._content import ContentPolicy, as_messages
 from .._fields import compact, read_str
 from .._state import Agent, Error, Interaction, OpenSpan, Turn

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from ..._events import Event
-from ..._metrics import MetricsRecorder
+from ...decode._events import Event
+from ...metrics._recorder import MetricsRecorder
 
 __all__ = ["Downstream", "StreamLedger"]
 

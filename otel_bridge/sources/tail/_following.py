@@ -15,8 +15,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from ..._checkpoint_file import FileCheckpoint, fingerprint
-from ..._lines import ReadStats
+from ...checkpoint._file import FileCheckpoint, fingerprint
+from ...decode._lines import ReadStats
 from .._discovery import LogFile, shown
 from .._gate import identity_key
 from .._watch import Watcher

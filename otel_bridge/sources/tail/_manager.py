@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ... import semconv as sc
-from ..._lines import ReadStats
+from ...decode._lines import ReadStats
 from .._gate import Gate
 from .._health import SkipCounter
 from .._watch import Hints, Watcher

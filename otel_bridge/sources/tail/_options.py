@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from ..._lines import DEFAULT_MAX_LINE_BYTES
-from ..._safe_open import open_regular
 from ..._words import plural
+from ...decode._lines import DEFAULT_MAX_LINE_BYTES
+from ...files._safe_open import open_regular
 from .._discovery import DEFAULT_MAX_LOG_BYTES, LogFile
 from .._shard import Shard
 

@@ -8,8 +8,8 @@ What a log is when it sleeps, and what a restart resumes from, is its checkpoint
 
 from __future__ import annotations
 
-from ..._checkpoint_file import FINGERPRINT_BYTES, FileCheckpoint, fingerprint
-from ..._lines import JsonLinesDecoder, ReadStats
+from ...checkpoint._file import FINGERPRINT_BYTES, FileCheckpoint, fingerprint
+from ...decode._lines import JsonLinesDecoder, ReadStats
 from .._discovery import LogFile
 from ._downstream import StreamLedger
 

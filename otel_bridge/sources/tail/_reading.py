@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import semconv as sc
-from ..._checkpoint_file import FINGERPRINT_BYTES, fingerprint_of
-from ..._safe_open import RegularFile, kind, open_regular
+from ...checkpoint._file import FINGERPRINT_BYTES, fingerprint_of
+from ...files._safe_open import RegularFile, kind, open_regular
 from .._discovery import EVENTS_FILE
 from .._gate import identity_key
 from ._downstream import Downstream

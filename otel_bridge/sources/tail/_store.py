@@ -1,5 +1,5 @@
 """Where the tailer keeps its resume points: the checkpoint store (`CheckpointStore`: the
-journal, its codec and the migration of older files are in `_checkpoint*.py`), or, with
+journal, its codec and the migration of older files are in `otel_bridge/checkpoint/`), or, with
 checkpoints off, `NoCheckpoints`, which keeps nothing: every start is a first start.
 """
 
@@ -9,8 +9,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from ..._checkpoint_file import FileCheckpoint
 from ..._exceptions import CheckpointError
+from ...checkpoint._file import FileCheckpoint
 from ._tracker import Tracker
 
 __all__ = ["NoCheckpoints", "Saver", "Store"]

@@ -13,8 +13,6 @@ from types import SimpleNamespace
 import pytest
 
 from otel_bridge._exceptions import CheckpointError
-from otel_bridge._pipeline import PipelineConfig
-from otel_bridge._state_lock import StateLock
 from otel_bridge.app import (
     PROBLEM_COUNTERS,
     Checkpointing,
@@ -25,7 +23,9 @@ from otel_bridge.app import (
     register_gauges,
     state_dir,
 )
+from otel_bridge.app._pipeline import PipelineConfig
 from otel_bridge.assembler import Glance
+from otel_bridge.checkpoint._lock import StateLock
 from otel_bridge.sources import TailOptions
 from tests.recorder import Clock
 from tests.unit.sources.test_tail import two_messages

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from otel_bridge import Event
-from otel_bridge._lines import JsonLinesDecoder
 from otel_bridge._records import AttributeValue, SpanRecord
-from otel_bridge._stats import StatsAssembler, StatsCollector
-from otel_bridge._stats_table import render_table
+from otel_bridge.app._stats import StatsAssembler, StatsCollector
+from otel_bridge.app._stats_table import render_table
 from otel_bridge.assembler import Assembler
+from otel_bridge.decode._lines import JsonLinesDecoder
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.processors import Scrubber, ScrubberConfig
 from otel_bridge.sources import find_logs, replay_logs

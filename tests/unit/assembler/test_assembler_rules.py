@@ -507,13 +507,13 @@ ASSEMBLER = sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "assembler").
 PROCESSORS = sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "processors").rglob("*.py"))
 PURE_MODULES = [
     "_records.py",
-    "_events.py",
-    "_event_types.py",
+    "decode/_events.py",
+    "decode/_event_types.py",
     "_ids.py",
     "semconv.py",
-    "_lines.py",
-    "_metrics.py",
-    "_metric_catalogue.py",
+    "decode/_lines.py",
+    "metrics/_recorder.py",
+    "metrics/_catalogue.py",
     *ASSEMBLER,
     *PROCESSORS,
 ]

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from otel_bridge import semconv as sc
-from otel_bridge._metrics import CATALOGUE, OPTIONAL_LABELS, REPOSITORY_LABELS
 from otel_bridge._records import SpanRecord
 from otel_bridge.assembler import Assembler, AssemblerConfig, SessionAssembler
 from otel_bridge.cli import main
 from otel_bridge.export import ResourceOptions, build_resource
 from otel_bridge.feed._parallel import RecordingRecorder
+from otel_bridge.metrics._recorder import CATALOGUE, OPTIONAL_LABELS, REPOSITORY_LABELS
 from otel_bridge.processors import Scrubber, ScrubberConfig
 from otel_bridge.sources import LiveBridge
 from otel_bridge.sources._discovery import read_client_name

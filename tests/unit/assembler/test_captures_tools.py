@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 
 from otel_bridge import Assembler, JsonLinesDecoder, StatusCode
-from otel_bridge._checkpoint import CheckpointStore
-from otel_bridge._events import parse_timestamp_ns
+from otel_bridge.checkpoint._store import CheckpointStore
+from otel_bridge.decode._events import parse_timestamp_ns
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests import paths

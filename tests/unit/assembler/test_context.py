@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from otel_bridge import semconv as sc
-from otel_bridge._events import event_from_json
 from otel_bridge._records import SpanRecord
-from otel_bridge._stats import StatsAssembler, StatsCollector
-from otel_bridge._stats_table import render_context
+from otel_bridge.app._stats import StatsAssembler, StatsCollector
+from otel_bridge.app._stats_table import render_context
 from otel_bridge.assembler import Assembler, AssemblerConfig, TroubleOptions
+from otel_bridge.decode._events import event_from_json
 from tests import paths, spantree
 from tests.builder import Log
 from tests.recorder import Recorder

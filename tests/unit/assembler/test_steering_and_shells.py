@@ -535,7 +535,7 @@ def test_the_checkpoint_carries_the_previous_tasks_interaction_ids() -> None:
 def test_run_restarted_while_a_task_waits_gives_replays_spans(tmp_path: Path) -> None:
     """`run` stops after the final answer (the shell still running) and starts again from its
     checkpoint; the notification comes; the spans are those of a replay."""
-    from otel_bridge._checkpoint import CheckpointStore
+    from otel_bridge.checkpoint._store import CheckpointStore
 
     log = shell_log(gap_ms=60_000)
     data = log.jsonl()

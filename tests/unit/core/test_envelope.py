@@ -1,4 +1,4 @@
-"""The reader's fast path (otel_bridge/_envelope.py) gives what the stdlib's json gives, on
+"""The reader's fast path (otel_bridge/decode/_envelope.py) gives what the stdlib's json gives, on
 every real line and on the lines it must hand to the tolerant path; a large data is decoded
 only when read."""
 
@@ -10,7 +10,7 @@ import pickle
 import pytest
 
 from otel_bridge import JsonLinesDecoder, ReadStats, event_from_json
-from otel_bridge._envelope import LAZY_DATA_BYTES, LazyData, fast_event
+from otel_bridge.decode._envelope import LAZY_DATA_BYTES, LazyData, fast_event
 from tests import paths
 
 TS = "2026-11-30T04:20:51.463Z"

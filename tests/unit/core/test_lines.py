@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from otel_bridge import JsonLinesDecoder, ReadStats, parse_timestamp_ns
-from otel_bridge._lines import MAX_UNKNOWN_TYPES, OTHER_UNKNOWN_TYPES
 from otel_bridge.cli._common import summarize_reading
+from otel_bridge.decode._lines import MAX_UNKNOWN_TYPES, OTHER_UNKNOWN_TYPES
 from otel_bridge.sources._health import SkipCounter
 from tests import paths
 from tests.builder import Log
@@ -321,7 +321,7 @@ def decoder_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == "otel_bridge._lines" and r.levelno >= logging.WARNING
+        if r.name == "otel_bridge.decode._lines" and r.levelno >= logging.WARNING
     ]
 
 

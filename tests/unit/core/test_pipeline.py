@@ -1,4 +1,4 @@
-"""The one pipeline builder (otel_bridge/_pipeline.py) that replay, run and LiveBridge share."""
+"""The one pipeline builder (otel_bridge/app/_pipeline.py) that replay, run and LiveBridge share."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_bridge._pipeline import CollectorUnreachable, Pipeline, PipelineConfig
+from otel_bridge.app._pipeline import CollectorUnreachable, Pipeline, PipelineConfig
 from otel_bridge.assembler import AssemblerConfig
 from otel_bridge.export import MetricsOptions
 from otel_bridge.processors import ScrubberConfig

@@ -1,5 +1,5 @@
 """A line of megabytes whose JSON has more values or containers than its size holds as text is
-refused before it is decoded (otel_bridge/_wide.py); a long line of text never is."""
+refused before it is decoded (otel_bridge/decode/_wide.py); a long line of text never is."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from otel_bridge import JsonLinesDecoder
-from otel_bridge._wide import WIDE_CHECK_BYTES, too_wide
+from otel_bridge.decode._wide import WIDE_CHECK_BYTES, too_wide
 from tests import paths
 
 TS = "2026-11-30T04:20:51.463Z"

@@ -16,11 +16,11 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from otel_bridge import Assembler
-from otel_bridge._metrics import CATALOGUE, Instrument, prometheus_name
 from otel_bridge.cli import main
 from otel_bridge.export import OtelMetricsRecorder
 from otel_bridge.export._common import DEFAULT_MAX_SESSION_LABEL_VALUES
 from otel_bridge.export._metric_recorder import DEFAULT_MAX_LABEL_VALUES, OTHER_LABEL_VALUE
+from otel_bridge.metrics._recorder import CATALOGUE, Instrument, prometheus_name
 from tests import paths, spantree
 from tests.builder import Log
 from tests.recorder import Recorder

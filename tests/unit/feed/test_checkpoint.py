@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from otel_bridge import Assembler
-from otel_bridge import _checkpoint as checkpoint_module
-from otel_bridge._checkpoint import CheckpointStore, FileCheckpoint, fingerprint
 from otel_bridge._exceptions import CheckpointError
+from otel_bridge.checkpoint import _store as checkpoint_module
+from otel_bridge.checkpoint._store import CheckpointStore, FileCheckpoint, fingerprint
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from otel_bridge import Assembler
-from otel_bridge._checkpoint import CheckpointStore, FileCheckpoint, fingerprint
 from otel_bridge._records import SpanRecord
+from otel_bridge.checkpoint._store import CheckpointStore, FileCheckpoint, fingerprint
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.processors import Scrubber, ScrubberConfig
 from otel_bridge.sources import Tailer, TailOptions

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from otel_bridge import semconv as sc
-from otel_bridge._lines import JsonLinesDecoder
 from otel_bridge._records import SpanRecord
 from otel_bridge._words import task_title
 from otel_bridge.assembler import AssemblerConfig
+from otel_bridge.decode._lines import JsonLinesDecoder
 from otel_bridge.processors import Scrubber, ScrubberConfig
 from otel_bridge.sources._discovery import read_client_name, read_session_name
 from tests import paths, spantree

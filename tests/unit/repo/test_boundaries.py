@@ -112,7 +112,7 @@ def test_other_packages_reach_the_assembler_through_its_face_only() -> None:
 
 
 def test_the_metric_catalogue_is_reached_through_metrics_only() -> None:
-    found = private_imports("otel_bridge._metric_catalogue", "otel_bridge._metrics")
+    found = private_imports("otel_bridge.metrics._catalogue", "otel_bridge.metrics._recorder")
     assert found == set()
 
 

@@ -24,9 +24,13 @@ def test_all_is_complete_and_resolvable() -> None:
         submodules = {
             "app",
             "assembler",
+            "checkpoint",
             "cli",
+            "decode",
             "export",
             "feed",
+            "files",
+            "metrics",
             "processors",
             "sources",
             "semconv",

@@ -42,7 +42,7 @@ def test_sources_know_nothing_of_spans(path: Path) -> None:
     wrong = {n for n in _imported(path) if n.split(".")[0] in DOWNSTREAM}
     if path == SOURCES / "__init__.py":
         # `otel_bridge.sources.LiveBridge`, where apps import it from: a lazy re-export of
-        # the live bridge, which builds a whole pipeline (otel_bridge/_live.py).
+        # the live bridge, which builds a whole pipeline (otel_bridge/app/_live.py).
         wrong -= {"_live", "_live.LiveBridge", "_live.parent_from_traceparent"}
     wrong = sorted(wrong)
     assert not wrong, f"{path.name} imports {wrong}"

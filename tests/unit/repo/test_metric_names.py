@@ -11,20 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from otel_bridge import _metrics
 from otel_bridge import semconv as sc
-from otel_bridge._metrics import CATALOGUE, UnknownMetric, known_metric, unknown_metrics
 from otel_bridge.assembler import SessionAssembler
 from otel_bridge.assembler._config import AssemblerStats
 from otel_bridge.assembler._meter import SessionMeter
 from otel_bridge.assembler._state import SessionFacts
+from otel_bridge.metrics import _recorder as _metrics
+from otel_bridge.metrics._recorder import CATALOGUE, UnknownMetric, known_metric, unknown_metrics
 from tests import paths
 from tests.builder import Log
 from tests.recorder import Recorder
 
 PACKAGE = paths.PACKAGE
 #: Where metric names are spelled: the names, and the catalogue that defines them.
-HOMES = {"semconv.py", "_metric_catalogue.py"}
+HOMES = {"semconv.py", "metrics/_catalogue.py"}
 #: What looks like a metric's name where a name is recorded (`recorder.add("x.y", ...)`).
 LOOKS_LIKE_A_NAME = re.compile(r"(copilot|gen_ai|otel_bridge)\.[a-z_.]+")
 RECORDING = {"add", "add_value", "record", "gauge"}
@@ -105,7 +105,7 @@ def test_in_production_an_unknown_name_is_dropped_counted_and_logged_once(
     monkeypatch.setattr(_metrics, "STRICT", False)
     monkeypatch.setattr(_metrics, "_unknown", {})
     recorder = Recorder()
-    with caplog.at_level(logging.ERROR, logger="otel_bridge._metrics"):
+    with caplog.at_level(logging.ERROR, logger="otel_bridge.metrics._recorder"):
         for _ in range(3):
             meter(recorder).add(sc.MetricName("copilot.made_up"))
         meter(recorder).add(sc.METRIC_TURNS)

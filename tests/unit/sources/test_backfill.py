@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from otel_bridge import Assembler
-from otel_bridge._checkpoint import CheckpointStore
+from otel_bridge.checkpoint._store import CheckpointStore
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
 from tests.builder import Log

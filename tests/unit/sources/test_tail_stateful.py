@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from otel_bridge import Assembler
-from otel_bridge._checkpoint import CheckpointStore
+from otel_bridge.checkpoint._store import CheckpointStore
 from otel_bridge.feed import StreamFeeder, _delivered
 from otel_bridge.sources import Tailer, TailOptions
 from tests import paths

@@ -26,8 +26,8 @@ from typing import Any, Protocol
 import msgspec
 import orjson
 
+from .._exceptions import EventDecodeError
 from ._events import Event, event_from_fields
-from ._exceptions import EventDecodeError
 
 __all__ = ["LAZY_DATA_BYTES", "LazyData", "fast_event"]
 

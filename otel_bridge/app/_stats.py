@@ -17,13 +17,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
-from . import semconv as sc
-from ._events import Event, parse_timestamp_ns
-from ._records import AttributeValue, SpanRecord
-from ._words import OUTCOMES as WORD_OUTCOMES
-from ._words import UNFINISHED
-from .assembler import Assembler, AssemblerConfig
-from .processors import Scrubber, ScrubberConfig
+from .. import semconv as sc
+from .._records import AttributeValue, SpanRecord
+from .._words import OUTCOMES as WORD_OUTCOMES
+from .._words import UNFINISHED
+from ..assembler import Assembler, AssemblerConfig
+from ..decode._events import Event, parse_timestamp_ns
+from ..processors import Scrubber, ScrubberConfig
 
 __all__ = ["OUTCOMES", "ContextStats", "SessionStats", "StatsAssembler", "StatsCollector"]
 

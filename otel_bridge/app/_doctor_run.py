@@ -17,15 +17,15 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._safe_open import UnsafeFile, open_regular
-from ._state_lock import LOCK_NAME
-from .export import cannot_serve
-from .sources import LogFile, Refused, session_log, shown
+from ..checkpoint._lock import LOCK_NAME
+from ..export import cannot_serve
+from ..files._safe_open import UnsafeFile, open_regular
+from ..sources import LogFile, Refused, session_log, shown
 
 __all__ = ["Check", "check_port", "check_state_dir", "session_logs"]
 
 _HOLDER_MAX = 512
-#: run's checkpoint journal (`_checkpoint`, not imported: doctor loads no store).
+#: run's checkpoint journal (`checkpoint/_store.py`, not imported: doctor loads no store).
 CHECKPOINTS_NAME = "checkpoints.jsonl"
 _SHOWN = 3  # logs that cannot be read named in the line; the rest are counted
 

@@ -1,35 +1,20 @@
 """The `stats` table: sessions as rows that fit the terminal.
 
-Kept apart from the counting (`_stats.py`) because what fits a screen is its own problem: the
+Kept apart from the counting (`app/_stats.py`) because what fits a screen is its own problem: the
 columns step down, in a fixed order, as the width shrinks (the `stats --help` text says which).
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import IO
 
-from ._progress import printable
+from .._progress import printable, table_width
+from .._words import OUTCOMES, UNFINISHED, short_count, shortened
 from ._stats import ContextStats, SessionStats
-from ._words import OUTCOMES, UNFINISHED, short_count, shortened
 
 __all__ = ["render_context", "render_table", "table_width", "trouble_notes"]
-
-
-def table_width(environ: Mapping[str, str], stream: IO[str]) -> int | None:
-    """How wide the table may be: $COLUMNS, else the terminal's width; None (no limit) when
-    printing to a pipe or file, which gets every column."""
-    columns = environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
-    try:
-        tty = stream.isatty()
-    except (AttributeError, ValueError):
-        tty = False
-    return shutil.get_terminal_size().columns if tty else None
 
 
 # --- the table ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The checkpoint files on disk: read, appended to, replaced, set aside.
 
-Kept apart from the journal's logic (`_checkpoint.py`) because each of these is about what the
+Kept apart from the journal's logic (`checkpoint/_store.py`) because each of these is about what the
 file system can do to a file: a leftover temporary file of a crash, a link planted where a
 file goes, a failed write that must leave nothing half-written behind, a damaged file that
 must not be written over. Files are opened without following links (`O_NOFOLLOW`), created
@@ -17,7 +17,7 @@ import stat
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ._safe_open import open_regular
+from ..files._safe_open import open_regular
 
 __all__ = ["append_file", "read_file", "replace_file", "set_aside"]
 

@@ -46,9 +46,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._checkpoint_file import FINGERPRINT_BYTES, FileCheckpoint, decode, encode, fingerprint
-from ._checkpoint_io import append_file, replace_file
-from ._checkpoint_journal import (
+from .._exceptions import CheckpointError
+from ..files._safe_open import open_regular
+from ..processors import Scrubber, ScrubberConfig
+from ._file import FINGERPRINT_BYTES, FileCheckpoint, decode, encode, fingerprint
+from ._io import append_file, replace_file
+from ._journal import (
     VERSION,
     digest_length,
     digest_position,
@@ -60,9 +63,6 @@ from ._checkpoint_journal import (
     set_aside_logged,
     why,
 )
-from ._exceptions import CheckpointError
-from ._safe_open import open_regular
-from .processors import Scrubber, ScrubberConfig
 
 __all__ = ["FINGERPRINT_BYTES", "CheckpointStore", "FileCheckpoint", "fingerprint"]
 

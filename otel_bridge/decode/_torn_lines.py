@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import re
 
+from .._exceptions import EventDecodeError
 from ._events import Event, event_from_json
-from ._exceptions import EventDecodeError
 
 __all__ = ["recover_torn", "torn_start"]
 

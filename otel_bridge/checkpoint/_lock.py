@@ -17,8 +17,8 @@ import socket
 import stat
 from pathlib import Path
 
-from ._exceptions import ConfigError
-from ._safe_open import kind
+from .._exceptions import ConfigError
+from ..files._safe_open import kind
 
 __all__ = ["LOCK_NAME", "StateLock"]
 

@@ -29,15 +29,15 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from . import semconv
-from ._env import TRACEPARENT, content_capture
-from ._events import event_from_json
-from ._exceptions import ConfigError, EventDecodeError
-from ._metrics import MetricsRecorder
+from .. import semconv
+from .._env import TRACEPARENT, content_capture
+from .._exceptions import ConfigError, EventDecodeError
+from ..assembler import Assembler, AssemblerConfig
+from ..decode._events import event_from_json
+from ..feed import StreamFeeder
+from ..metrics._recorder import MetricsRecorder
+from ..processors import Scrubber
 from ._pipeline import Pipeline, PipelineConfig
-from .assembler import Assembler, AssemblerConfig
-from .feed import StreamFeeder
-from .processors import Scrubber
 
 __all__ = ["LiveBridge", "parent_from_traceparent"]
 

@@ -14,13 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from . import _env as env
-from ._doctor_run import Check, check_port, check_state_dir, session_logs
-from ._exceptions import ConfigError
-from ._output_places import misplaced
-from ._progress import printable
-from ._words import plural
-from .export import (
+from .. import _env as env
+from .._exceptions import ConfigError
+from .._progress import printable
+from .._words import plural
+from ..export import (
     DEFAULT_ENDPOINTS,
     DEFAULT_SERVICE_NAME,
     REFUSED_ENDPOINT,
@@ -35,7 +33,9 @@ from .export import (
     shown_endpoint,
     trace_exporter_names,
 )
-from .sources import not_a_session_state
+from ..files._output_places import misplaced
+from ..sources import not_a_session_state
+from ._doctor_run import Check, check_port, check_state_dir, session_logs
 
 __all__ = ["Check", "RunSetup", "diagnose"]
 

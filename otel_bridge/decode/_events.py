@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._exceptions import EventDecodeError
-from ._records import MAX_TIME_NS
+from .._exceptions import EventDecodeError
+from .._records import MAX_TIME_NS
 
 __all__ = [
     "Event",
@@ -163,7 +163,7 @@ def event_from_fields(
     ephemeral: Any,
 ) -> Event:
     """`event_from_json` of an envelope whose fields were cut out already (the log reader
-    decodes the envelope apart from its data, `_lines.py`): the same checks, the same Event.
+    decodes the envelope apart from its data, `decode/_lines.py`): the same checks, the same Event.
 
     Raises:
         EventDecodeError: as `event_from_json`.

@@ -13,7 +13,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from . import semconv as sc
+from .. import semconv as sc
 
 __all__ = [
     "BUCKETS",

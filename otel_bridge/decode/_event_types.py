@@ -2,7 +2,7 @@
 
 Why: an event type outside this set is schema drift (a newer or older CLI). It still passes through
 the pipeline, but the reader counts it so that an operator can see when the bridge falls behind.
-Regenerate with `python scripts/gen_event_types.py SCHEMA > otel_bridge/_event_types.py`.
+Regenerate with `python scripts/gen_event_types.py SCHEMA > otel_bridge/decode/_event_types.py`.
 """
 
 KNOWN_EVENT_TYPES: frozenset[str] = frozenset(

@@ -9,7 +9,7 @@ value in an array, one per key) against its length; one with more than a value p
 `BYTES_PER_VALUE` bytes is counted again without its strings (a CSV inside a tool's output is
 full of commas, all inside one string), and refused when it still has too many. Brackets that
 open a container count too: a line nested a million deep is a million lists, and the tolerant
-path (`_lines.py`) would copy it twice before its decoder gave up at about 1,000 levels.
+path (`decode/_lines.py`) would copy it twice before its decoder gave up at about 1,000 levels.
 """
 
 from __future__ import annotations

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._checkpoint_entry import (
+from ..files._safe_open import open_regular
+from ._entry import (
     ENTRY_FIELDS,
     MAX_SENT,
     MAX_SENT_BLOCKS,
     checked_entry,
     scrubbed_session,
 )
-from ._safe_open import open_regular
 
 __all__ = [
     "FINGERPRINT_BYTES",

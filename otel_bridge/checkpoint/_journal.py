@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._checkpoint_entry import checked_entry
-from ._checkpoint_file import FINGERPRINT_BYTES, FileCheckpoint, decode
-from ._checkpoint_io import read_file, set_aside
+from ._entry import checked_entry
+from ._file import FINGERPRINT_BYTES, FileCheckpoint, decode
+from ._io import read_file, set_aside
 
 __all__ = [
     "VERSION",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: the name its log lines have always had
-logger = logging.getLogger("otel_bridge._checkpoint")
+logger = logging.getLogger("otel_bridge.checkpoint._store")
 
 VERSION = 2
 _HASH_MASK = (1 << 64) - 1

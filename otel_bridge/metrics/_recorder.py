@@ -1,6 +1,6 @@
 """The bridge's metrics: the catalogue's face, and the protocol through which they are observed.
 
-The catalogue itself (every metric once, named from `semconv`) is `_metric_catalogue.py`; this
+The catalogue itself (every metric once, named from `semconv`) is `metrics/_catalogue.py`; this
 module is what the rest of the bridge imports. A name the catalogue lacks is a bug of the
 bridge, never of a log: `known_metric` raises in tests (`STRICT`, which tests/conftest.py turns
 on), and in production drops the observation, counts it and says so once per name, so that the
@@ -18,7 +18,8 @@ import logging
 from collections.abc import Mapping
 from typing import Protocol
 
-from ._metric_catalogue import (
+from .._records import AttributeValue
+from ._catalogue import (
     BUCKETS,
     CATALOGUE,
     OPTIONAL_LABELS,
@@ -26,7 +27,6 @@ from ._metric_catalogue import (
     Instrument,
     MetricSpec,
 )
-from ._records import AttributeValue
 
 __all__ = [
     "BUCKETS",
@@ -69,7 +69,7 @@ def known_metric(name: str) -> bool:
     if name in METRICS:
         return True
     if STRICT:
-        raise UnknownMetric(f"metric {name!r} is not in the catalogue (_metric_catalogue.py)")
+        raise UnknownMetric(f"metric {name!r} is not in the catalogue (metrics/_catalogue.py)")
     count = _unknown.get(name)
     if count is None:
         if len(_unknown) >= _MAX_UNKNOWN:

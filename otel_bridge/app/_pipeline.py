@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from ._exceptions import BridgeError
-from ._metrics import MetricsRecorder
-from .assembler import Assembler, AssemblerConfig
-from .export import (
+from .._exceptions import BridgeError
+from ..assembler import Assembler, AssemblerConfig
+from ..export import (
     CONSOLE_FORMATS,
     DEFAULT_QUEUE_SPANS,
     MetricsOptions,
@@ -34,10 +33,11 @@ from .export import (
     sdk_disabled,
     unreachable_collector,
 )
-from .processors import Scrubber, ScrubberConfig, TraceSampler
+from ..metrics._recorder import MetricsRecorder
+from ..processors import Scrubber, ScrubberConfig, TraceSampler
 
 if TYPE_CHECKING:
-    from .export import MetricsPipeline
+    from ..export import MetricsPipeline
 
 __all__ = ["CollectorUnreachable", "Pipeline", "PipelineConfig"]
 
@@ -149,7 +149,7 @@ class Pipeline:
         scrubber = scrubber or Scrubber(config.scrubber)
         self.metrics: MetricsPipeline | None = None
         if config.metrics is not None:
-            from .export import build_metrics  # the SDK's metrics: only when metrics are asked for
+            from ..export import build_metrics  # the SDK's metrics: only when metrics are asked for
 
             self.metrics = build_metrics(environ, self.resource, config.metrics, scrubber)
             recorder = self.metrics.recorder

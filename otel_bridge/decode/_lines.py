@@ -33,10 +33,10 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .._exceptions import EventDecodeError
 from ._envelope import fast_event
 from ._event_types import KNOWN_EVENT_TYPES
 from ._events import Event, event_from_json
-from ._exceptions import EventDecodeError
 from ._torn_lines import recover_torn
 from ._wide import WIDE_CHECK_BYTES, too_wide
 
