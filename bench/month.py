@@ -33,12 +33,12 @@ protobuf) behind a TCP forwarder on a free 127.0.0.1 port, and `otel-bridge run`
 session-state root and state directory, exporting to it over OTLP/HTTP, with its Prometheus
 /metrics on a free port. A writer thread appends --rate lines a second to --active sessions at
 a time: real fixture logs (tests/fixtures) with fresh ids, a third of the lines in two pieces.
-A session written to its end is replaced by a new one; once more than --keep finished sessions
-are there, the oldest (finished over a minute ago) is copied to an archive directory and
-deleted, as people clean ~/.copilot/session-state. The daemon is SIGKILLed --kills times
-(restarted at once with the same state directory) and the collector is taken away
-(connections refused, open ones cut) --outages times for --outage-seconds, all spread over the
-run.
+A session written to its end is replaced by a new one; once more than --keep finished
+sessions are there, the oldest (finished over --retire-seconds ago) is copied to an archive
+directory and deleted, as people clean ~/.copilot/session-state. The daemon is SIGKILLed
+--kills times (restarted at once with the same state directory) and the collector is taken
+away (connections refused, open ones cut) --outages times for --outage-seconds, all spread
+over the run.
 
 Every --sample-seconds it samples the daemon's RSS, open fds and threads (/proc), the bytes of
 its state directory and the number of series on /metrics. At the end the writer finishes its
@@ -73,6 +73,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--rate", type=float, default=20.0, help="lines written a second, in all (20)")
     add("--active", type=int, default=8, help="sessions growing at once (8)")
     add("--keep", type=int, default=200, help="finished sessions left before cleaning (200)")
+    add(
+        "--retire-seconds",
+        type=float,
+        default=60.0,
+        help="a finished session is cleaned away no sooner than this (60)",
+    )
     add("--kills", type=int, default=3, help="SIGKILLs of the daemon, spread over the run (3)")
     add("--outages", type=int, default=2, help="times the collector goes away (2)")
     add("--outage-seconds", type=float, default=20.0, help="how long it stays away (20)")
@@ -82,6 +88,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--csv", type=Path, help="write every sample here")
     add("--json", type=Path, help="write the figures and verdicts here")
     add("--plot", type=Path, help="draw a PNG here (needs matplotlib)")
+    add(
+        "--from-json",
+        type=Path,
+        help="measure nothing: print (and --plot) the figures a --json of an earlier run holds",
+    )
     add("--scratch", type=Path, help="work here (default: a temporary directory, deleted)")
     add("--pythonpath", type=Path, default=Path(__file__).resolve().parent.parent)
     return parser.parse_args(argv)
@@ -129,6 +140,8 @@ def _expected_ids(dirs: Sequence[Path], env: dict[str, str], log: Path) -> set[s
     with OtlpReceiver() as clean:
         replay_env = {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": clean.http_endpoint}
         for directory in dirs:
+            if not any(directory.iterdir()):
+                continue  # nothing archived (a short run), or nothing left
             _, _, status = run_to_end("replay", [str(directory), "--no-progress"], replay_env, log)
             if status != 0:
                 raise RuntimeError(f"the clean replay of {directory} exited {status}")
@@ -177,6 +190,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 rate=args.rate,
                 active=args.active,
                 keep=args.keep,
+                retire_s=args.retire_seconds,
             )
 
             def start() -> Bridge:
@@ -428,11 +442,15 @@ def plot(figures: dict[str, Any], path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    figures = run(args)
+    if args.from_json:
+        figures = json.loads(args.from_json.read_text())
+        figures["events"] = [tuple(e) for e in figures["events"]]
+    else:
+        figures = run(args)
     print(report(figures))
     if args.csv:
         write_csv(args.csv, figures["samples"])
-    if args.json:
+    if args.json and not args.from_json:
         args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n")
     if args.plot:
         plot(figures, args.plot)

@@ -97,6 +97,7 @@ def test_a_minute_of_the_bench_delivers_every_span(tmp_path: Path) -> None:
     figures_path, csv_path = tmp_path / "month.json", tmp_path / "month.csv"
     args = [sys.executable, "bench/month.py", "--minutes", "1", "--rate", "20"]
     args += ["--kills", "1", "--outages", "1", "--outage-seconds", "5", "--keep", "5"]
+    args += ["--retire-seconds", "5"]
     args += ["--sample-seconds", "2", "--warmup-minutes", "0.2", "--settle-seconds", "10"]
     args += ["--json", str(figures_path), "--csv", str(csv_path)]
     args += ["--scratch", str(tmp_path)]
@@ -110,7 +111,7 @@ def test_a_minute_of_the_bench_delivers_every_span(tmp_path: Path) -> None:
     assert figures["deleted"] > 0  # sessions were archived and deleted while it ran
     assert [what for _, what in figures["events"]] == ["down", "up", "kill"]
     assert "checkpoints.jsonl" in figures["state_files"]
-    rows = list(csv.DictReader(csv_path.open()))
+    rows = list(csv.DictReader(csv_path.read_text().splitlines()))
     assert len(rows) >= 10 and all(float(r["rss_mb"]) > 0 and float(r["fds"]) > 0 for r in rows)
     assert {f["name"] for f in figures["flat"]} == set(SERIES)
     assert ("verdict: PASS" in done.stdout) == figures["ok"]
