@@ -12,8 +12,8 @@ The store is a journal, `checkpoints.jsonl` in the state directory: a version li
 line per checkpoint written, the last line of a log winning. A save appends only the logs whose
 checkpoint moved (one small write and one fsync, however many logs are followed), so saving
 after every delivered batch stays cheap, and an idle daemon writes nothing. When the journal
-has grown to a few times what its live entries take, it is compacted: rewritten the crash-safe
-way (a temp file, fsync, rename over the old one, fsync of the directory; as Vector's
+has grown to twice what its live entries take (and past 256 KiB), it is compacted: rewritten
+the crash-safe way (a temp file, fsync, rename over the old one, fsync of the directory; as Vector's
 checkpointer does), which is also how a save goes on after a failed append (a line cut by a
 full disk is ignored on load: the one before it for the same log still holds). Mode 0600.
 
@@ -71,9 +71,15 @@ logger = logging.getLogger(__name__)
 _NAME = "checkpoints.jsonl"
 _V1_NAME = "checkpoints.json"
 #: The journal is compacted when it is larger than this many times its live entries (and
-#: larger than `_COMPACT_MIN_BYTES`): appends stay cheap, the file stays bounded.
-_COMPACT_RATIO = 4
-_COMPACT_MIN_BYTES = 1 << 20
+#: larger than `_COMPACT_MIN_BYTES`): appends stay cheap, the file stays bounded. Twice, not
+#: more: what the state directory takes stays within its live checkpoints and as much again
+#: (or the floor), so that it follows the sessions there now, not those seen since the last
+#: compaction. A daemon cleaning up after deleted sessions at a few hundred live logs swung
+#: between 0.2 and 1 MiB with 4 and a floor of 1 MiB, which reads as growth over any window
+#: shorter than a cycle. Compacting more often costs nothing measurable: a save's append and
+#: fsync dominate (30,000 saves over 200 logs: 8.1 s of CPU before, 8.0 s after).
+_COMPACT_RATIO = 2
+_COMPACT_MIN_BYTES = 256 << 10
 
 
 class CheckpointStore:

@@ -14,6 +14,7 @@ import pytest
 from otel_bridge import Assembler
 from otel_bridge._exceptions import CheckpointError
 from otel_bridge.checkpoint import _store as checkpoint_module
+from otel_bridge.checkpoint._file import encode
 from otel_bridge.checkpoint._store import CheckpointStore, FileCheckpoint, fingerprint
 from otel_bridge.feed import StreamFeeder
 from otel_bridge.sources import Tailer, TailOptions
@@ -74,6 +75,30 @@ def test_the_journal_is_compacted_and_stays_bounded(tmp_path) -> None:
     assert CheckpointStore(tmp_path / "state").load()[str(log)].offset == 3999
 
 
+def test_the_journal_follows_the_logs_there_now_as_sessions_come_and_go(tmp_path) -> None:
+    """Sessions start, are checkpointed many times and are deleted (forgotten), as people
+    clean ~/.copilot/session-state: the journal never holds more than its live lines and as
+    much again (or 256 KiB), whatever was seen since its last compaction."""
+    logs = [tmp_path / f"{n}.jsonl" for n in range(400)]
+    for log in logs:
+        log.write_bytes(b"c" * 50)
+    store = CheckpointStore(tmp_path / "state")
+    live: list[Path] = []
+    worst = 0.0
+    for step in range(6000):
+        if step % 15 == 0:  # a new session; the oldest of 20 goes
+            live.append(logs[(step // 15) % len(logs)])
+            if len(live) > 20:
+                store.forget([str(live.pop(0))])
+        log = live[step % len(live)]
+        store.save({str(log): entry(log, step + 1)})
+        live_bytes = sum(len(encode(entry(x, 1), str)) + 1 for x in live)
+        worst = max(worst, store.path.stat().st_size / max(2 * live_bytes, 256 << 10))
+    assert worst <= 1.05, worst  # 4.0 with a journal let grow to 4x live, or 1 MiB
+    again = CheckpointStore(tmp_path / "state").load()  # (the tailer forgets the rest)
+    assert all(again[str(log)].offset > 5000 for log in live)
+
+
 def test_one_checkpoint_is_read_back_from_the_journal_after_appends_and_compactions(
     tmp_path, monkeypatch
 ) -> None:
@@ -82,7 +107,7 @@ def test_one_checkpoint_is_read_back_from_the_journal_after_appends_and_compacti
     logs = [tmp_path / f"{n}.jsonl" for n in range(40)]
     for log in logs:
         log.write_bytes(b"g" * 50)
-    monkeypatch.setattr(checkpoint_module, "_COMPACT_MIN_BYTES", 0)  # compact at 4x live
+    monkeypatch.setattr(checkpoint_module, "_COMPACT_MIN_BYTES", 0)  # compact at 2x live
     store = CheckpointStore(tmp_path / "state")
     assert store.get(str(logs[0])) is None  # none saved yet
     sizes = []
