@@ -84,6 +84,9 @@ class MetricsPipeline:
             def last_export() -> None:
                 try:
                     provider.shutdown(timeout_millis=max(timeout, 0.0) * 1000)
+                except Exception:  # the SDK raises when a reader missed the deadline: a
+                    # traceback from this thread at the stop would say nothing more
+                    logger.debug("the last metrics export did not finish", exc_info=True)
                 finally:
                     done.set()
 

@@ -27,7 +27,8 @@ OTHER_TOOLS = {
     "a browser driven headless": """--headless --no-sandbox --disable-gpu --hide-scrollbars
         --screenshot --user-data-dir""",
     "examples of secrets the scrubber removes": "--api-key --client-secret --db-password",
-    "bench/ and scripts/": "--pythonpath --only --out --work --no-save --live-rates --against",
+    "bench/ and scripts/": """--pythonpath --only --out --work --no-save --live-rates --against
+        --csv --plot""",
     "a misspelt flag, as the error about it quotes it": "--prometheus-prot",
 }
 

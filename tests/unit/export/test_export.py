@@ -501,3 +501,23 @@ def test_the_traces_file_gets_the_same_text_from_records_scrubbed_or_encoded_els
     sampled = SpanSink([OtlpJsonFileExporter(io.StringIO())], resource, sampler=TraceSampler(0.5))
     with pytest.raises(ValueError):
         sampled.export_scrubbed(scrubbed)
+
+
+def test_a_last_metrics_export_that_misses_its_deadline_is_no_traceback(monkeypatch) -> None:
+    """The SDK's MeterProvider.shutdown raises when a reader missed the deadline ("Didn't get
+    to execute, deadline already exceeded", seen with a collector down on a loaded machine):
+    raised on the metrics-shutdown thread, it printed a traceback at the stop."""
+    import threading
+
+    from otel_bridge.export._metrics import MetricsPipeline
+
+    class Late:
+        def shutdown(self, timeout_millis: float = 0) -> None:
+            raise Exception("MeterProvider.shutdown failed: deadline already exceeded")
+
+    escaped: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
+    closed: list[bool] = []
+    pipeline = MetricsPipeline(Late(), None, [lambda: closed.append(True)], None)  # type: ignore[arg-type]
+    pipeline.shutdown(timeout=1)
+    assert escaped == [] and closed == [True]
