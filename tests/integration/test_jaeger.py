@@ -326,6 +326,7 @@ def test_every_jaeger_link_of_the_dashboards_finds_what_it_says(replayed: Replay
 COMPACTED = "Explore traces of tasks that compacted their context (Jaeger)"
 
 
+@pytest.mark.grafana  # reads the dashboards' links through the Grafana SDK (a test extra)
 def test_jaeger_finds_the_tasks_that_compacted_their_context(tmp_path: Path) -> None:
     """The dashboards' Jaeger link for compactions searches the repeated_compactions signal,
     a field of a span event on the task's root: Jaeger finds the task that compacted 3 times,
