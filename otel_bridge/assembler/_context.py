@@ -124,12 +124,8 @@ def on_compaction_complete(watch: ContextWatch, data: Mapping[str, Any]) -> int:
     tokens it removed (`tokensRemoved`, else before minus after), where the context stands
     after it. Returns the task's compactions so far."""
     watch.compactions += 1
-    pre = _count(data, "preCompactionTokens")
     post = _count(data, "postCompactionTokens")
-    removed = _count(data, "tokensRemoved")
-    if removed is None and pre is not None and post is not None and pre >= post:
-        removed = pre - post
-    _removed(watch, removed)
+    _removed(watch, _removed_tokens(data, "tokensRemoved", "preCompactionTokens", post))
     _now(watch, post, watch.limit)
     return watch.compactions
 
@@ -139,13 +135,23 @@ def on_truncation(watch: ContextWatch, data: Mapping[str, Any]) -> None:
     stands after it (its messages' tokens: the only figure the event has)."""
     watch.truncations += 1
     limit = _limit(watch, data)
-    pre = _count(data, "preTruncationTokensInMessages")
     post = _count(data, "postTruncationTokensInMessages")
-    removed = _count(data, "tokensRemovedDuringTruncation")
-    if removed is None and pre is not None and post is not None and pre >= post:
-        removed = pre - post
+    removed = _removed_tokens(
+        data, "tokensRemovedDuringTruncation", "preTruncationTokensInMessages", post
+    )
     _removed(watch, removed)
     _now(watch, post, limit)
+
+
+def _removed_tokens(
+    data: Mapping[str, Any], removed_key: str, pre_key: str, post: int | None
+) -> int | None:
+    """What the event says it removed, else before minus after (never a negative count)."""
+    removed = _count(data, removed_key)
+    pre = _count(data, pre_key)
+    if removed is None and pre is not None and post is not None and pre >= post:
+        removed = pre - post
+    return removed
 
 
 def on_usage_info(watch: ContextWatch, data: Mapping[str, Any]) -> None:
