@@ -120,9 +120,11 @@ def check_clock(parts: Parts, interaction: Interaction, now_ns: int, stalled: fl
         interaction.watch.stalled_at = interaction.last_ns
         silence = (now_ns - interaction.last_ns) / 1e9
         raise_signal(parts, interaction, sc.TROUBLE_STALLED, round(silence), stalled, None)
-    if waits(interaction, parts.permissions):
-        return
-    check_length(parts, interaction, now_ns, clock=True)
+    threshold = parts.config.trouble.long_task(parts.facts.mode)
+    if not threshold or now_ns - interaction.root.start_ns < threshold * 1e9:
+        return  # not long: the person's wait is not looked for (every 5 s, every open task)
+    if not waits(interaction, parts.permissions):
+        check_length(parts, interaction, now_ns, clock=True)
 
 
 def raise_signal(

@@ -146,10 +146,15 @@ class Assembler:
             (now_ns - interaction.last_ns) / 1e9,
         )
 
-    def watch(self, now_ns: int, stalled: Callable[[str], float] = lambda _stream: 0.0) -> None:
+    def watch(
+        self, now_ns: int, stalled: Callable[[str, float], float] = lambda _stream, _silent: 0.0
+    ) -> None:
         """Raise the signals only a clock tells (`SessionAssembler.watch`) of every open task;
-        `stalled` gives, of a stream, the stall threshold in force if the quiet-task policy
-        says its task is stalled now, else 0 (the core keeps no policy of its own)."""
+        `stalled` gives, of a stream and the seconds since its task's last event, the stall
+        threshold in force if the quiet-task policy says its task is stalled now, else 0 (the
+        core keeps no policy of its own)."""
         for stream, session in list(self._sessions.items()):
-            if session.has_open_interaction:
-                session.watch(now_ns, stalled(stream))
+            interaction = session.lifecycle.interaction
+            if interaction is not None:
+                silent = (now_ns - interaction.last_ns) / 1e9
+                session.watch(now_ns, stalled(stream, silent))
