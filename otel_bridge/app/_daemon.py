@@ -101,9 +101,10 @@ class Daemon:
         self.lock = StateLock(directory) if directory is not None else None
         self.pipeline = pipeline = Pipeline(config, environ)
         sink, metrics = pipeline.sink, pipeline.metrics
+        feeder = StreamFeeder(pipeline.assembler, sink.export, sequence=lambda: sink.sequence)
         self.tailer = Tailer(
             list(options.roots),
-            StreamFeeder(pipeline.assembler, sink.export, sequence=lambda: sink.sequence),
+            feeder,
             options.tail,
             checkpoints=self.store,
             # Logs wait on disk while the exporters hold half their queue: a read never makes
@@ -119,7 +120,9 @@ class Daemon:
             metrics.server.readiness = self.readiness
             metrics.server.liveness = self.liveness
         sink.on_delivered = self.tailer.wake.set  # a delivery moves checkpoints: save soon
-        self.running = RunningNow(pipeline.assembler, catching=self.tailer.catching_streams)
+        self.running = RunningNow(
+            pipeline.assembler, catching=self.tailer.catching_streams, quiet=feeder
+        )
         self.status = StatusLine(
             self.tailer, sink, options.status_interval, running=self.running.glance
         )

@@ -16,6 +16,7 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from .._records import AttributeValue
 from ..assembler import TASK_METRICS, Assembler, Glance, InFlight, label_dict
 from ..export import OtelMetricsRecorder
+from ..feed import StreamFeeder
 
 __all__ = ["RunningNow"]
 
@@ -38,8 +39,12 @@ class RunningNow:
         assembler: Assembler,
         clock: Callable[[], float] = time.time,
         catching: Callable[[], Container[str]] = frozenset,
+        quiet: StreamFeeder | None = None,
     ) -> None:
         self._assembler = assembler
+        # the quiet-task policy that says which task is stalled: `run`'s feeder, whose
+        # timeouts are the tailer's; by default one with the default timeouts
+        self._quiet = quiet or StreamFeeder(assembler, lambda _records: None)
         self._clock = clock
         # the logs still being caught up: their tasks are not counted as running now, so
         # that a restart does not show (and alert on) a task read half-way, an hour old and
@@ -85,11 +90,11 @@ class RunningNow:
         return self._assembler.glance(skip=self._catching())
 
     def watch(self, catching_up: bool = False) -> None:
-        """Every few seconds, the signals of stalled and long tasks (`Assembler.watch`);
+        """Every few seconds, the signals of stalled and long tasks (`StreamFeeder.watch`);
         from the thread that feeds the assembler. Not while logs are caught up at start: a
         task read half-way is not silent, its next events are still on disk."""
         now = time.monotonic()
         if catching_up or now - self._watched < WATCH_SECONDS:
             return
         self._watched = now
-        self._assembler.watch(int(self._clock() * 1e9))
+        self._quiet.watch(self._clock())

@@ -107,19 +107,24 @@ def check_length(
         raise_signal(parts, interaction, sc.TROUBLE_LONG, round(seconds), threshold, at)
 
 
-def check_clock(parts: Parts, interaction: Interaction, now_ns: int) -> None:
-    """What only a clock tells (`run`, between events): no event for long while the task is
-    open, and a task open past its mode's length: counted and said, never put on a span (the
-    clock is not in the log). Not while the task waits for a person: it is silent, and open,
-    because of that person, neither stalled nor running away; the waiting gauges tell it
+def check_clock(parts: Parts, interaction: Interaction, now_ns: int, stalled: float) -> None:
+    """What only a clock tells (`run`, between events): the task is stalled (`stalled`: the
+    stall threshold in force when the quiet-task policy, `feed._quiet`, says so, else 0:
+    never while it waits for a person or for its background work), and it is open past its
+    mode's length: counted and said, never put on a span (the clock is not in the log). A
+    stall is remembered at the task's last event, so that it is over, for the running-now
+    gauge, as soon as the task writes again. Not long either while the task waits for a
+    person: it is open because of that person; the waiting gauges tell it
     (`copilot.tasks.waiting_for_user.oldest`)."""
-    if waits(interaction, parts.permissions):
-        return
-    stalled = parts.config.trouble.stalled_seconds
-    silence = (now_ns - interaction.last_ns) / 1e9
-    if stalled and silence >= stalled:
+    if stalled:
+        interaction.watch.stalled_at = interaction.last_ns
+        silence = (now_ns - interaction.last_ns) / 1e9
         raise_signal(parts, interaction, sc.TROUBLE_STALLED, round(silence), stalled, None)
-    check_length(parts, interaction, now_ns, clock=True)
+    threshold = parts.config.trouble.long_task(parts.facts.mode)
+    if not threshold or now_ns - interaction.root.start_ns < threshold * 1e9:
+        return  # not long: the person's wait is not looked for (every 5 s, every open task)
+    if not waits(interaction, parts.permissions):
+        check_length(parts, interaction, now_ns, clock=True)
 
 
 def raise_signal(
@@ -240,13 +245,22 @@ def in_flight(tasks: Iterable[OpenTask], now_ns: int) -> InFlight:
             _max(out, sc.METRIC_TASKS_WAITING_OLDEST, key, waited)
         for signal in sc.TROUBLE_SIGNALS:
             key = (signal, *labels)
-            out[sc.METRIC_TASKS_TROUBLED][key] += signal in watch.raised
+            out[sc.METRIC_TASKS_TROUBLED][key] += _troubled(interaction, signal)
         context = interaction.context
         if context.current is not None:  # no figure, no series (never a 0 made up)
             key = (context.model or facts.model or sc.UNKNOWN, *labels)
             _max(out, sc.METRIC_TASKS_OPEN_CONTEXT, key, context.current)
             out[sc.METRIC_TASKS_OPEN_CONTEXT_HIGH][key] += context.current > sc.CONTEXT_HIGH
     return out
+
+
+def _troubled(interaction: Interaction, signal: str) -> bool:
+    """Has the task raised `signal`? A stall only while it lasts: until the task's next
+    event (CopilotAgentStalled resolves then); the others for the rest of the task."""
+    watch = interaction.watch
+    if signal == sc.TROUBLE_STALLED:
+        return signal in watch.raised and watch.stalled_at == interaction.last_ns
+    return signal in watch.raised
 
 
 def waits(

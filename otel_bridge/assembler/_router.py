@@ -131,15 +131,30 @@ class Assembler:
                 continue
         return empty
 
-    def asks_person(self, stream: str) -> bool:
-        """Does the stream's open task wait for a person's answer (`_in_flight.waits`)?"""
+    def quiet_facts(self, stream: str, now_ns: int) -> tuple[bool, bool, float] | None:
+        """What the stream's open task is doing, for the quiet-task policy (`feed._quiet`):
+        whether it waits for a person (`_in_flight.waits`), whether its loop has stopped to
+        wait for work it left running, and the seconds since its last event at `now_ns`;
+        None when no task is open."""
         session = self._sessions.get(stream)
-        if session is None or session.lifecycle.interaction is None:
-            return False
-        return bool(waits(session.lifecycle.interaction, session.permissions))
+        interaction = session.lifecycle.interaction if session is not None else None
+        if session is None or interaction is None:
+            return None
+        return (
+            bool(waits(interaction, session.permissions)),
+            interaction.awaiting_continuation,
+            (now_ns - interaction.last_ns) / 1e9,
+        )
 
-    def watch(self, now_ns: int) -> None:
-        """Raise the signals only a clock tells (`SessionAssembler.watch`) of every open task."""
-        for session in self._sessions.values():
-            if session.has_open_interaction:
-                session.watch(now_ns)
+    def watch(
+        self, now_ns: int, stalled: Callable[[str, float], float] = lambda _stream, _silent: 0.0
+    ) -> None:
+        """Raise the signals only a clock tells (`SessionAssembler.watch`) of every open task;
+        `stalled` gives, of a stream and the seconds since its task's last event, the stall
+        threshold in force if the quiet-task policy says its task is stalled now, else 0 (the
+        core keeps no policy of its own)."""
+        for stream, session in list(self._sessions.items()):
+            interaction = session.lifecycle.interaction
+            if interaction is not None:
+                silent = (now_ns - interaction.last_ns) / 1e9
+                session.watch(now_ns, stalled(stream, silent))

@@ -262,14 +262,16 @@ class SessionAssembler:
             return None
         return interaction.root.span_id, interaction.last_ns, shells, subagents
 
-    def watch(self, now_ns: int) -> None:
+    def watch(self, now_ns: int, stalled: float = 0.0) -> None:
         """The clock of a caller following the log says `now_ns`: raise the signals only a
-        clock tells of the open task (silent too long, open too long). Never raises."""
+        clock tells of the open task (silent too long, open too long); `stalled`: the stall
+        threshold in force when the quiet-task policy says the task is stalled, else 0.
+        Never raises."""
         interaction = self.lifecycle.interaction
         if interaction is None or interaction.killed_ns is not None:
             return
         try:
-            check_clock(self.parts, interaction, now_ns)
+            check_clock(self.parts, interaction, now_ns, stalled)
         except Exception as exc:
             self._failed(sc.STEP_EXPIRE, exc)
 

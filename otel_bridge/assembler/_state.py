@@ -182,6 +182,9 @@ class TaskWatch:
     failing: dict[str, int] = field(default_factory=dict)
     failures: int = 0  # the most failures in a row of one tool
     raised: set[str] = field(default_factory=set)  # the signals raised (TROUBLE_*)
+    #: the time (ns) of the last event before the task was last found stalled: the stall
+    #: lasts while that is still its last event (`_in_flight.check_clock`)
+    stalled_at: int | None = None
     #: live requests for a person's answer not answered yet (user_input, elicitation,
     #: exit_plan_mode), by request id: what they wait for, and since when (ns)
     questions: dict[str, tuple[str, int]] = field(default_factory=dict)

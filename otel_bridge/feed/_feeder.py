@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from .. import semconv as sc
 from .._records import SpanRecord
@@ -26,6 +27,10 @@ from ..assembler import Assembler, SessionAssembler
 from ..decode._events import Event
 from ..metrics._recorder import MetricsRecorder
 from ._ledger import Ledger
+from ._quiet import QuietPolicy, QuietTask, Verdict
+
+if TYPE_CHECKING:
+    from ..sources.tail._options import TailOptions
 
 __all__ = ["Emit", "StreamFeeder"]
 
@@ -60,17 +65,31 @@ class StreamFeeder:
         sequence: Callable[[], int] | None = None,
     ) -> None:
         self.assembler = assembler
+        config = assembler.config
+        #: the quiet-task policy; its timeouts are the tailer's (`follow_logs`)
+        self.quiet = QuietPolicy(
+            stall_seconds=config.trouble.stalled_seconds,
+            background_wait_seconds=config.background_wait_seconds,
+        )
         self._emit = emit
         self._emitted = 0
         self._sequence = sequence or (lambda: self._emitted)
         self._safe_places = False
         self._on_moved: Callable[[str], None] = lambda _stream: None
 
-    def note_safe_places(self, on_moved: Callable[[str], None]) -> None:
-        """Checkpoints are kept: note safe places and delivered spans in the ledgers, and
-        tell `on_moved` of each stream whose checkpoint may move."""
-        self._safe_places = True
-        self._on_moved = on_moved
+    def follow_logs(self, options: TailOptions, on_moved: Callable[[str], None] | None) -> None:
+        """`run`'s tailer follows logs through this feeder: its timeouts join the quiet-task
+        policy (said once if they override the stall threshold: `QuietPolicy.conflict`);
+        `on_moved` (checkpoints are kept): note safe places and delivered spans in the
+        ledgers, and tell it of each stream whose checkpoint may move."""
+        idle, person = options.idle_timeout_seconds, options.person_timeout_seconds
+        self.quiet = replace(self.quiet, idle_timeout_seconds=idle, person_timeout_seconds=person)
+        conflict = self.quiet.conflict()
+        if conflict is not None:
+            logger.warning("%s", conflict)
+        if on_moved is not None:
+            self._safe_places = True
+            self._on_moved = on_moved
 
     @property
     def metrics(self) -> MetricsRecorder:
@@ -117,23 +136,7 @@ class StreamFeeder:
 
     # --- followed streams (run) -----------------------------------------------------------
 
-    def new_ledger(self, offset: int = 0) -> Ledger:
-        """The ledger of a stream read from `offset`, with no checkpoint yet."""
-        return Ledger(offset)
-
-    def restarted_ledger(self, old: Ledger) -> Ledger:
-        """The ledger of a stream read again from its start (its file replaced or
-        truncated): a new one, but what was said once of its tasks is not said again."""
-        ledger = Ledger()
-        ledger.waiting_said = old.waiting_said
-        return ledger
-
-    @staticmethod
-    def resumed_ledger(
-        offset: int, session: Mapping[str, Any], sent: Sequence[int], blocks: Sequence[int]
-    ) -> Ledger:
-        """The ledger of a stream resumed from a checkpoint (`Ledger.resumed`)."""
-        return Ledger.resumed(offset, session, sent, blocks)
+    ledger = staticmethod(Ledger.made)  # a stream's ledger: new, read again, or resumed
 
     def feed_positions(
         self, stream: str, hint: str | None, ledger: Ledger, positions: Positions
@@ -227,17 +230,64 @@ class StreamFeeder:
             records = kept
         return records
 
-    # --- quiet streams --------------------------------------------------------------------
+    # --- quiet streams (the policy: `_quiet`) --------------------------------------------
 
-    def waiting(self, stream: str) -> bool:
-        """Has the stream's task stopped its agent loop, waiting for background work?"""
-        return self.assembler.session(stream).waiting
+    def _quiet_task(self, stream: str, now: float, quiet_seconds: float | None) -> QuietTask:
+        """What the stream's open task is doing, as the quiet-task policy reads it."""
+        facts = self.assembler.quiet_facts(stream, int(now * 1e9))
+        if facts is None:  # nothing open: quiet, and nothing holds it
+            return QuietTask(quiet_seconds=quiet_seconds)
+        asks_person, background, silent = facts
+        return QuietTask(asks_person, background, silent, quiet_seconds)
 
-    def asks_person(self, stream: str) -> bool:
-        """Does the stream's open task wait for a person's answer?"""
-        return self.assembler.asks_person(stream)
+    def watch(self, now: float) -> None:
+        """The signals only a clock tells, of every open task (`Assembler.watch`): a task is
+        stalled when the quiet-task policy says so, with the threshold it holds."""
+        policy = self.quiet
+        threshold = policy.stalled_seconds
 
-    def expire(self, stream: str, ledger: Ledger, offset: int, now: float) -> bool:
+        def stalled(stream: str, silent: float) -> float:
+            if not threshold or silent < threshold:  # what the task does is not looked at
+                return 0.0
+            task = self._quiet_task(stream, now, None)
+            return threshold if policy.verdict(task) is Verdict.STALLED else 0.0
+
+        self.assembler.watch(int(now * 1e9), stalled)
+
+    def settle(
+        self,
+        stream: str,
+        ledger: Ledger,
+        offset: int,
+        *,
+        quiet_seconds: float,
+        at_end: bool,
+        unread: Callable[[], bool],
+        now: float,
+    ) -> bool:
+        """Apply the quiet-task policy to a followed stream whose task is open, quiet for
+        `quiet_seconds` of the bridge's polling: a task whose background wait is over ends at
+        its last event (counted from it, as replay counts it), an idle one is closed (a safe
+        place at `offset`). `at_end`: all of the log was read (else a background wait is not
+        judged: what is unread may be the work it waits for); `unread`: the source's look at
+        whether its log has grown since (then it is read first, not closed). True when the
+        task ended."""
+        task = self._quiet_task(stream, now, quiet_seconds)
+        verdict = self.quiet.verdict(task)
+        if verdict is Verdict.BACKGROUND_OVER and at_end:
+            return self._expire(stream, ledger, offset, now)
+        if verdict is not Verdict.IDLE or unread():
+            return False
+        logger.info(
+            "%s quiet for %.0fs%s; closing its open interaction",
+            stream,
+            self.quiet.timeout(task),
+            " while its agent waited for a person" if task.asks_person else "",
+        )
+        self._close(stream, ledger, offset)
+        return True
+
+    def _expire(self, stream: str, ledger: Ledger, offset: int, now: float) -> bool:
         """End the waiting task of a stream whose background wait is over (counted from its
         last event, as replay counts it); False if it is not over yet."""
         session = self.assembler.session(stream)
@@ -252,15 +302,11 @@ class StreamFeeder:
         self._hand_over(stream, ledger, records, (offset, session.snapshot()))
         return True
 
-    def close(self, stream: str, ledger: Ledger, offset: int) -> None:
+    def _close(self, stream: str, ledger: Ledger, offset: int) -> None:
         """Close the stream's open interaction (quiet too long): a safe place at `offset`."""
         records = self.assembler.close_stream(stream)
         session = self.assembler.session(stream)
         self._hand_over(stream, ledger, records, (offset, session.snapshot()))
-
-    def streams(self) -> list[str]:
-        """The streams whose sessions are in memory."""
-        return list(self.assembler.streams())
 
     def evict(self, stream: str, ledger: Ledger) -> None:
         """Take the stream's session out of memory; its state (a small snapshot) stays in the

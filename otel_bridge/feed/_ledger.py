@@ -66,6 +66,25 @@ class Ledger:
         self.waiting_said: int | None = None
 
     @classmethod
+    def made(
+        cls,
+        offset: int = 0,
+        *,
+        after: Ledger | None = None,
+        resume: tuple[Mapping[str, Any], Sequence[int], Sequence[int]] | None = None,
+    ) -> Ledger:
+        """The ledger of a stream read from `offset` with no checkpoint yet; `after`: of a
+        stream read again from its start (its file replaced or truncated), a new one, but
+        what was said once of its tasks is not said again; `resume`: of a stream resumed
+        from a checkpoint at `offset`, (session state, sent, sent blocks) (`resumed`)."""
+        if resume is not None:
+            return cls.resumed(offset, *resume)
+        ledger = cls(offset)
+        if after is not None:
+            ledger.waiting_said = after.waiting_said
+        return ledger
+
+    @classmethod
     def resumed(
         cls, offset: int, session: Mapping[str, Any], sent: Sequence[int], blocks: Sequence[int]
     ) -> Ledger:

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from ...decode._events import Event
 from ...metrics._recorder import MetricsRecorder
+from ._options import TailOptions
 
 __all__ = ["Downstream", "StreamLedger"]
 
@@ -33,7 +34,9 @@ class StreamLedger(Protocol):
 
 
 class Downstream(Protocol):
-    """Where the tailer's events go (`feed.StreamFeeder`)."""
+    """Where the tailer's events go (`feed.StreamFeeder`). What a quiet task is, and whether
+    it ends, is the downstream's one policy (`feed._quiet`): the tailer tells it how quiet a
+    log is and whether it has more to read, never what the task does."""
 
     @property
     def metrics(self) -> MetricsRecorder: ...
@@ -41,16 +44,16 @@ class Downstream(Protocol):
     @property
     def resident(self) -> int: ...
 
-    def note_safe_places(self, on_moved: Callable[[str], None]) -> None: ...
+    def follow_logs(self, options: TailOptions, on_moved: Callable[[str], None] | None) -> None: ...
 
     def count_read(self, events: int) -> None: ...
 
-    def new_ledger(self, offset: int = 0) -> Any: ...
-
-    def restarted_ledger(self, old: Any) -> Any: ...
-
-    def resumed_ledger(
-        self, offset: int, session: Mapping[str, Any], sent: Sequence[int], blocks: Sequence[int]
+    def ledger(
+        self,
+        offset: int = 0,
+        *,
+        after: Any = None,
+        resume: tuple[Mapping[str, Any], Sequence[int], Sequence[int]] | None = None,
     ) -> Any: ...
 
     def feed_positions(
@@ -59,15 +62,17 @@ class Downstream(Protocol):
 
     def end(self, stream: str) -> None: ...
 
-    def waiting(self, stream: str) -> bool: ...
-
-    def asks_person(self, stream: str) -> bool: ...
-
-    def expire(self, stream: str, ledger: Any, offset: int, now: float) -> bool: ...
-
-    def close(self, stream: str, ledger: Any, offset: int) -> None: ...
-
-    def streams(self) -> list[str]: ...
+    def settle(
+        self,
+        stream: str,
+        ledger: Any,
+        offset: int,
+        *,
+        quiet_seconds: float,
+        at_end: bool,
+        unread: Callable[[], bool],
+        now: float,
+    ) -> bool: ...
 
     def evict(self, stream: str, ledger: Any) -> None: ...
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 from ...checkpoint._file import FileCheckpoint, fingerprint
@@ -208,11 +209,11 @@ class Following:
         if resume is not None:
             # Taken back when the log is read (a checkpointed log that stays quiet costs no
             # session assembler): the state at the safe place, and what was delivered after.
-            ledger = downstream.resumed_ledger(
-                offset, resume.session, resume.sent, resume.sent_blocks
+            ledger = downstream.ledger(
+                offset, resume=(resume.session, resume.sent, resume.sent_blocks)
             )
         else:
-            ledger = downstream.new_ledger(offset)
+            ledger = downstream.ledger(offset)
         reader = Reader(
             log,
             offset,
@@ -271,52 +272,45 @@ class Following:
         self._store.forget([stream])
 
     def close_quiet(self, now: float) -> None:
-        """Close the open interaction of a log quiet for the idle timeout. One whose loop has
-        stopped and only waits for background work is left to the assembler's background wait,
-        counted from its last event as `replay` counts it, so both end it at the same place.
+        """Let the downstream's quiet-task policy settle each log with a task open: it closes
+        a task idle past its timeout, and ends one whose background wait is over (counted
+        from its last event, as `replay` counts it, so both end it at the same place).
 
         Quiet is the log's, not the clock's: only time the bridge was polling counts (a pause
         of the process or of the machine is not the log being quiet), and a log that has grown
         beyond what was read is not quiet, whatever the time says (after a pause, its
         notification may not have been taken yet): it is read first."""
-        options = self._options
         awake = now - self.reading.paused
-        tracker, downstream = self._tracker, self._downstream
+        tracker = self._tracker
         for stream in sorted(tracker.open):
             reader = tracker.awake[stream]
-            if downstream.waiting(stream):
-                if not reader.at_end:  # what is still unread may be the work it waits for
-                    continue
-                if not downstream.expire(stream, reader.ledger, reader.decoder.offset, now):
-                    continue
-            elif (quiet := awake - reader.last_activity) >= options.idle_timeout_seconds:
-                person = downstream.asks_person(stream)  # asked of quiet logs only
-                timeout = options.person_timeout_seconds if person else options.idle_timeout_seconds
-                if quiet < timeout:
-                    continue
-                if _grown(reader):
-                    tracker.behind.add(stream)
-                    continue
-                logger.info(
-                    "%s quiet for %.0fs%s; closing its open interaction",
-                    reader.log.path,
-                    timeout,
-                    " while its agent waited for a person" if person else "",
-                )
-                downstream.close(stream, reader.ledger, reader.decoder.offset)
-            else:
-                continue
-            tracker.open.discard(stream)
+            if self._downstream.settle(
+                stream,
+                reader.ledger,
+                reader.decoder.offset,
+                quiet_seconds=awake - reader.last_activity,
+                at_end=reader.at_end,
+                unread=partial(self._read_first, reader),
+                now=now,
+            ):
+                tracker.open.discard(stream)
+
+    def _read_first(self, reader: Reader) -> bool:
+        """Has the log grown beyond what was read (or another file taken its place)? Then it
+        is read before its task is judged idle."""
+        if _grown(reader):
+            self._tracker.behind.add(reader.stream)
+            return True
+        return False
 
     def evict(self, now: float) -> None:
         """Take the sessions of quiet logs with no interaction open out of memory; their
-        state (a small snapshot) stays in the reader's ledger, as a checkpoint keeps it."""
+        state (a small snapshot) stays in the reader's ledger, as a checkpoint keeps it (a
+        log whose session is not in memory: nothing to take)."""
         tracker = self._tracker
-        for stream in self._downstream.streams():
-            reader = tracker.awake.get(stream)
+        for stream, reader in list(tracker.awake.items()):
             if (
-                reader is None
-                or stream in tracker.open
+                stream in tracker.open
                 or stream in tracker.behind
                 or now - self.reading.paused - reader.last_activity < self._options.evict_seconds
             ):

@@ -101,8 +101,8 @@ class Tailer:
         # sleeps, instead of a check at every use.
         self._store: Store = checkpoints if checkpoints is not None else NoCheckpoints()
         self._tracker = Tracker(gate) if checkpoints is not None else Untracked(gate)
-        if checkpoints is not None:
-            downstream.note_safe_places(self._tracker.mark_dirty)
+        moved = self._tracker.mark_dirty if checkpoints is not None else None
+        downstream.follow_logs(self.options, moved)
         self._saver = Saver(self._store, self._tracker, self.options.checkpoint_seconds)
         self._following = Following(
             self.options, self.stats, self._tracker, downstream, self._saver, self._watcher

@@ -311,7 +311,7 @@ class Reading:
         gate = self._tracker.gate
         gate.release(identity_key(*reader.identity), stream)
         gate.claim(identity_key(*identity), stream)
-        reader.restart(identity, self._downstream.restarted_ledger(reader.ledger))
+        reader.restart(identity, self._downstream.ledger(after=reader.ledger))
 
     def _removed(self, reader: Reader) -> None:
         logger.info("%s was removed; its open spans are closed", reader.log.path)

@@ -11,8 +11,16 @@ import pytest
 
 from otel_bridge import semconv as sc
 from otel_bridge.assembler import Assembler, AssemblerConfig, TroubleOptions, label_dict
+from otel_bridge.feed import StreamFeeder
 from tests.builder import Log
 from tests.recorder import Recorder
+
+
+def watch(assembler: Assembler, now_ns: int) -> None:
+    """`run`'s clock looks at the open tasks: through the quiet-task policy (`feed._quiet`),
+    which says which are stalled, with the default timeouts."""
+    StreamFeeder(assembler, lambda _records: None).watch(now_ns / 1e9)
+
 
 STREAM = "sess-1"
 MAIN = (sc.MODE_INTERACTIVE, None, None, sc.MAIN_AGENT_NAME)
@@ -361,11 +369,11 @@ def test_a_silent_task_is_stalled_by_the_callers_clock(caplog: pytest.LogCapture
     steps = Stepper(log, assembler)
     steps.step()
     last = log.now
-    assembler.watch(last + 299 * 10**9)
+    watch(assembler, last + 299 * 10**9)
     assert sc.METRIC_TASKS_TROUBLED not in gauges(assembler, last + 299 * 10**9)
     with caplog.at_level(logging.WARNING):
-        assembler.watch(last + 301 * 10**9)
-        assembler.watch(last + 900 * 10**9)
+        watch(assembler, last + 301 * 10**9)
+        watch(assembler, last + 900 * 10**9)
     assert gauges(assembler, last + 301 * 10**9)[sc.METRIC_TASKS_TROUBLED] == {
         (sc.TROUBLE_STALLED, *MAIN): 1
     }
@@ -377,6 +385,27 @@ def test_a_silent_task_is_stalled_by_the_callers_clock(caplog: pytest.LogCapture
     assert signals_of(spans) == []
 
 
+def test_a_stall_is_over_when_the_task_writes_again() -> None:
+    """The stalled series goes back to 0 at the task's next event (CopilotAgentStalled
+    resolves then), and comes back if it goes silent again; counted once per task."""
+    assembler, recorder = trouble_assembler(stalled_seconds=300)
+    log = Log()
+    log.start()
+    open_task(log)
+    steps = Stepper(log, assembler)
+    steps.step()
+    watch(assembler, log.now + 301 * 10**9)
+    stalled = (sc.TROUBLE_STALLED, *MAIN)
+    assert gauges(assembler, log.now + 301 * 10**9)[sc.METRIC_TASKS_TROUBLED] == {stalled: 1}
+    log.wait(302_000)
+    log.tool_start("c1", "bash")  # it writes again
+    steps.step()
+    assert stalled not in gauges(assembler, log.now).get(sc.METRIC_TASKS_TROUBLED, {})
+    watch(assembler, log.now + 301 * 10**9)  # silent again
+    assert gauges(assembler, log.now + 301 * 10**9)[sc.METRIC_TASKS_TROUBLED] == {stalled: 1}
+    assert recorder.values(sc.METRIC_TASK_TROUBLE, copilot__trouble__signal="stalled") == [1]
+
+
 def test_a_task_silent_while_it_waits_for_a_person_is_waiting_not_stalled_nor_long() -> None:
     assembler, recorder = trouble_assembler(stalled_seconds=300)
     log = Log()
@@ -386,7 +415,7 @@ def test_a_task_silent_while_it_waits_for_a_person_is_waiting_not_stalled_nor_lo
     steps = Stepper(log, assembler)
     steps.step()
     later = log.now + 7200 * 10**9  # past the long task's hour too
-    assembler.watch(later)
+    watch(assembler, later)
     now = gauges(assembler, later)
     assert sc.METRIC_TASKS_TROUBLED not in now
     assert now[sc.METRIC_TASKS_WAITING_OLDEST] == {
@@ -397,7 +426,7 @@ def test_a_task_silent_while_it_waits_for_a_person_is_waiting_not_stalled_nor_lo
     log.add("permission.completed", requestId="p1", toolCallId="c1", result={"kind": "approved"})
     log.tool_start("c1", "bash")
     steps.step()
-    assembler.watch(log.now + 301 * 10**9)
+    watch(assembler, log.now + 301 * 10**9)
     assert recorder.values(sc.METRIC_TASK_TROUBLE, copilot__trouble__signal="stalled") == [1]
 
 
@@ -413,7 +442,7 @@ def test_thresholds_at_zero_raise_nothing() -> None:
         log.tool_done(f"f{n}", success=False)
     steps = Stepper(log, assembler)
     steps.step()
-    assembler.watch(log.now + 10**13)
+    watch(assembler, log.now + 10**13)
     assert sc.METRIC_TASKS_TROUBLED not in gauges(assembler, log.now)
     assert recorder.values(sc.METRIC_TASK_TROUBLE) == []
 
