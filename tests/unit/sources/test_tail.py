@@ -299,3 +299,75 @@ def test_the_idle_timeout_counts_no_time_the_bridge_was_paused(tmp_path) -> None
     tailer.close()
     root = next(s for s in out if s.name == "invoke_agent copilot")
     assert root.attributes["copilot.incomplete"] is True
+
+
+def open_files() -> int:
+    """Descriptors this process holds (Linux)."""
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_log_being_written_keeps_its_file_open_and_still_sees_it_changed(
+    tmp_path, caplog
+) -> None:
+    """A log read live keeps its file open between reads (a stat and a read a line, not the
+    safe open's walk below the root), and what the safe open refused is still refused: the
+    file truncated and written again, replaced by a link out of the tree, then removed."""
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    tailer, out = make_tailer(tmp_path, Clock(os.path.getmtime(path)))
+    tailer.start()
+    tailer.poll_once()  # caught up: what comes now is live
+    base = open_files()
+    data = two_messages()
+    lines = data.splitlines(keepends=True)
+    for line in lines:
+        with path.open("ab") as handle:
+            handle.write(line)
+        tailer.poll_once()
+        assert open_files() == base + 1  # the same descriptor, line after line
+    assert sum(s.name == "invoke_agent copilot" for s in out) == 2
+    new = other_log(5)
+    path.write_bytes(new)  # the same file, cut and written again longer
+    tailer.poll_once()
+    assert sum(s.attributes.get("gen_ai.conversation.id") == "rewritten" for s in out) > 0
+    assert open_files() == base + 1
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
+    outside.write_bytes(new + other_log(7))
+    path.unlink()
+    path.symlink_to(outside)  # a link out of the tree, in the log's place
+    before = len(out)
+    tailer.poll_once()
+    assert len(out) == before and "symbolic link" in caplog.text
+    assert open_files() == base  # the old file's descriptor let go
+    path.unlink()
+    tailer.poll_once()
+    assert tailer.followed == [] and open_files() == base
+    tailer.close()
+    outside.unlink()
+
+
+def test_kept_files_are_bounded_in_number_and_closed_when_quiet(tmp_path) -> None:
+    from otel_bridge.files._safe_open import open_regular
+    from otel_bridge.sources.tail._kept_open import KeptOpen
+
+    clock = Clock(0)
+    kept = KeptOpen(capacity=2, quiet_seconds=30, clock=clock)
+    files = {}
+    for name in "abc":
+        path = tmp_path / name
+        path.write_bytes(b"{}\n")
+        files[name] = (path, open_regular(path, tmp_path))
+    base = open_files()
+    for name, (_, handle) in files.items():
+        kept.keep(name, handle)
+        clock.now += 10
+    assert len(kept) == 2 and open_files() == base - 1  # the least recently read went
+    path, _ = files["b"]
+    assert kept.take("b", path.stat()) is files["b"][1]
+    kept.keep("b", files["b"][1])  # read again now: "c" is the quiet one
+    clock.now += 25  # "c" read 35 s ago, "b" 25 s ago
+    kept.close_quiet()
+    assert len(kept) == 1 and open_files() == base - 2
+    assert kept.take("b", files["a"][0].stat()) is None  # another file at that path: closed
+    assert len(kept) == 0 and open_files() == base - 3
