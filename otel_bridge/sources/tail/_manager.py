@@ -242,7 +242,6 @@ class Tailer:
             self._following.close_quiet(now)
             self._following.evict(now)
             self.let_go = self._tracker.put_to_sleep(self._saver.unsaved)
-            self._reading.kept_open.keep_only(self._tracker.awake)
         self._skips.update()
         self.events_read += events
         return events
@@ -329,7 +328,6 @@ class Tailer:
         the log, and exporting them now as incomplete would give the same span twice with
         different content."""
         self._watcher.close()
-        self._reading.kept_open.close_all()
 
     def save_checkpoints(self, watermark: int | None = None, *, force: bool = True) -> int:
         """Record where each log may resume: the latest safe place whose spans were all

@@ -24,7 +24,6 @@ from ...files._safe_open import RegularFile, kind, open_regular
 from .._discovery import EVENTS_FILE
 from .._gate import identity_key
 from ._downstream import Downstream
-from ._kept_open import KeptOpen
 from ._options import TailOptions
 from ._reader import Reader
 from ._tracker import Tracker
@@ -86,7 +85,6 @@ class Reading:
         self.heartbeat = float("-inf")  # progress inside a poll, for run's /healthz
         self.last_lag: float | None = None  # seconds, of the last event read live
         self.caught_up_bytes = 0  # read of the catch-up at start, for a progress bar
-        self.kept_open = KeptOpen()  # the files of logs being written, between reads
 
     def exporters_behind(self) -> bool:
         """Back-pressure: while the exporters hold `max_backlog` spans or more, no log is read
@@ -141,36 +139,21 @@ class Reading:
             _failed(reader, f"cannot stat {path}: {exc.strerror or exc}")
             return 0
         if not stat.S_ISREG(st.st_mode):  # a FIFO or a directory now: not even opened
-            self.kept_open.discard(reader.stream)
             _failed(reader, _unreadable(path, f"not a regular file ({kind(st.st_mode)})"))
             return 0
         if (st.st_dev, st.st_ino) == reader.identity and st.st_size == reader.read_pos:
             self.reached_end(reader)  # nothing new: not even opened
             return 0
-        stream = reader.stream
-        handle = self.kept_open.take(stream, st)
-        if handle is None:
-            try:
-                handle = open_regular(path, reader.log.root)
-            except FileNotFoundError:
-                self._removed(reader)
-                return 0
-            except OSError as exc:
-                _failed(reader, _unreadable(path, exc.strerror or str(exc)))
-                return 0
-        live = reader.caught_up
         try:
-            events = self._read_from(reader, handle, now)
-        except BaseException:
-            handle.close()
-            raise
-        # A live log keeps its file for its next line; one caught up at start does not
-        # (read whole once, most never grow again), nor one let go by this read.
-        if live and self._tracker.awake.get(stream) is reader:
-            self.kept_open.keep(stream, handle)
-        else:
-            handle.close()
-        return events
+            handle = open_regular(path, reader.log.root)
+        except FileNotFoundError:
+            self._removed(reader)
+            return 0
+        except OSError as exc:
+            _failed(reader, _unreadable(path, exc.strerror or str(exc)))
+            return 0
+        with handle:
+            return self._read_from(reader, handle, now)
 
     def _read_from(self, reader: Reader, handle: RegularFile, now: float) -> int:
         stream = reader.stream
@@ -334,14 +317,12 @@ class Reading:
         logger.info("%s was removed; its open spans are closed", reader.log.path)
         self._downstream.end(reader.stream)
         self._forget(reader.stream)
-        self.kept_open.discard(reader.stream)  # its disk space goes back now
 
     def stop_following(self, stream: str) -> None:
         """A followed (or sleeping) log that is refused now: what was open ends, and it is
         looked at again at every sweep (`Gate`)."""
         self._downstream.end(stream)
         self._forget(stream)
-        self.kept_open.discard(stream)
 
     def reached_end(self, reader: Reader) -> None:
         if self._tracker.reached_end(reader):
