@@ -96,10 +96,8 @@ class OtelMetricsRecorder:
         # it takes 10. Counts are summed by counter and labels: one SDK measurement a series.
         # Histogram values are kept in order (at most `_MAX_HELD` before they are handed over
         # at once, so that a bridge nobody scrapes holds no more).
-        self._pending: dict[tuple[str, tuple[tuple[str, AttributeValue], ...]], float] = {}
-        self._pending_labels: dict[
-            tuple[str, tuple[tuple[str, AttributeValue], ...]], dict[str, AttributeValue]
-        ] = {}
+        self._pending: dict[_Series, float] = {}
+        self._pending_labels: dict[_Series, dict[str, AttributeValue]] = {}
         self._held: list[tuple[Any, float, dict[str, AttributeValue]]] = []
         self._pending_lock = threading.Lock()
         meter = provider.get_meter("otel_bridge", __version__, schema_url=semconv.SCHEMA_URL)
@@ -269,6 +267,8 @@ class OtelMetricsRecorder:
 #: The observable instrument whose callback hands pending counts over; it observes nothing, so
 #: no reader ever shows it.
 _HAND_OVER = "otel_bridge.recorder.hand_over"
+#: A counter's series: its name and its labels.
+_Series = tuple[str, tuple[tuple[str, AttributeValue], ...]]
 #: Histogram values held at most between two collections (some 100 bytes each).
 _MAX_HELD = 4096
 
