@@ -50,6 +50,7 @@ _SDK_LOGGERS = (
 _SDK_PREFIXES = ("opentelemetry.exporter.", "urllib3")
 _MAX_RETRY_AFTER = 3600.0  # the longest Retry-After honoured, in seconds
 _MAX_KEPT = 20  # records kept per export call: the first ones say what went wrong
+_MAX_SETTINGS = 16  # request settings whose environment is kept (one per endpoint URL)
 _local = threading.local()
 _install_lock = threading.Lock()
 _bridge_logger = logging.getLogger("otel_bridge")
@@ -168,6 +169,31 @@ def _noting_session_class() -> type:
     import requests
 
     class NotingSession(requests.Session):
+        """Also reads the environment's proxy and CA settings once per request's settings
+        (the endpoint's URL: one), not at every request: requests goes over every variable
+        of the environment twice a request for its proxies, a quarter of the CPU of a live
+        export of a few spans (more in a pod, whose environment names every service).
+        Variables changed in the process afterwards are not seen; the bridge changes none."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._environment: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+        def merge_environment_settings(
+            self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any
+        ) -> Any:
+            given = None if proxies is None else tuple(sorted(proxies.items()))
+            key = (url, given, stream, verify, cert)
+            try:
+                settings = self._environment.get(key)
+            except TypeError:  # an unhashable setting: as requests does, every time
+                return super().merge_environment_settings(url, proxies, stream, verify, cert)
+            if settings is None:
+                settings = super().merge_environment_settings(url, proxies, stream, verify, cert)
+                if len(self._environment) < _MAX_SETTINGS:
+                    self._environment[key] = settings
+            return {**settings, "proxies": dict(settings["proxies"])}
+
         def request(self, *args: Any, **kwargs: Any) -> Any:
             try:
                 response = super().request(*args, **kwargs)

@@ -521,3 +521,37 @@ def test_a_last_metrics_export_that_misses_its_deadline_is_no_traceback(monkeypa
     pipeline = MetricsPipeline(Late(), None, [lambda: closed.append(True)], None)  # type: ignore[arg-type]
     pipeline.shutdown(timeout=1)
     assert escaped == [] and closed == [True]
+
+
+def test_the_http_session_reads_the_environment_once_and_keeps_its_proxies(monkeypatch) -> None:
+    """requests reads every environment variable twice a request for its proxies (a quarter
+    of a live export's CPU); the exporters' session reads them once per endpoint, and still
+    takes what they say."""
+    import requests.sessions
+
+    from otel_bridge.export._sdk_logs import http_session
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.example")
+    reads: list[str] = []
+    real = requests.sessions.get_environ_proxies
+
+    def counted(url: str, no_proxy: str | None = None) -> dict[str, str]:
+        reads.append(url)
+        return real(url, no_proxy=no_proxy)
+
+    monkeypatch.setattr(requests.sessions, "get_environ_proxies", counted)
+    session = http_session({}, "traces")
+    url = "https://collector.example:4318/v1/traces"
+    settings = [session.merge_environment_settings(url, {}, None, None, None) for _ in range(3)]
+    assert reads == [url]
+    assert all(s["proxies"]["https"] == "http://proxy.example:3128" for s in settings)
+    settings[0]["proxies"]["https"] = "changed by a caller"  # each call gets its own copy
+    again = session.merge_environment_settings(url, {}, None, None, None)
+    assert again["proxies"]["https"] == "http://proxy.example:3128"
+    internal = "https://internal.example:4318/v1/traces"
+    assert (
+        "https" not in session.merge_environment_settings(internal, {}, None, None, None)["proxies"]
+    )
+    assert reads == [url, internal]
+    session.close()
