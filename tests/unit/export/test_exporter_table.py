@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from otel_bridge import semconv
 from otel_bridge._exceptions import ConfigError
 from otel_bridge.app import ReplayOptions, SigtermStops, replay
 from otel_bridge.app._doctor import diagnose
@@ -17,10 +19,14 @@ from otel_bridge.app._pipeline import PipelineConfig
 from otel_bridge.cli._parser import build_parser
 from otel_bridge.export import (
     TRACE_EXPORTERS,
+    MetricsOptions,
+    build_metrics,
+    build_resource,
     build_span_exporters,
     trace_exporter_choices,
 )
 from otel_bridge.export._exporters import exporter_label
+from otel_bridge.export._metrics import _METRIC_ROWS
 from otel_bridge.export._table import _TRACE_ROWS, Finding, Looked, SpanExporterRow, SpanOptions
 from tests.unit.sources.test_tail import two_messages
 
@@ -89,3 +95,32 @@ def test_without_the_row_the_name_is_refused_as_before() -> None:
     assert trace_exporter_choices() == "otlp, console or none"
     with pytest.raises(ConfigError, match=r"'probe' is not supported: use otlp, console or none"):
         build_span_exporters({"OTEL_TRACES_EXPORTER": "probe"})
+
+
+def test_a_row_of_the_metric_readers_is_chosen_and_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = InMemoryMetricReader()
+
+    def add(built, environ: Mapping[str, str], options: MetricsOptions, disabled: bool) -> None:
+        built.readers.append(reader)
+
+    monkeypatch.setitem(_METRIC_ROWS, "probe", add)
+    environ = {"OTEL_METRICS_EXPORTER": "probe"}
+    pipeline = build_metrics(environ, build_resource({}), MetricsOptions())
+    try:
+        assert pipeline.recorder is not None
+        pipeline.recorder.add(
+            semconv.METRIC_EXPORT_FAILURES, 1, {semconv.OTEL_BRIDGE_EXPORTER: "probe"}, ""
+        )
+        data = reader.get_metrics_data()
+        assert data is not None
+        names = [
+            metric.name
+            for resource in data.resource_metrics
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+        ]
+        assert semconv.METRIC_EXPORT_FAILURES in names
+        with pytest.raises(ConfigError, match="use otlp, prometheus, console, probe or none"):
+            build_metrics({"OTEL_METRICS_EXPORTER": "zipkin"}, build_resource({}), MetricsOptions())
+    finally:
+        pipeline.shutdown(timeout=5)
