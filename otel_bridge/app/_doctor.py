@@ -12,25 +12,19 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from .. import _env as env
-from .._exceptions import ConfigError
 from .._progress import printable
 from .._words import plural
 from ..export import (
-    DEFAULT_ENDPOINTS,
     DEFAULT_SERVICE_NAME,
-    REFUSED_ENDPOINT,
-    ExportFailure,
-    OtlpEndpoint,
+    NONE,
+    TRACE_EXPORTERS,
+    Looked,
+    check_otlp,
     metric_exporter_names,
-    otlp_endpoint,
-    probe_otlp,
-    protocol_mismatch,
-    reachability,
     sdk_disabled,
-    shown_endpoint,
+    trace_exporter_choices,
     trace_exporter_names,
 )
 from ..files._output_places import misplaced
@@ -167,25 +161,21 @@ def _mtime(path: Path) -> float:
 def _check_exporters(
     environ: Mapping[str, str], traces_file: Path | None, timeout: float
 ) -> list[Check]:
+    """A finding per exporter OTEL_TRACES_EXPORTER names, each made by its row of the
+    exporter table (the row `run` builds it from), then the metrics' OTLP endpoint."""
     names = trace_exporter_names(environ, traces_file is not None)
     checks: list[Check] = []
-    if not [n for n in names if n != "none"] and traces_file is None:
+    if not [n for n in names if n != NONE] and traces_file is None:
         checks.append(Check(False, "no exporter: OTEL_TRACES_EXPORTER=none and no --traces-file"))
-    checked: dict[tuple[str, int], str | None] = {}
+    looked = Looked(timeout)
     for name in names:
-        if name == "console":
+        row = TRACE_EXPORTERS.get(name)
+        if row is not None:
+            finding = row.check(environ, looked)
+            checks.append(Check(finding.ok, finding.message))
+        elif name != NONE:
             checks.append(
-                Check(
-                    True,
-                    "exporter console: spans printed to stdout (set "
-                    "OTEL_EXPORTER_OTLP_ENDPOINT to send them to a collector)",
-                )
-            )
-        elif name == "otlp":
-            checks.append(_check_otlp(environ, "traces", timeout, checked))
-        elif name != "none":
-            checks.append(
-                Check(False, f"exporter {name!r} is not supported: use otlp, console or none")
+                Check(False, f"exporter {name!r} is not supported: use {trace_exporter_choices()}")
             )
     if traces_file is not None:
         checks.append(
@@ -195,7 +185,8 @@ def _check_exporters(
             )
         )
     if _metrics_over_otlp(environ):
-        metrics = _check_otlp(environ, "metrics", timeout, checked)
+        finding = check_otlp(environ, "metrics", looked)
+        metrics = Check(finding.ok, finding.message)
         said = {check.message.partition(": ")[2] for check in checks}
         if metrics.message and metrics.message.partition(": ")[2] not in said:
             checks.append(metrics)  # not what the traces' check said already
@@ -205,87 +196,6 @@ def _check_exporters(
 def _metrics_over_otlp(environ: Mapping[str, str]) -> bool:
     """Whether `run` would send metrics over OTLP."""
     return "otlp" in metric_exporter_names(environ, ("prometheus",))
-
-
-def _check_otlp(
-    environ: Mapping[str, str],
-    signal: str,
-    timeout: float,
-    checked: dict[tuple[str, int], str | None],
-) -> Check:
-    """The endpoint is usable, accepts a connection (looked at once per host and port: an
-    ok check with no message, left out, when the other signal's found it not there), and
-    takes an empty export of `signal` through the exporter run would use."""
-    try:
-        endpoint = otlp_endpoint(environ, signal)
-    except ConfigError as exc:
-        return Check(False, f"{signal}: {exc}")
-    what = "exporter otlp" if signal == "traces" else "metrics otlp"
-    where = f"{what} at {endpoint.describe()}{_origin(endpoint)}"
-    key = (endpoint.host, endpoint.port)
-    if key in checked:
-        if checked[key] is not None:
-            return Check(True, "")  # said for the traces
-    else:
-        checked[key] = reachability(endpoint, timeout)
-    problem = checked[key]
-    if problem is not None:
-        return Check(
-            False,
-            f"{where}: NOT reachable ({problem}); is the collector running, "
-            f"and is the port right (4317 for grpc, 4318 for http/protobuf)?",
-        )
-    mismatch = protocol_mismatch(endpoint, timeout)  # run and replay say the same at start
-    if mismatch is not None:
-        return Check(False, f"{where}: {mismatch}")
-    try:
-        failure = probe_otlp(environ, signal, timeout)
-    except ConfigError as exc:
-        return Check(False, f"{where}: {exc}")
-    if failure is None:
-        return Check(True, f"{where}: reachable, takes {signal}")
-    return Check(
-        False,
-        f"{where}: refused an empty export ({failure.reason}){_advice(endpoint, signal, failure)}",
-    )
-
-
-def _advice(endpoint: OtlpEndpoint, signal: str, failure: ExportFailure) -> str:
-    """What to change, for a refusal of `signal` at `endpoint`."""
-    if failure.status in (401, 403, "UNAUTHENTICATED", "PERMISSION_DENIED"):
-        return "; check the credentials in OTEL_EXPORTER_OTLP_HEADERS"
-    if failure.refused is None:
-        return "; the collector is there but takes nothing now: run would queue and retry"
-    if failure.refused != REFUSED_ENDPOINT:
-        return ""
-    if (
-        endpoint.protocol == "http/protobuf"
-        and endpoint.variable is not None
-        and endpoint.variable != env.OTEL_EXPORTER_OTLP_ENDPOINT
-        and urlsplit(endpoint.url).path in ("", "/")
-    ):
-        # The signal's own variable is the full URL: a collector answers 404 at its root.
-        return (
-            f"; {endpoint.variable} is used as it is, with no path: did you mean "
-            f"{shown_endpoint(endpoint.url).removesuffix('/')}/v1/{signal}?"
-        )
-    if signal == "metrics":
-        return (
-            ": it takes no OTLP metrics (a traces-only backend, such as Jaeger?); "
-            "OTEL_METRICS_EXPORTER=prometheus keeps run's metrics on /metrics only, "
-            "OTEL_METRICS_EXPORTER=none turns them off, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT "
-            "sends them elsewhere"
-        )
-    return (
-        ": nothing there takes OTLP traces; is the port right (4317 for grpc, 4318 for "
-        "http/protobuf), and OTEL_EXPORTER_OTLP_ENDPOINT the collector's base URL?"
-    )
-
-
-def _origin(endpoint: OtlpEndpoint) -> str:
-    if endpoint.variable is None:
-        return f" (no endpoint set: the default, {DEFAULT_ENDPOINTS[endpoint.protocol]})"
-    return ""
 
 
 def _check_cli_telemetry(environ: Mapping[str, str]) -> Check | None:

@@ -17,7 +17,7 @@ import argparse
 from typing import Any
 
 from .._version import __version__
-from ..export import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT
+from ..export import DEFAULT_PROMETHEUS_HOST, DEFAULT_PROMETHEUS_PORT, trace_exporter_choices
 from ..feed import WORKERS_FROM_BYTES, usable_cores
 from ..sources import Shard, parse_shard
 from . import _run_flags as run_flags
@@ -36,7 +36,7 @@ _LOG_LEVEL_HELP = "what the bridge logs about itself, on stderr (default: INFO)"
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="otel-bridge",
-        description=texts.DESCRIPTION,
+        description=texts.DESCRIPTION.format(exporters=trace_exporter_choices()),
         epilog=texts.EPILOG,
         formatter_class=HelpFormatter,
     )

@@ -14,6 +14,7 @@ __all__ = [
     "STATS_EPILOG",
 ]
 
+#: {exporters}: the names OTEL_TRACES_EXPORTER takes, from the exporter table (`_parser`).
 DESCRIPTION = """\
 Turn GitHub Copilot CLI sessions into OpenTelemetry traces: one trace per user message, a span \
 per agent turn, with the turn's LLM calls and tool calls (and sub-agents) below it.
@@ -21,7 +22,7 @@ per agent turn, with the turn's LLM calls and tool calls (and sub-agents) below 
 Where spans go is set the standard OpenTelemetry way:
   OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318  send OTLP (HTTP/protobuf)
   OTEL_EXPORTER_OTLP_PROTOCOL=grpc                   ... or gRPC (port 4317)
-  OTEL_TRACES_EXPORTER=otlp,console                  otlp, console or none
+  OTEL_TRACES_EXPORTER=otlp,console                  {exporters}
   OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES        the spans' resource
 With nothing set, spans are printed to the console: a line per finished task on a terminal, \
 one JSON object per span in a pipe (--console-format summary, tree or json to choose).

@@ -27,20 +27,24 @@ if TYPE_CHECKING:
         shown_endpoint,
     )
     from ._delivery import ExportStats
-    from ._exporters import (
-        build_span_exporters,
-        probe_otlp,
-        trace_exporter_names,
-        unreachable_collector,
-    )
+    from ._exporters import build_span_exporters, trace_exporter_names, unreachable_collector
     from ._http import cannot_serve
     from ._metric_options import MetricsOptions
     from ._metric_recorder import OtelMetricsRecorder
     from ._metrics import MetricsPipeline, build_metrics
     from ._otel import DEFAULT_SERVICE_NAME, ResourceOptions, build_resource, to_readable_span
+    from ._otlp import probe_otlp
     from ._otlp_json import encode_record
     from ._sink import DEFAULT_QUEUE_SPANS, SpanSink
     from ._sniff import protocol_mismatch
+    from ._table import (
+        NONE,
+        TRACE_EXPORTERS,
+        Finding,
+        Looked,
+        check_otlp,
+        trace_exporter_choices,
+    )
     from ._verdicts import REFUSED_ENDPOINT, ExportFailure
 
 __all__ = [
@@ -50,10 +54,14 @@ __all__ = [
     "DEFAULT_PROMETHEUS_PORT",
     "DEFAULT_QUEUE_SPANS",
     "DEFAULT_SERVICE_NAME",
+    "NONE",
     "REFUSED_ENDPOINT",
+    "TRACE_EXPORTERS",
     "CredentialFilter",
     "ExportFailure",
     "ExportStats",
+    "Finding",
+    "Looked",
     "MetricsOptions",
     "MetricsPipeline",
     "OtelMetricsRecorder",
@@ -64,6 +72,7 @@ __all__ = [
     "build_resource",
     "build_span_exporters",
     "cannot_serve",
+    "check_otlp",
     "encode_record",
     "metric_exporter_names",
     "otlp_endpoint",
@@ -73,6 +82,7 @@ __all__ = [
     "sdk_disabled",
     "shown_endpoint",
     "to_readable_span",
+    "trace_exporter_choices",
     "trace_exporter_names",
     "unreachable_collector",
 ]
@@ -88,26 +98,32 @@ _NAMES: dict[str, str] = {
     "DEFAULT_SERVICE_NAME": "._otel",
     "ExportFailure": "._verdicts",
     "ExportStats": "._delivery",
+    "Finding": "._table",
+    "Looked": "._table",
     "MetricsOptions": "._metric_options",
+    "NONE": "._table",
     "MetricsPipeline": "._metrics",
     "OtelMetricsRecorder": "._metric_recorder",
     "OtlpEndpoint": "._common",
     "REFUSED_ENDPOINT": "._verdicts",
     "ResourceOptions": "._otel",
     "SpanSink": "._sink",
+    "TRACE_EXPORTERS": "._table",
     "build_metrics": "._metrics",
     "build_resource": "._otel",
     "build_span_exporters": "._exporters",
     "cannot_serve": "._http",
+    "check_otlp": "._table",
     "encode_record": "._otlp_json",
     "metric_exporter_names": "._common",
     "otlp_endpoint": "._common",
-    "probe_otlp": "._exporters",
+    "probe_otlp": "._otlp",
     "protocol_mismatch": "._sniff",
     "reachability": "._common",
     "sdk_disabled": "._common",
     "shown_endpoint": "._common",
     "to_readable_span": "._otel",
+    "trace_exporter_choices": "._table",
     "trace_exporter_names": "._exporters",
     "unreachable_collector": "._exporters",
 }

@@ -1,8 +1,9 @@
 """Which span exporters the configuration asks for, and whether their collector is there.
 
 Exporters are chosen the standard way (https://opentelemetry.io/docs/specs/otel/configuration/
-sdk-environment-variables/): `OTEL_TRACES_EXPORTER` (otlp, console, none), and for OTLP
-`OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL` (grpc or http/protobuf, the spec's default). The endpoint
+sdk-environment-variables/): `OTEL_TRACES_EXPORTER` (the names of `_table.TRACE_EXPORTERS`, the
+one table of exporters: otlp, console; or none), and for OTLP `OTEL_EXPORTER_OTLP_[TRACES_]
+PROTOCOL` (grpc or http/protobuf, the spec's default). The endpoint
 is checked at start (a typo is a configuration error, not minutes of retries) and handed to the
 exporter; headers, TLS, compression and timeout are read by the SDK exporters themselves from
 their `OTEL_EXPORTER_OTLP_*` variables. `OTEL_SDK_DISABLED=true` turns every exporter off.
@@ -10,19 +11,16 @@ their `OTEL_EXPORTER_OTLP_*` variables. `OTEL_SDK_DISABLED=true` turns every exp
 
 from __future__ import annotations
 
-import contextlib
-import sys
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from .. import _env as env
 from .._exceptions import ConfigError
 from ._common import (
-    OtlpEndpoint,
     metric_exporter_names,
     open_output,
     otlp_endpoint,
@@ -30,17 +28,12 @@ from ._common import (
     sdk_disabled,
 )
 from ._otlp_json import OtlpJsonFileExporter
-from ._sdk_logs import build_otlp_exporter, capture_exporter_logs, http_session
 from ._sniff import protocol_mismatch
-from ._verdicts import ExportFailure, describe_exception, export_failure
-
-if TYPE_CHECKING:
-    from opentelemetry.sdk.metrics.export import MetricExporter
+from ._table import NONE, TRACE_EXPORTERS, SpanOptions, trace_exporter_choices
 
 __all__ = [
     "build_span_exporters",
     "exporter_label",
-    "probe_otlp",
     "trace_exporter_names",
     "unreachable_collector",
 ]
@@ -116,23 +109,19 @@ def build_span_exporters(
         return []
     exporters: list[SpanExporter] = []
     names = trace_exporter_names(environ, traces_file is not None, console=bool(console_format))
+    options = SpanOptions(console_stream, console_format)
     for name in names:
-        if name == "none":
+        if name == NONE:
             continue
-        if name == "console":
-            from ._console import ConsoleSpanExporter
-
-            exporters.append(ConsoleSpanExporter(console_stream or sys.stdout, console_format))
-            _LABELS[exporters[-1]] = "console"
-        elif name == "otlp":
-            endpoint = otlp_endpoint(environ, "traces")
-            exporters.append(_otlp_exporter(endpoint, environ))
-            _LABELS[exporters[-1]] = f"otlp {endpoint.describe()}"
-        else:
+        row = TRACE_EXPORTERS.get(name)
+        if row is None:
             raise ConfigError(
                 f"OTEL_TRACES_EXPORTER={name!r} is not supported: "
-                "use otlp, console or none (comma-separated)"
+                f"use {trace_exporter_choices()} (comma-separated)"
             )
+        exporter, label = row.build(environ, options)
+        exporters.append(exporter)
+        _LABELS[exporter] = label
     if traces_file is not None:
         exporters.append(_file_exporter(traces_file, file_mode))
         _LABELS[exporters[-1]] = f"file {traces_file}"
@@ -179,69 +168,6 @@ def unreachable_collector(
         if mismatch is not None:
             return f"OTLP endpoint {endpoint.describe()}: {mismatch}"
     return None
-
-
-def probe_otlp(
-    environ: Mapping[str, str], signal: str, timeout: float = 2.0
-) -> ExportFailure | None:
-    """Send one empty export of `signal` ("traces" or "metrics") through the SDK exporter the
-    bridge would use (its endpoint, headers, TLS), and say how it failed; None when the
-    collector took it. An empty request carries nothing: a collector answers it as any
-    other, and a backend with no receiver for the signal refuses it (Jaeger: HTTP 404 at
-    /v1/metrics), which a TCP connection alone cannot tell.
-
-    Raises:
-        ConfigError: the endpoint or another OTLP setting is unusable.
-    """
-    # The SDK's metrics, imported only here: a command that sends no metrics never loads them.
-    from opentelemetry.sdk.metrics.export import MetricExportResult, MetricsData
-
-    from ._metric_exporters import otlp_metric_exporter
-
-    exporter: SpanExporter | MetricExporter
-    if signal == "traces":
-        exporter = _otlp_exporter(otlp_endpoint(environ, "traces"), environ, timeout=timeout)
-    else:
-        exporter = otlp_metric_exporter(environ, timeout=timeout)
-    with capture_exporter_logs() as records:
-        try:
-            if isinstance(exporter, SpanExporter):
-                ok = exporter.export([]) is SpanExportResult.SUCCESS
-            else:
-                empty = MetricsData(resource_metrics=[])
-                ok = exporter.export(empty, timeout_millis=timeout * 1000) is (
-                    MetricExportResult.SUCCESS
-                )
-        except Exception as exc:  # an exporter's bug is one more way to fail
-            return ExportFailure(describe_exception(exc))
-        finally:
-            with contextlib.suppress(Exception):
-                exporter.shutdown()
-    return None if ok else export_failure(records)
-
-
-def _otlp_exporter(
-    endpoint: OtlpEndpoint, environ: Mapping[str, str], timeout: float | None = None
-) -> SpanExporter:
-    """The SDK's exporter for the protocol, given the endpoint that was checked (the rest of
-    its settings it reads from the environment; `timeout`, in seconds, instead of theirs).
-    Its own retry messages are kept for the bridge's one warning instead of reaching the
-    terminal (`quiet_exporter_logs`)."""
-
-    def build() -> SpanExporter:
-        if endpoint.protocol == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-            return OTLPSpanExporter(endpoint=endpoint.target, timeout=timeout)
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-            OTLPSpanExporter as HttpSpanExporter,
-        )
-
-        return HttpSpanExporter(
-            endpoint=endpoint.target, session=http_session(environ, "traces"), timeout=timeout
-        )
-
-    return build_otlp_exporter(endpoint, "trace", build)
 
 
 def _file_exporter(path: Path, mode: str) -> SpanExporter:

@@ -18,7 +18,8 @@ from opentelemetry.sdk.metrics.export import (
 from .. import semconv
 from ._common import open_output, otlp_endpoint
 from ._metric_recorder import OtelMetricsRecorder
-from ._sdk_logs import build_otlp_exporter, capture_exporter_logs, http_session
+from ._otlp import otlp_metric_exporter
+from ._sdk_logs import capture_exporter_logs
 from ._verdicts import (
     REFUSED_ENDPOINT,
     REFUSED_REQUEST,
@@ -32,36 +33,10 @@ __all__ = [
     "file_exporter",
     "metrics_failure_advice",
     "otlp_exporter",
-    "otlp_metric_exporter",
 ]
 
 #: the name its log lines have always had
 logger = logging.getLogger("otel_bridge.export._metrics")
-
-
-def otlp_metric_exporter(
-    environ: Mapping[str, str], timeout: float | None = None
-) -> MetricExporter:
-    """The SDK's OTLP metric exporter for the configured protocol and endpoint (the rest of
-    its settings it reads from the environment; `timeout` in seconds instead of theirs)."""
-    endpoint = otlp_endpoint(environ, "metrics")
-
-    def build() -> MetricExporter:
-        if endpoint.protocol == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
-                OTLPMetricExporter,
-            )
-
-            return OTLPMetricExporter(endpoint=endpoint.target, timeout=timeout)
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-            OTLPMetricExporter as HttpMetricExporter,
-        )
-
-        return HttpMetricExporter(
-            endpoint=endpoint.target, session=http_session(environ, "metrics"), timeout=timeout
-        )
-
-    return build_otlp_exporter(endpoint, "metric", build)
 
 
 def otlp_exporter(environ: Mapping[str, str]) -> QuietMetricExporter:

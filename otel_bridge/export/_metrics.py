@@ -1,10 +1,11 @@
 """The bridge's metrics through the OpenTelemetry SDK: Prometheus endpoint, OTLP, console, file.
 
 Instruments come from the one catalogue (`otel_bridge.metrics._recorder.CATALOGUE`). Readers are
-chosen the standard way (`OTEL_METRICS_EXPORTER`: otlp, prometheus, console, none) with the bridge's
-defaults: `run` serves Prometheus on 127.0.0.1:9464 and adds OTLP when an OTLP endpoint is set;
-`replay` writes metrics only where asked (`--metrics-file`, or OTEL_METRICS_EXPORTER), because the
-SDK stamps points with the current time and a backfill would look like a burst of activity now
+chosen the standard way (`OTEL_METRICS_EXPORTER`: a name of `METRIC_READERS`, otlp, prometheus,
+console; or none) with the bridge's defaults: `run` serves Prometheus on 127.0.0.1:9464 and
+adds OTLP when an OTLP endpoint is set; `replay` writes metrics only where asked
+(`--metrics-file`, or OTEL_METRICS_EXPORTER), because the SDK stamps points with the current
+time and a backfill would look like a burst of activity now
 (docs/architecture.md, "Metrics and old logs").
 """
 
@@ -17,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import ConfigError
@@ -27,6 +29,7 @@ from ._common import (
     sdk_disabled,
 )
 from ._metric_options import MetricsOptions
+from ._table import NONE
 
 if TYPE_CHECKING:
     # The SDK's metrics, the Prometheus client and the HTTP server are imported where metrics
@@ -185,51 +188,85 @@ def _add_file_reader(built: _Readers, path: Path, options: MetricsOptions) -> No
 def _add_reader(
     built: _Readers, name: str, environ: Mapping[str, str], options: MetricsOptions, disabled: bool
 ) -> None:
-    """Build the reader one name of OTEL_METRICS_EXPORTER asks for, if any.
+    """Build the reader one name of OTEL_METRICS_EXPORTER asks for, by its row of
+    `METRIC_READERS`.
 
     Raises:
         ConfigError: an unknown name, or what building its reader raises.
     """
+    if name == NONE:
+        return
+    add = METRIC_READERS.get(name)
+    if add is None:
+        raise ConfigError(
+            f"OTEL_METRICS_EXPORTER={name!r} is not supported: use "
+            f"{', '.join(METRIC_READERS)} or {NONE} (comma-separated)"
+        )
+    add(built, environ, options, disabled)
+
+
+def _prometheus(
+    built: _Readers, environ: Mapping[str, str], options: MetricsOptions, disabled: bool
+) -> None:
+    """The Prometheus reader and the port that serves it (with /healthz and /readyz, even
+    with OTEL_SDK_DISABLED=true: a probe must still find the bridge)."""
+    from ._metric_server import prometheus_reader
+
+    if options.prometheus_port is None:
+        if not options.default_exporters:
+            # replay: asked for by OTEL_METRICS_EXPORTER, but a one-shot command
+            # serves nothing to scrape
+            logger.warning(
+                "OTEL_METRICS_EXPORTER=prometheus: this command serves no /metrics "
+                "(it exits when done); --metrics-file or otlp writes its metrics"
+            )
+        return
+    reader, built.server = prometheus_reader(
+        options.prometheus_host, options.prometheus_port, with_metrics=not disabled
+    )
+    if reader is not None:
+        built.readers.append(reader)
+    built.closers.append(built.server.close)
+
+
+def _otlp(
+    built: _Readers, environ: Mapping[str, str], options: MetricsOptions, disabled: bool
+) -> None:
+    """The OTLP exporter, read at the interval, counting its failures."""
+    if disabled:
+        return
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    from ._metric_exporters import otlp_exporter
+
+    built.counted.append(otlp_exporter(environ))
+    built.readers.append(
+        PeriodicExportingMetricReader(built.counted[-1], options.export_interval_millis)
+    )
+
+
+def _console(
+    built: _Readers, environ: Mapping[str, str], options: MetricsOptions, disabled: bool
+) -> None:
+    """The SDK's console exporter, read at the interval."""
+    if disabled:
+        return
     from opentelemetry.sdk.metrics.export import (
         ConsoleMetricExporter,
         PeriodicExportingMetricReader,
     )
 
-    from ._metric_exporters import otlp_exporter
-    from ._metric_server import prometheus_reader
+    exporter = ConsoleMetricExporter(out=options.console_stream or sys.stdout)
+    built.readers.append(PeriodicExportingMetricReader(exporter, options.export_interval_millis))
 
-    interval = options.export_interval_millis
-    if name == "none":
-        return
-    if name == "prometheus":
-        if options.prometheus_port is None:
-            if not options.default_exporters:
-                # replay: asked for by OTEL_METRICS_EXPORTER, but a one-shot command
-                # serves nothing to scrape
-                logger.warning(
-                    "OTEL_METRICS_EXPORTER=prometheus: this command serves no /metrics "
-                    "(it exits when done); --metrics-file or otlp writes its metrics"
-                )
-            return
-        reader, built.server = prometheus_reader(
-            options.prometheus_host, options.prometheus_port, with_metrics=not disabled
-        )
-        if reader is not None:
-            built.readers.append(reader)
-        built.closers.append(built.server.close)
-    elif disabled:
-        return
-    elif name == "otlp":
-        built.counted.append(otlp_exporter(environ))
-        built.readers.append(PeriodicExportingMetricReader(built.counted[-1], interval))
-    elif name == "console":
-        built.readers.append(
-            PeriodicExportingMetricReader(
-                ConsoleMetricExporter(out=options.console_stream or sys.stdout), interval
-            )
-        )
-    else:
-        raise ConfigError(
-            f"OTEL_METRICS_EXPORTER={name!r} is not supported: use otlp, "
-            "prometheus, console or none (comma-separated)"
-        )
+
+_MetricRow = Callable[[_Readers, Mapping[str, str], MetricsOptions, bool], None]
+_METRIC_ROWS: dict[str, _MetricRow] = {
+    "otlp": _otlp,
+    "prometheus": _prometheus,
+    "console": _console,
+}
+#: Each name of OTEL_METRICS_EXPORTER but "none": what adds its reader to those being built
+#: (it imports what it builds when called; OTEL_SDK_DISABLED=true is its fourth argument).
+#: In the order the errors list them. The span exporters' table is `_table.TRACE_EXPORTERS`.
+METRIC_READERS: Mapping[str, _MetricRow] = MappingProxyType(_METRIC_ROWS)

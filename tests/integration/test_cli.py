@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from otel_bridge.cli import main
+from otel_bridge.export import trace_exporter_choices
 from tests import paths
 from tests.builder import Log
 from tests.traces_file import read_traces_file
@@ -83,9 +84,11 @@ def test_directory_without_logs_says_what_to_give(caplog, tmp_path) -> None:
 
 
 def test_unknown_exporter_is_a_clear_error(caplog, monkeypatch) -> None:
-    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin")
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlpp")
     assert main(["replay", str(FIXTURES / "run1_cli_prompt_basic")]) == 2
-    assert "use otlp, console or none" in caplog.text
+    # the names of the exporter table, whatever rows it has (otlp, console or none today)
+    assert f"'otlpp' is not supported: use {trace_exporter_choices()} (comma" in caplog.text
+    assert "use otlp, console" in caplog.text
 
 
 def test_10000_hostile_lines_between_real_events_lose_nothing(tmp_path) -> None:

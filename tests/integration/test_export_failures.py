@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_bridge.export._exporters import probe_otlp
+from otel_bridge.export import probe_otlp
 from otel_bridge.export._verdicts import REFUSED_ENDPOINT, REFUSED_REQUEST
 from tests import paths
 from tests.corpus import session_state
@@ -68,7 +68,7 @@ def test_a_transient_refusal_is_retried_and_carries_retry_after(
 
 _IN_A_ROW = """
 import sys
-from otel_bridge.export._exporters import probe_otlp
+from otel_bridge.export import probe_otlp
 environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": sys.argv[1], "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
 for signal in ("traces", "traces", "metrics", "metrics"):
     print(probe_otlp(environ, signal, timeout=5).refused)

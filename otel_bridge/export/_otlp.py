@@ -1,0 +1,110 @@
+"""The SDK's OTLP exporters, made for the endpoint the bridge checked, and one empty export
+through them: what `doctor` asks of a collector before a span is sent.
+
+A module of its own, below the exporter table (`_table`) and the metric exporters that both
+build them: the SDK's OTLP packages are imported only when an exporter is made, so that a
+command that sends nothing over OTLP never loads them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ._common import OtlpEndpoint, otlp_endpoint
+from ._sdk_logs import build_otlp_exporter, capture_exporter_logs, http_session
+from ._verdicts import ExportFailure, describe_exception, export_failure
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.export import MetricExporter
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+__all__ = ["otlp_metric_exporter", "otlp_span_exporter", "probe_otlp"]
+
+
+def otlp_span_exporter(
+    endpoint: OtlpEndpoint, environ: Mapping[str, str], timeout: float | None = None
+) -> SpanExporter:
+    """The SDK's exporter for the protocol, given the endpoint that was checked (the rest of
+    its settings it reads from the environment; `timeout`, in seconds, instead of theirs).
+    Its own retry messages are kept for the bridge's one warning instead of reaching the
+    terminal (`quiet_exporter_logs`)."""
+
+    def build() -> SpanExporter:
+        if endpoint.protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+            return OTLPSpanExporter(endpoint=endpoint.target, timeout=timeout)
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter as HttpSpanExporter,
+        )
+
+        return HttpSpanExporter(
+            endpoint=endpoint.target, session=http_session(environ, "traces"), timeout=timeout
+        )
+
+    return build_otlp_exporter(endpoint, "trace", build)
+
+
+def otlp_metric_exporter(
+    environ: Mapping[str, str], timeout: float | None = None
+) -> MetricExporter:
+    """The SDK's OTLP metric exporter for the configured protocol and endpoint (the rest of
+    its settings it reads from the environment; `timeout` in seconds instead of theirs)."""
+    endpoint = otlp_endpoint(environ, "metrics")
+
+    def build() -> MetricExporter:
+        if endpoint.protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                OTLPMetricExporter,
+            )
+
+            return OTLPMetricExporter(endpoint=endpoint.target, timeout=timeout)
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+            OTLPMetricExporter as HttpMetricExporter,
+        )
+
+        return HttpMetricExporter(
+            endpoint=endpoint.target, session=http_session(environ, "metrics"), timeout=timeout
+        )
+
+    return build_otlp_exporter(endpoint, "metric", build)
+
+
+def probe_otlp(
+    environ: Mapping[str, str], signal: str, timeout: float = 2.0
+) -> ExportFailure | None:
+    """Send one empty export of `signal` ("traces" or "metrics") through the SDK exporter the
+    bridge would use (its endpoint, headers, TLS), and say how it failed; None when the
+    collector took it. An empty request carries nothing: a collector answers it as any
+    other, and a backend with no receiver for the signal refuses it (Jaeger: HTTP 404 at
+    /v1/metrics), which a TCP connection alone cannot tell.
+
+    Raises:
+        ConfigError: the endpoint or another OTLP setting is unusable.
+    """
+    # The SDK's metrics, imported only here: a command that sends no metrics never loads them.
+    from opentelemetry.sdk.metrics.export import MetricExportResult, MetricsData
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    exporter: SpanExporter | MetricExporter
+    if signal == "traces":
+        exporter = otlp_span_exporter(otlp_endpoint(environ, "traces"), environ, timeout=timeout)
+    else:
+        exporter = otlp_metric_exporter(environ, timeout=timeout)
+    with capture_exporter_logs() as records:
+        try:
+            if isinstance(exporter, SpanExporter):
+                ok = exporter.export([]) is SpanExportResult.SUCCESS
+            else:
+                empty = MetricsData(resource_metrics=[])
+                ok = exporter.export(empty, timeout_millis=timeout * 1000) is (
+                    MetricExportResult.SUCCESS
+                )
+        except Exception as exc:  # an exporter's bug is one more way to fail
+            return ExportFailure(describe_exception(exc))
+        finally:
+            with contextlib.suppress(Exception):
+                exporter.shutdown()
+    return None if ok else export_failure(records)
