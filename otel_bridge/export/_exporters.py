@@ -19,7 +19,6 @@ from typing import IO
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from .. import _env as env
-from .._exceptions import ConfigError
 from ._common import (
     metric_exporter_names,
     open_output,
@@ -29,7 +28,7 @@ from ._common import (
 )
 from ._otlp_json import OtlpJsonFileExporter
 from ._sniff import protocol_mismatch
-from ._table import NONE, TRACE_EXPORTERS, SpanOptions, trace_exporter_choices
+from ._table import NONE, TRACE_EXPORTERS, SpanOptions, unsupported
 
 __all__ = [
     "build_span_exporters",
@@ -115,10 +114,7 @@ def build_span_exporters(
             continue
         row = TRACE_EXPORTERS.get(name)
         if row is None:
-            raise ConfigError(
-                f"OTEL_TRACES_EXPORTER={name!r} is not supported: "
-                f"use {trace_exporter_choices()} (comma-separated)"
-            )
+            raise unsupported(env.OTEL_TRACES_EXPORTER, name, TRACE_EXPORTERS)
         exporter, label = row.build(environ, options)
         exporters.append(exporter)
         _LABELS[exporter] = label

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import ConfigError
+from .. import _env as env
 from ..processors import Scrubber
 from ._common import (
     metric_exporter_names,
@@ -29,7 +29,7 @@ from ._common import (
     sdk_disabled,
 )
 from ._metric_options import MetricsOptions
-from ._table import NONE
+from ._table import NONE, unsupported
 
 if TYPE_CHECKING:
     # The SDK's metrics, the Prometheus client and the HTTP server are imported where metrics
@@ -198,10 +198,7 @@ def _add_reader(
         return
     add = METRIC_READERS.get(name)
     if add is None:
-        raise ConfigError(
-            f"OTEL_METRICS_EXPORTER={name!r} is not supported: use "
-            f"{', '.join(METRIC_READERS)} or {NONE} (comma-separated)"
-        )
+        raise unsupported(env.OTEL_METRICS_EXPORTER, name, METRIC_READERS)
     add(built, environ, options, disabled)
 
 

@@ -11,7 +11,7 @@ imports no part of the SDK, so that the help can name the exporters cheaply.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import IO, TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -34,6 +34,7 @@ __all__ = [
     "SpanOptions",
     "check_otlp",
     "trace_exporter_choices",
+    "unsupported",
 ]
 
 #: The name that turns a signal's exporters off (the specification's).
@@ -146,8 +147,20 @@ TRACE_EXPORTERS: Mapping[str, SpanExporterRow] = MappingProxyType(_TRACE_ROWS)
 def trace_exporter_choices() -> str:
     """The names OTEL_TRACES_EXPORTER accepts, for errors and the help: 'otlp, console or
     none'."""
-    *names, last = (*TRACE_EXPORTERS, NONE)
-    return f"{', '.join(names)} or {last}"
+    return _choices(TRACE_EXPORTERS)
+
+
+def unsupported(variable: str, name: str, names: Iterable[str]) -> ConfigError:
+    """The error for a name a signal's exporter variable does not take, listing `names` (a
+    table's) and none: the span exporters' and the metric readers' say it alike."""
+    return ConfigError(
+        f"{variable}={name!r} is not supported: use {_choices(names)} (comma-separated)"
+    )
+
+
+def _choices(names: Iterable[str]) -> str:
+    *first, last = (*names, NONE)
+    return f"{', '.join(first)} or {last}"
 
 
 def check_otlp(environ: Mapping[str, str], signal: str, looked: Looked) -> Finding:
