@@ -97,7 +97,6 @@ class OtelMetricsRecorder:
         # Histogram values are kept in order (at most `_MAX_HELD` before they are handed over
         # at once, so that a bridge nobody scrapes holds no more).
         self._pending: dict[_Series, float] = {}
-        self._pending_labels: dict[_Series, dict[str, AttributeValue]] = {}
         self._held: list[tuple[Any, float, dict[str, AttributeValue]]] = []
         self._pending_lock = threading.Lock()
         meter = provider.get_meter("otel_bridge", __version__, schema_url=semconv.SCHEMA_URL)
@@ -136,10 +135,7 @@ class OtelMetricsRecorder:
             key = (name, tuple(labels.items()))
             with self._pending_lock:
                 try:
-                    self._pending[key] += value
-                except KeyError:
-                    self._pending[key] = value
-                    self._pending_labels[key] = labels
+                    self._pending[key] = self._pending.get(key, 0) + value
                 except TypeError:  # a label value that is a list: counted at once
                     self._counters[name].add(value, labels)
         else:  # only on a miss (the assembler checked its names already): raised in tests,
@@ -160,10 +156,9 @@ class OtelMetricsRecorder:
         collection; an observable instrument's callback, which observes nothing itself)."""
         with self._pending_lock:
             pending, self._pending = self._pending, {}
-            labels, self._pending_labels = self._pending_labels, {}
             held, self._held = self._held, []
-        for key, value in pending.items():
-            self._counters[key[0]].add(value, labels[key])
+        for (name, labels), value in pending.items():
+            self._counters[name].add(value, dict(labels))
         for histogram, value, attributes in held:
             histogram.record(value, attributes)
         return ()
