@@ -95,16 +95,28 @@ def turn_started(parts: Parts, interaction: Interaction, ns: int) -> None:
         raise_signal(parts, interaction, sc.TROUBLE_TURNS, turns, threshold, ns)
 
 
-def check_length(
-    parts: Parts, interaction: Interaction, now_ns: int, *, clock: bool = False
-) -> None:
-    """The task has been open past its mode's length: by event time as events come, by the
-    caller's clock between them (`clock`: then no span event, see `raise_signal`)."""
+def check_length(parts: Parts, interaction: Interaction, now_ns: int) -> None:
+    """The task has been open past its mode's length, by event time (as events come; between
+    them `check_clock` tells it by the caller's clock)."""
+    threshold = _past_length(parts, interaction, now_ns)
+    if threshold:
+        _raise_long(parts, interaction, now_ns, threshold, now_ns)
+
+
+def _past_length(parts: Parts, interaction: Interaction, now_ns: int) -> float:
+    """The length of the task's mode when the task has been open past it, else 0."""
     threshold = parts.config.trouble.long_task(parts.facts.mode)
+    if threshold and now_ns - interaction.root.start_ns >= threshold * 1e9:
+        return threshold
+    return 0.0
+
+
+def _raise_long(
+    parts: Parts, interaction: Interaction, now_ns: int, threshold: float, at: int | None
+) -> None:
+    """Raise the long-task signal (`at` None: told by a clock, no span event)."""
     seconds = (now_ns - interaction.root.start_ns) / 1e9
-    if threshold and seconds >= threshold:
-        at = None if clock else now_ns
-        raise_signal(parts, interaction, sc.TROUBLE_LONG, round(seconds), threshold, at)
+    raise_signal(parts, interaction, sc.TROUBLE_LONG, round(seconds), threshold, at)
 
 
 def check_clock(parts: Parts, interaction: Interaction, now_ns: int, stalled: float) -> None:
@@ -120,11 +132,10 @@ def check_clock(parts: Parts, interaction: Interaction, now_ns: int, stalled: fl
         interaction.watch.stalled_at = interaction.last_ns
         silence = (now_ns - interaction.last_ns) / 1e9
         raise_signal(parts, interaction, sc.TROUBLE_STALLED, round(silence), stalled, None)
-    threshold = parts.config.trouble.long_task(parts.facts.mode)
-    if not threshold or now_ns - interaction.root.start_ns < threshold * 1e9:
-        return  # not long: the person's wait is not looked for (every 5 s, every open task)
-    if not waits(interaction, parts.permissions):
-        check_length(parts, interaction, now_ns, clock=True)
+    threshold = _past_length(parts, interaction, now_ns)
+    # the person's wait is looked for only past the length (every 5 s, every open task)
+    if threshold and not waits(interaction, parts.permissions):
+        _raise_long(parts, interaction, now_ns, threshold, None)
 
 
 def raise_signal(
