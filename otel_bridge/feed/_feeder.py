@@ -244,13 +244,12 @@ class StreamFeeder:
         """The signals only a clock tells, of every open task (`Assembler.watch`): a task is
         stalled when the quiet-task policy says so, with the threshold it holds."""
         policy = self.quiet
-        threshold = policy.stalled_seconds
 
         def stalled(stream: str, silent: float) -> float:
-            if not threshold or silent < threshold:  # what the task does is not looked at
+            if not policy.may_stall(silent):  # what the task does is not looked at
                 return 0.0
             task = self._quiet_task(stream, now, None)
-            return threshold if policy.verdict(task) is Verdict.STALLED else 0.0
+            return policy.stalled_seconds if policy.verdict(task) is Verdict.STALLED else 0.0
 
         self.assembler.watch(int(now * 1e9), stalled)
 

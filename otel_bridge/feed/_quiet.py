@@ -23,7 +23,7 @@ and `QuietPolicy.conflict` says so once at start. Pure: no clock is read here.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["STALL_REPORT_SECONDS", "QuietPolicy", "QuietTask", "Verdict"]
 
@@ -80,6 +80,11 @@ class QuietPolicy:
     person_timeout_seconds: float = 86_400.0
     stall_seconds: float = 600.0
     background_wait_seconds: float = 900.0
+    #: The stall threshold in force: the configured one, lowered where needed so that a stall
+    #: is reported `STALL_REPORT_SECONDS` before the idle timeout closes its task; 0 (never
+    #: stalled) when the idle timeout leaves no room for a report. Worked out once: it is read
+    #: for every open task at every look of the clock.
+    stalled_seconds: float = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in (
@@ -90,18 +95,9 @@ class QuietPolicy:
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
-
-    @property
-    def stalled_seconds(self) -> float:
-        """The stall threshold in force: the configured one, lowered where needed so that a
-        stall is reported `STALL_REPORT_SECONDS` before the idle timeout closes its task;
-        0 (never stalled) when the idle timeout leaves no room for a report."""
-        if not self.stall_seconds:
-            return 0.0
         room = self.idle_timeout_seconds - STALL_REPORT_SECONDS
-        if room <= 0:
-            return 0.0
-        return min(self.stall_seconds, room)
+        stalled = min(self.stall_seconds, room) if self.stall_seconds and room > 0 else 0.0
+        object.__setattr__(self, "stalled_seconds", stalled)
 
     def conflict(self) -> str | None:
         """One line for the start when the idle timeout overrides the stall threshold."""
@@ -139,10 +135,14 @@ class QuietPolicy:
             return Verdict.IDLE
         if task.asks_person:
             return Verdict.WAITING_PERSON
-        stalled = self.stalled_seconds
-        if stalled and task.silent_seconds >= stalled:
+        if self.may_stall(task.silent_seconds):
             return Verdict.STALLED
         return Verdict.ACTIVE
+
+    def may_stall(self, silent_seconds: float) -> bool:
+        """Silent long enough to be stalled, unless it waits: only then is it worth asking
+        what the task does (the clock's check runs every 5 s over every open task)."""
+        return 0.0 < self.stalled_seconds <= silent_seconds
 
 
 def _figure(seconds: float) -> str:
