@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from .. import _env as env
 from .._exceptions import ConfigError
-from ..app import ReplayOptions, state_dir
+from ..app import state_dir
 from ..app._pipeline import PipelineConfig
 from ..assembler import AssemblerConfig, TroubleOptions
 from ..export import DEFAULT_QUEUE_SPANS, MetricsOptions, ResourceOptions, sdk_disabled
@@ -32,8 +32,9 @@ from ._config_file import COMMANDS, command_line_options, config_keys, load_conf
 from ._options import Given
 from ._parser import command_parser
 
-if TYPE_CHECKING:  # run's, imported when run is set up: replay never loads the daemon
-    from ..app import DaemonOptions
+if TYPE_CHECKING:  # each command's, imported when it is set up: replay never loads the
+    # daemon, and run never loads replay's worker processes (multiprocessing)
+    from ..app import DaemonOptions, ReplayOptions
 
 __all__ = [
     "RunSettings",
@@ -185,6 +186,8 @@ def daemon_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Daem
 
 def replay_options(args: argparse.Namespace, environ: Mapping[str, str]) -> ReplayOptions:
     """replay's flags for the replay: its logs, workers, shard and limits."""
+    from ..app import ReplayOptions
+
     return ReplayOptions(
         paths=tuple(log_paths(args.paths, environ)),
         jobs=args.jobs,

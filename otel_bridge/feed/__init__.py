@@ -1,18 +1,19 @@
 """Between the sources and the pipeline: one stream feeder (events -> assembler -> emit -> counts,
 safe places, delivered spans, eviction) for replay, run's tailer, LiveBridge and the --jobs
-workers alike."""
+workers alike.
 
+The worker processes of a parallel replay (`._parallel`) load on first use (`_lazy.py`): they
+import multiprocessing, which `run` never needs (some 0.5 MB of a daemon's memory)."""
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 from ._feeder import Emit, StreamFeeder
+from ._jobs import WORKERS_FROM_BYTES, default_jobs, usable_cores
 from ._ledger import Ledger
-from ._parallel import (
-    WORKERS_FROM_BYTES,
-    Prepare,
-    PreparedSink,
-    Workers,
-    default_jobs,
-    replay_logs_parallel,
-    usable_cores,
-)
+
+if TYPE_CHECKING:
+    from ._parallel import Prepare, PreparedSink, Workers, replay_logs_parallel
 
 __all__ = [
     "WORKERS_FROM_BYTES",
@@ -26,3 +27,13 @@ __all__ = [
     "replay_logs_parallel",
     "usable_cores",
 ]
+
+#: The names defined in `._parallel`, imported on first use.
+_NAMES: dict[str, str] = {
+    "Prepare": "._parallel",
+    "PreparedSink": "._parallel",
+    "Workers": "._parallel",
+    "replay_logs_parallel": "._parallel",
+}
+
+__getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -51,6 +51,7 @@ from ..decode._lines import DEFAULT_MAX_LINE_BYTES
 from ..metrics._recorder import NullRecorder
 from ..sources import DEFAULT_MAX_LOG_BYTES, LogFile, ReplaySummary, replay_logs
 from ._feeder import StreamFeeder
+from ._jobs import WORKERS_FROM_BYTES, default_jobs, usable_cores
 from ._worker import (
     Prepare,
     PreparedSink,
@@ -82,28 +83,6 @@ _AHEAD_PER_WORKER = 4
 #: A task is a run of consecutive logs of about this many bytes, or this many logs.
 _TASK_BYTES = 1 << 20
 _TASK_LOGS = 64
-
-#: Below this many bytes of logs, the default is to read them in the one process: the workers
-#: cost their start (some 0.05 s forked on Linux, 0.2 s with a forkserver's interpreter and
-#: imports) and some CPU time (sending results), more than they save on less
-#: (bench/bench_jobs.py: some 45 MiB/s in one process), and less still on a machine whose
-#: cores are busy.
-WORKERS_FROM_BYTES = 16 << 20
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system says, e.g. in a
-    container limited with cpusets), else every core."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except (AttributeError, OSError):  # no sched_getaffinity: macOS, Windows
-        return os.cpu_count() or 1
-
-
-def default_jobs(total_bytes: int) -> int:
-    """The jobs when none are asked for: the usable cores, unless the logs are too few bytes
-    for workers to pay for their start (`WORKERS_FROM_BYTES`)."""
-    return usable_cores() if total_bytes >= WORKERS_FROM_BYTES else 1
 
 
 class Workers:
