@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ._common import OtlpEndpoint, otlp_endpoint
+from ._requests import load_requests
 from ._sdk_logs import build_otlp_exporter, capture_exporter_logs, http_session
 from ._verdicts import ExportFailure, describe_exception, export_failure
 
@@ -36,6 +37,7 @@ def otlp_span_exporter(
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
             return OTLPSpanExporter(endpoint=endpoint.target, timeout=timeout)
+        load_requests()  # before the SDK's module imports it: without charset_normalizer
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
             OTLPSpanExporter as HttpSpanExporter,
         )
@@ -61,6 +63,7 @@ def otlp_metric_exporter(
             )
 
             return OTLPMetricExporter(endpoint=endpoint.target, timeout=timeout)
+        load_requests()  # before the SDK's module imports it: without charset_normalizer
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
             OTLPMetricExporter as HttpMetricExporter,
         )

@@ -166,6 +166,9 @@ def http_session(environ: Mapping[str, str], signal: str) -> Any:
 
 @functools.cache
 def _noting_session_class() -> type:
+    from ._requests import load_requests
+
+    load_requests()  # without charset_normalizer, when it is the first to load requests
     import requests
 
     class NotingSession(requests.Session):
