@@ -51,7 +51,6 @@ from ..decode._lines import DEFAULT_MAX_LINE_BYTES
 from ..metrics._recorder import NullRecorder
 from ..sources import DEFAULT_MAX_LOG_BYTES, LogFile, ReplaySummary, replay_logs
 from ._feeder import StreamFeeder
-from ._jobs import WORKERS_FROM_BYTES, default_jobs, usable_cores
 from ._worker import (
     Prepare,
     PreparedSink,
@@ -64,16 +63,13 @@ from ._worker import (
 )
 
 __all__ = [
-    "WORKERS_FROM_BYTES",
     "Prepare",
     "PreparedSink",
     "RecordingRecorder",
     "SessionResult",
     "Workers",
-    "default_jobs",
     "replay_into",
     "replay_logs_parallel",
-    "usable_cores",
 ]
 
 #: Results each worker may have waiting ahead of the parent: enough to keep the workers busy

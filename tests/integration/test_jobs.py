@@ -15,14 +15,9 @@ from pathlib import Path
 import pytest
 
 from otel_bridge.cli import main
+from otel_bridge.feed import WORKERS_FROM_BYTES, default_jobs, usable_cores
 from otel_bridge.feed import _parallel as parallel
-from otel_bridge.feed._parallel import (
-    WORKERS_FROM_BYTES,
-    RecordingRecorder,
-    default_jobs,
-    replay_into,
-    usable_cores,
-)
+from otel_bridge.feed._parallel import RecordingRecorder, replay_into
 from tests import paths
 from tests.corpus import metric_points, session_state, spans_in_order
 from tests.processes import bridge_env, start_bridge, terminate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from otel_bridge.app import ReplayOptions, SigtermStops, plan_jobs, replay
 from otel_bridge.app._pipeline import PipelineConfig
-from otel_bridge.feed._parallel import WORKERS_FROM_BYTES
+from otel_bridge.feed import WORKERS_FROM_BYTES
 from tests.unit.sources.test_tail import two_messages
 
 
