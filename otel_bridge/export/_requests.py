@@ -19,18 +19,17 @@ from __future__ import annotations
 import importlib
 import sys
 import warnings
-from types import ModuleType
 
 __all__ = ["load_requests"]
 
 _DETECTORS = ("chardet", "charset_normalizer")  # requests tries them in this order
 
 
-def load_requests() -> ModuleType:
-    """The requests module; imported now, without a character detector, if not loaded yet."""
-    loaded = sys.modules.get("requests")
-    if loaded is not None:
-        return loaded
+def load_requests() -> None:
+    """Import requests, without a character detector, unless it is loaded already. Called
+    before the SDK's OTLP/HTTP modules are imported: they import requests at their top."""
+    if "requests" in sys.modules:
+        return
     blocked = [name for name in _DETECTORS if name not in sys.modules]
     for name in blocked:
         sys.modules[name] = None  # type: ignore[assignment]  # makes `import name` fail
@@ -39,7 +38,7 @@ def load_requests() -> ModuleType:
             warnings.filterwarnings(
                 "ignore", message="Unable to find acceptable character detection dependency"
             )
-            return importlib.import_module("requests")
+            importlib.import_module("requests")
     finally:
         for name in blocked:
             if sys.modules.get(name, ...) is None:

@@ -166,10 +166,7 @@ def http_session(environ: Mapping[str, str], signal: str) -> Any:
 
 @functools.cache
 def _noting_session_class() -> type:
-    from ._requests import load_requests
-
-    load_requests()  # without charset_normalizer, when it is the first to load requests
-    import requests
+    import requests  # loaded already, without charset_normalizer (`_otlp`, `_requests`)
 
     class NotingSession(requests.Session):
         """Also reads the environment's proxy and CA settings once per request's settings
