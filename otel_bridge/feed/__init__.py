@@ -28,12 +28,7 @@ __all__ = [
     "usable_cores",
 ]
 
-#: The names defined in `._parallel`, imported on first use.
-_NAMES: dict[str, str] = {
-    "Prepare": "._parallel",
-    "PreparedSink": "._parallel",
-    "Workers": "._parallel",
-    "replay_logs_parallel": "._parallel",
-}
+#: The names of the workers' module, imported on first use (`_lazy.py`).
+_NAMES = dict.fromkeys(("Prepare", "PreparedSink", "Workers", "replay_logs_parallel"), "._parallel")
 
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)
