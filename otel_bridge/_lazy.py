@@ -34,7 +34,9 @@ def lazy_names(
         return value
 
     def dir_() -> list[str]:  # the package's names, not the helpers it imports for this
-        private = (name for name in vars(sys.modules[package]) if name.startswith("_"))
-        return sorted({*private, *names})
+        module = sys.modules[package]
+        private = (name for name in vars(module) if name.startswith("_"))
+        # a package may load some names with it: those its __all__ lists beside the lazy ones
+        return sorted({*private, *names, *getattr(module, "__all__", ())})
 
     return getattr_, dir_
