@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 import yaml
 
-from otel_bridge._version import __version__
 from otel_bridge.cli._checks import prometheus_wanted
 from tests import paths
 from tests.integration.deploy.test_deploy_docker import bridge_args
+from tests.releases import deployed_version
 
 ROOT = paths.REPO
 K8S = ROOT / "deploy" / "kubernetes"
@@ -253,7 +253,7 @@ def test_kustomize_builds_the_manifests_into_one_namespace() -> None:
         if doc["kind"] in ("Deployment", "DaemonSet"):
             spec = doc["spec"]["template"]["spec"]
             images = {c["image"] for c in spec["containers"] + spec.get("initContainers", [])}
-            assert f"{BRIDGE_IMAGE}:{__version__}" in images, images
+            assert f"{BRIDGE_IMAGE}:{deployed_version()}" in images, images
             # selectors are left alone (includeSelectors: false), so they still match
             selector = doc["spec"]["selector"]["matchLabels"]
             assert selector.items() <= doc["spec"]["template"]["metadata"]["labels"].items()

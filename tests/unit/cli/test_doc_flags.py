@@ -18,7 +18,7 @@ OTHER_TOOLS = {
     "docker, podman, kubectl, systemctl, git, pip": """--build --build-arg --variant --tmpfs
         --stop-timeout --secret --read-only --name --from-literal --now --depth --format
         --include --password --password-stdin --token --token-file --all-files --web --check
-        --prefix --list""",
+        --prefix --list --branch""",
     "helm": "--namespace --create-namespace --set --reuse-values --strict",
     "command lines whose secrets the scrubber removes (docs/privacy.md)": """--auth-token
         --credentials --max-tokens --key-id --key --access-key --license-key --account-key

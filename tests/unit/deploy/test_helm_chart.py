@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
-from otel_bridge._version import __version__
 from otel_bridge.cli._config_file import config_keys
 from otel_bridge.cli._parser import build_parser, command_parser
 from tests import goparts, paths
+from tests.releases import deployed_version
 
 CHART = paths.REPO / "deploy" / "helm" / "otel-bridge"
 VALUES = CHART / "values.yaml"
@@ -52,10 +52,11 @@ def schema() -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- Chart.yaml
-def test_chart_yaml_is_v2_with_the_package_version_and_a_kube_version_range() -> None:
+def test_chart_yaml_is_v2_with_the_released_version_and_a_kube_version_range() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["apiVersion"] == "v2" and chart["name"] == "otel-bridge"
-    assert chart["appVersion"] == __version__  # the image's default tag
+    # the image's default tag: a released version (CHANGELOG.md), the package's being the tag's
+    assert chart["appVersion"] == deployed_version()
     # native sidecars need 1.29; the bounds are what test_deploy_helm validates against
     assert re.fullmatch(r">=1\.(\d+)\.0-0 <1\.(\d+)\.0-0", chart["kubeVersion"])
     assert chart["kubeVersion"].startswith(">=1.29.0-0")
