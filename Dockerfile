@@ -1,12 +1,15 @@
 # otel-bridge as a container: `otel-bridge run` as a non-root user, on a read-only root file
 # system, with its checkpoints on a volume (docs/deploy.md says how to build and run it).
 #
-#   docker build -t otel-bridge .
+#   docker build --build-arg VERSION="$(python -m setuptools_scm)" -t otel-bridge .
 #   docker run --read-only --tmpfs /tmp -v otel-bridge-state:/var/lib/otel-bridge \
 #       -v ~/.copilot:/copilot:ro otel-bridge
 #
 #   podman build --format docker -t otel-bridge .   # OCI images drop the HEALTHCHECK
 #
+# VERSION: the package's version, which comes from the git tag (pyproject.toml), but the build
+# context has no .git (.dockerignore): say it, e.g. `python -m setuptools_scm` in the checkout
+# (pip install setuptools-scm), or 1.2.3 at the tag v1.2.3. Unset, the image is version 0.0.
 # BASE_IMAGE: any Debian-like image with python3 (3.11+) and its venv module, e.g. one made with
 # debootstrap and `docker import` where no registry is reachable (tests/podman.py).
 ARG BASE_IMAGE=python:3.11-slim-bookworm
@@ -15,13 +18,18 @@ FROM ${BASE_IMAGE} AS build
 # A CA bundle for pip behind a proxy that re-signs TLS, mounted for the build only (podman
 # build -v; docs/deploy.md); unset, pip uses its own.
 ARG PIP_CERT
+ARG VERSION
 WORKDIR /src
 # Only what the package needs (.dockerignore keeps the rest out of the context).
 COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY otel_bridge ./otel_bridge
 # The versions CI tests with (constraints.txt); the venv is copied whole to the final stage.
+# The version is setuptools-scm's pretended one for this distribution only (a global
+# SETUPTOOLS_SCM_PRETEND_VERSION would be that of any dependency pip builds from source too);
+# empty, it is ignored.
 RUN python3 -m venv /opt/otel-bridge \
-    && /opt/otel-bridge/bin/pip install --no-cache-dir --disable-pip-version-check \
+    && SETUPTOOLS_SCM_PRETEND_VERSION_FOR_OTEL_BRIDGE="$VERSION" \
+        /opt/otel-bridge/bin/pip install --no-cache-dir --disable-pip-version-check \
         -c constraints.txt . \
     && /opt/otel-bridge/bin/python -m compileall -q /opt/otel-bridge
 

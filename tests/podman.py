@@ -4,8 +4,9 @@ No image registry is reachable where the suite runs, so the base of every image 
 Debian bookworm with python3 and its venv module (debootstrap, from Debian's mirror or
 $DEBIAN_MIRROR), trimmed as the slim images are, kept as a tarball in the test-parts cache
 beside the Go parts (tests/goparts.py) and imported under the name the Dockerfile's default
-base has, `python:3.11-slim-bookworm`: the Dockerfile is then built as users build it, with no
-build argument. A base made once is reused by every later run.
+base has, `python:3.11-slim-bookworm`: the Dockerfile is then built as users build it, with
+one build argument, VERSION, the checkout's version (the build context has no .git to take it
+from the tag). A base made once is reused by every later run.
 
 Podman runs with a configuration and a storage of its own in that cache (CONTAINERS_CONF,
 CONTAINERS_STORAGE_CONF: the machine's are never touched), with what works in a container or
@@ -34,12 +35,14 @@ from pathlib import Path
 import pytest
 
 from tests.goparts import cache_dir
+from tests.releases import checkout_version
 
 __all__ = [
     "BASE",
     "BRIDGE",
     "ULIMITS",
     "base_image",
+    "bridge_build_args",
     "bridge_image",
     "podman",
     "podman_env",
@@ -189,15 +192,21 @@ def build(tag: str, context: Path, *extra: str, file: Path | None = None) -> flo
     return time.monotonic() - started
 
 
+def bridge_build_args(version: str | None = None) -> list[str]:
+    """The build arguments of the bridge's image: the version (the checkout's by default),
+    which the Dockerfile cannot take from a tag."""
+    return ["--build-arg", f"VERSION={checkout_version() if version is None else version}"]
+
+
 _built: dict[str, float] = {}  # images built by this run of the suite: seconds each took
 
 
 def bridge_image() -> tuple[str, float]:
     """The Dockerfile built once per run of the suite (a previous run's copy is replaced), and
-    the seconds the build took."""
+    the seconds the build took. Its version is the checkout's, as setuptools-scm gives it."""
     if BRIDGE not in _built:
         base_image()
-        _built[BRIDGE] = build(BRIDGE, ROOT)
+        _built[BRIDGE] = build(BRIDGE, ROOT, *bridge_build_args())
         podman("image", "prune", "-f", check=False)  # the previous build, now untagged
     return BRIDGE, _built[BRIDGE]
 

@@ -8,11 +8,12 @@ deployment relies on: a slim Python base, a non-root user, the state volume, the
 `otel-bridge` command and flag is parsed by the CLI's own parser). `cli_problem` and
 `bridge_args` are reused by the Kubernetes, compose and service-unit tests.
 
-Then the image is built as users build it (`podman build --format docker .`, no build
-argument) on a local stand-in for its base (tests/podman.py: no registry is reachable), and
-run as the manifests run it: read-only root, uid 10001, the session state mounted read-only,
-the state in a volume, OTLP spans and metrics to a receiver on the host. scripts/test.sh
-installs podman, runc and debootstrap; elsewhere, without them, the test skips saying so.
+Then the image is built as users build it (`podman build --format docker .`, with the
+checkout's version as VERSION) on a local stand-in for its base (tests/podman.py: no registry
+is reachable), and run as the manifests run it: read-only root, uid 10001, the session state
+mounted read-only, the state in a volume, OTLP spans and metrics to a receiver on the host.
+scripts/test.sh installs podman, runc and debootstrap; elsewhere, without them, the test skips
+saying so.
 """
 
 from __future__ import annotations
@@ -235,6 +236,16 @@ def test_the_package_is_installed_from_the_checkout_at_the_tested_versions(
     assert "pip install" in runs and "-c constraints.txt ." in runs
 
 
+def test_the_version_is_a_build_argument_the_tests_give(instructions: list[Instruction]) -> None:
+    """The context has no .git for setuptools-scm to read the tag from: VERSION says it, as the
+    pretended version of this distribution only, and the tests' build gives the checkout's."""
+    stage = instructions[: [i.keyword for i in instructions].index("FROM", 2)]
+    assert "VERSION" in {ins.arguments.partition("=")[0] for ins in stage if ins.keyword == "ARG"}
+    runs = " ".join(ins.arguments for ins in stage if ins.keyword == "RUN")
+    assert 'SETUPTOOLS_SCM_PRETEND_VERSION_FOR_OTEL_BRIDGE="$VERSION"' in runs
+    assert podman.bridge_build_args("9.8.7") == ["--build-arg", "VERSION=9.8.7"]
+
+
 def test_dockerignore_lets_in_what_the_build_copies_and_nothing_else() -> None:
     lines = [
         line.strip()
@@ -371,8 +382,8 @@ def _say(config: pytest.Config, line: str) -> None:
 
 @pytest.fixture(scope="module")
 def built_image(pytestconfig: pytest.Config) -> str:
-    """The Dockerfile built as users build it (`podman build .`, no build argument), on the
-    local stand-in for its default base."""
+    """The Dockerfile built as users build it (`podman build .`, VERSION the checkout's), on
+    the local stand-in for its default base."""
     image, seconds = podman.bridge_image()
     base = podman.BASE
     sizes = {
