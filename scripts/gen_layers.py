@@ -49,13 +49,18 @@ def size(member: str, root: Path) -> int:
     return len(list((base / member).rglob("*.py"))) if (base / member).is_dir() else 1
 
 
+#: Root modules a build writes (pyproject.toml's [tool.setuptools_scm]; git ignores them): not
+#: code of the tree, and read by name, not imported by a statement the contract could check.
+GENERATED = {"_scm_version"}
+
+
 def unplaced(layers: list[tuple[str, list[str]]], root: Path) -> list[str]:
-    """Packages and root modules of the tree that no layer names (`__init__`, `__main__`
-    apart): each must have its place."""
+    """Packages and root modules of the tree that no layer names (`__init__`, `__main__` and
+    the generated ones apart): each must have its place."""
     placed = {member for _, members in layers for member in members}
     base = root / PACKAGE
     found = {p.name for p in base.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    found |= {p.stem for p in base.glob("*.py")} - {"__init__", "__main__"}
+    found |= {p.stem for p in base.glob("*.py")} - {"__init__", "__main__"} - GENERATED
     return sorted(found - placed)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,7 @@ def test_this_checkout_has_a_version_of_its_tags() -> None:
 _PROBE = """
 import sys
 sys.path.insert(0, sys.argv[1])
+sys.path.extend(sys.argv[2:])
 from otel_bridge._version import __version__
 print(__version__, "importlib.metadata" in sys.modules)
 """
@@ -116,8 +118,11 @@ def test_unbuilt_the_version_is_the_installed_distribution_s(tmp_path: Path) -> 
     installed = subprocess.run(
         [sys.executable, "-c", expected], capture_output=True, text=True, timeout=60, check=True
     ).stdout.strip()
+    # -S with site-packages on the path: the installed distribution's metadata is found, but
+    # not an editable install's finder (a .pth file), which would load this checkout's package
+    # and its written version instead of the copy
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(root)],
+        [sys.executable, "-S", "-c", _PROBE, str(root), *site.getsitepackages()],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
