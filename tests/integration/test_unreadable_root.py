@@ -96,7 +96,12 @@ def test_an_unreadable_root_is_said_and_makes_run_unready_until_it_can_be_read(
             command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
         )
     try:
-        status, why = _until("/readyz", lambda: _readyz(port))  # type: ignore[misc]
+        # past the start ("starting: listing the session logs"), which a loaded machine may
+        # still be in at the first answer
+        status, why = _until(  # type: ignore[misc]
+            "/readyz to say why the root cannot be listed",
+            lambda: (answer := _readyz(port)) and "starting" not in answer[1] and answer,
+        )
         assert process.poll() is None, log.read_text()
         assert status == 503 and str(root) in why and "cannot be read" in why, (status, why)
         said = log.read_text()
