@@ -19,10 +19,16 @@ from collections.abc import Mapping
 __all__ = [
     "COPILOT_HOME",
     "COPILOT_OTEL_PREFIX",
+    "CURL_CA_BUNDLE",
+    "NO_PROXY",
+    "NO_PROXY_LOWER",
     "OTEL_BOOLEANS",
     "OTEL_BRIDGE_CONTENT_HASH_SALT",
     "OTEL_BRIDGE_STATE_DIR",
     "OTEL_CAPTURE_MESSAGE_CONTENT",
+    "OTEL_EXPORTER_OTLP_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_CLIENT_KEY",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
     "OTEL_EXPORTER_OTLP_INSECURE",
     "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
@@ -37,6 +43,7 @@ __all__ = [
     "OTEL_SDK_DISABLED",
     "OTEL_SERVICE_NAME",
     "OTEL_TRACES_EXPORTER",
+    "REQUESTS_CA_BUNDLE",
     "XDG_CONFIG_HOME",
     "XDG_STATE_HOME",
     "boolean",
@@ -71,6 +78,11 @@ OTEL_PYTHON_HTTP_PREFIX = "OTEL_PYTHON_EXPORTER_OTLP_HTTP_"
 OTEL_CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 #: The gRPC exporters' switch for a connection without TLS, read by the SDK.
 OTEL_EXPORTER_OTLP_INSECURE = "OTEL_EXPORTER_OTLP_INSECURE"
+#: TLS files of the OTLP exporters (each with its per-signal variant, `otlp_signal_variable`):
+#: the CA bundle, the client certificate and its key.
+OTEL_EXPORTER_OTLP_CERTIFICATE = "OTEL_EXPORTER_OTLP_CERTIFICATE"
+OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE = "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"
+OTEL_EXPORTER_OTLP_CLIENT_KEY = "OTEL_EXPORTER_OTLP_CLIENT_KEY"
 
 #: The OpenTelemetry booleans that change what the bridge does: those it reads, and those the
 #: SDK reads for it (`boolean_warnings` says a value of theirs that the rule takes as false).
@@ -95,6 +107,15 @@ OTEL_BRIDGE_CONTENT_HASH_SALT = "OTEL_BRIDGE_CONTENT_HASH_SALT"
 COPILOT_HOME = "COPILOT_HOME"
 #: The start of the CLI's own OpenTelemetry switches (doctor warns of double export).
 COPILOT_OTEL_PREFIX = "COPILOT_OTEL_"
+
+# --- HTTP clients' (requests' rules, kept by the OTLP/HTTP transport) --------------------------
+
+#: Hosts reached without the proxy; the *_proxy variables themselves urllib reads.
+NO_PROXY = "NO_PROXY"
+NO_PROXY_LOWER = "no_proxy"
+#: The CA bundle requests uses when no certificate is configured.
+REQUESTS_CA_BUNDLE = "REQUESTS_CA_BUNDLE"
+CURL_CA_BUNDLE = "CURL_CA_BUNDLE"
 
 # --- the XDG base directories --------------------------------------------------------------------
 

@@ -9,9 +9,11 @@ command that sends nothing over OTLP never loads them.
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from .. import _env as env
 from ._common import OtlpEndpoint, otlp_endpoint
 from ._requests import load_requests
 from ._sdk_logs import build_otlp_exporter, capture_exporter_logs, http_session
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricExporter
     from opentelemetry.sdk.trace.export import SpanExporter
 
-__all__ = ["otlp_metric_exporter", "otlp_span_exporter", "probe_otlp"]
+__all__ = ["otlp_metric_exporter", "otlp_span_exporter", "probe_otlp", "stdlib_transport"]
 
 
 def otlp_span_exporter(
@@ -37,11 +39,14 @@ def otlp_span_exporter(
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
             return OTLPSpanExporter(endpoint=endpoint.target, timeout=timeout)
-        load_requests()  # before the SDK's module imports it: without charset_normalizer
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
             OTLPSpanExporter as HttpSpanExporter,
         )
 
+        transport = stdlib_transport(HttpSpanExporter, endpoint, environ, "traces")
+        if transport is not None:
+            return HttpSpanExporter(endpoint=endpoint.target, timeout=timeout, _transport=transport)
+        load_requests()  # before requests is first imported: without charset_normalizer
         return HttpSpanExporter(
             endpoint=endpoint.target, session=http_session(environ, "traces"), timeout=timeout
         )
@@ -63,16 +68,51 @@ def otlp_metric_exporter(
             )
 
             return OTLPMetricExporter(endpoint=endpoint.target, timeout=timeout)
-        load_requests()  # before the SDK's module imports it: without charset_normalizer
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
             OTLPMetricExporter as HttpMetricExporter,
         )
 
+        transport = stdlib_transport(HttpMetricExporter, endpoint, environ, "metrics")
+        if transport is not None:
+            return HttpMetricExporter(
+                endpoint=endpoint.target, timeout=timeout, _transport=transport
+            )
+        load_requests()  # before requests is first imported: without charset_normalizer
         return HttpMetricExporter(
             endpoint=endpoint.target, session=http_session(environ, "metrics"), timeout=timeout
         )
 
     return build_otlp_exporter(endpoint, "metric", build)
+
+
+def stdlib_transport(
+    exporter_class: type, endpoint: OtlpEndpoint, environ: Mapping[str, str], signal: str
+) -> Any | None:
+    """The standard library's transport for an OTLP/HTTP exporter of `signal` (why:
+    `_http_transport`), with the TLS files the SDK would read, in its order (the signal's
+    variable, then the general one). None where the SDK's own requests session stays: an SDK
+    before 1.45 (its exporters take no transport), a credential provider (it makes the
+    session), or a route this transport does not speak (an https:// or SOCKS proxy)."""
+    if environ.get(env.OTEL_PYTHON_HTTP_CREDENTIAL_PROVIDER) or environ.get(
+        f"{env.OTEL_PYTHON_HTTP_PREFIX}{signal.upper()}_CREDENTIAL_PROVIDER"
+    ):
+        return None
+    if "_transport" not in inspect.signature(exporter_class).parameters:
+        return None
+    try:
+        from ._http_transport import StdlibTransport, route
+    except ImportError:  # no opentelemetry-exporter-http-transport (SDK 1.44)
+        return None
+    if route(endpoint.target) is None:
+        return None
+
+    def setting(general: str, name: str) -> str | None:
+        return environ.get(env.otlp_signal_variable(name, signal)) or environ.get(general)
+
+    verify = setting(env.OTEL_EXPORTER_OTLP_CERTIFICATE, "CERTIFICATE") or True
+    key = setting(env.OTEL_EXPORTER_OTLP_CLIENT_KEY, "CLIENT_KEY")
+    certificate = setting(env.OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, "CLIENT_CERTIFICATE")
+    return StdlibTransport(verify, (certificate, key) if certificate and key else certificate)
 
 
 def probe_otlp(

@@ -32,6 +32,8 @@ __all__ = [
     "build_otlp_exporter",
     "capture_exporter_logs",
     "http_session",
+    "note_answer",
+    "note_failure",
     "quiet_exporter_logs",
 ]
 
@@ -198,19 +200,29 @@ def _noting_session_class() -> type:
             try:
                 response = super().request(*args, **kwargs)
             except Exception as exc:
-                _note("request failed: %s", (exc,))
-                _trouble()
+                note_failure(exc)
                 raise
             if response.status_code >= 300:
-                _trouble()
-                _note(
-                    "collector answered %d %s",
-                    (response.status_code, response.reason or ""),
-                    retry_after=_retry_after(response.headers.get("Retry-After")),
+                note_answer(
+                    response.status_code, response.reason, response.headers.get("Retry-After")
                 )
             return response
 
     return NotingSession
+
+
+def note_failure(error: BaseException) -> None:
+    """A request of the current export got no answer: noted among its records, and told as
+    trouble at once (`capture_exporter_logs`' `on_trouble`)."""
+    _note("request failed: %s", (error,))
+    _trouble()
+
+
+def note_answer(status: int, reason: str | None, retry_after: str | None) -> None:
+    """A request of the current export was refused (`status` 300 or more): noted with its
+    Retry-After header's value, and told as trouble."""
+    _trouble()
+    _note("collector answered %d %s", (status, reason or ""), retry_after=_retry_after(retry_after))
 
 
 def _note(message: str, args: tuple[Any, ...], retry_after: float | None = None) -> None:

@@ -1,5 +1,6 @@
-"""requests is loaded for the OTLP/HTTP exporters without charset_normalizer (some 2.5 MB of a
-daemon's memory), and a body that declares no encoding still reads as UTF-8
+"""Where the OTLP/HTTP exporters still send through requests (here: a SOCKS proxy, which the
+standard library's transport does not speak), requests is loaded without charset_normalizer
+(some 2.5 MB of a daemon's memory), and a body that declares no encoding still reads as UTF-8
 (otel_bridge/export/_requests.py)."""
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ def test_the_otlp_http_exporter_loads_requests_without_a_character_detector() ->
         [sys.executable, "-c", _PROBE],
         capture_output=True,
         text=True,
-        env=bridge_env({"PYTHONPATH": str(paths.REPO)}),
+        env=bridge_env(
+            {
+                "PYTHONPATH": str(paths.REPO),
+                "http_proxy": "socks5h://127.0.0.1:9",
+                "no_proxy": "",
+                "NO_PROXY": "",
+            }
+        ),
         timeout=60,
         check=False,
     )

@@ -16,7 +16,10 @@ from otel_bridge.sources import LiveBridge
 PACKAGE = Path(otel_bridge.__file__).parent
 #: A variable name, or the start of a family of them (`OTEL_EXPORTER_OTLP_`): the whole string
 #: is such a name. Prose that mentions a variable ("OTEL_SDK_DISABLED=true: ...") is not one.
-NAME = re.compile(r"^((OTEL|COPILOT|XDG)_[A-Z0-9_]*|TRACEPARENT)$")
+#: Also the HTTP clients' names the OTLP/HTTP transport reads as requests does.
+NAME = re.compile(
+    r"^((OTEL|COPILOT|XDG)_[A-Z0-9_]*|TRACEPARENT|NO_PROXY|no_proxy|(REQUESTS|CURL)_CA_BUNDLE)$"
+)
 
 
 def _strings(tree: ast.AST) -> list[tuple[int, str]]:
