@@ -45,6 +45,24 @@ def bridge_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def run_probe(code: str, extra: Mapping[str, str] | None = None) -> str:
+    """Run `code` in a fresh Python process with this checkout on its path (what a fresh
+    process loads is often the point), and return its output; its failure fails the test."""
+    from tests import paths
+
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=bridge_env({"PYTHONPATH": str(paths.REPO), **(extra or {})}),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Warning" not in done.stderr, done.stderr[-2000:]
+    return done.stdout
+
+
 def start_bridge(
     argv: Sequence[str],
     *,

@@ -10,8 +10,6 @@ import datetime
 import http.client
 import ipaddress
 import ssl
-import subprocess
-import sys
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -36,9 +34,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 from otel_bridge.export._common import otlp_endpoint
 from otel_bridge.export._otlp import otlp_span_exporter
 from otel_bridge.export._sdk_logs import capture_exporter_logs
-from tests import paths
 from tests.otlp_receiver import OtlpReceiver
-from tests.processes import bridge_env
+from tests.processes import run_probe
 
 _PROXY_VARIABLES = (
     "http_proxy", "https_proxy", "all_proxy", "no_proxy",
@@ -86,16 +83,7 @@ def test_building_the_exporters_loads_neither_requests_nor_urllib3() -> None:
         "otlp_metric_exporter(environ).shutdown()\n"
         "print(sorted(m for m in ('requests', 'urllib3') if m in sys.modules))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        env=bridge_env({"PYTHONPATH": str(paths.REPO)}),
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "[]"
+    assert run_probe(probe).strip() == "[]"
 
 
 def test_spans_reach_the_receiver_and_a_connection_its_peer_closed_is_not_a_failure() -> None:

@@ -5,11 +5,7 @@ standard library's transport does not speak), requests is loaded without charset
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from tests import paths
-from tests.processes import bridge_env
+from tests.processes import run_probe
 
 _PROBE = """
 import sys
@@ -28,23 +24,8 @@ print("importable", charset_normalizer.__name__)
 
 
 def test_the_otlp_http_exporter_loads_requests_without_a_character_detector() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        capture_output=True,
-        text=True,
-        env=bridge_env(
-            {
-                "PYTHONPATH": str(paths.REPO),
-                "http_proxy": "socks5h://127.0.0.1:9",
-                "no_proxy": "",
-                "NO_PROXY": "",
-            }
-        ),
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    first, second = done.stdout.splitlines()
+    proxy = {"http_proxy": "socks5h://127.0.0.1:9", "no_proxy": "", "NO_PROXY": ""}
+    output = run_probe(_PROBE, proxy)  # also: no RequestsDependencyWarning
+    first, second = output.splitlines()
     assert first == "[] None caf\u00e9"
     assert second == "importable charset_normalizer"
-    assert "RequestsDependencyWarning" not in done.stderr
