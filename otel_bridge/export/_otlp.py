@@ -9,6 +9,7 @@ command that sends nothing over OTLP never loads them.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ def otlp_span_exporter(
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
             return OTLPSpanExporter(endpoint=endpoint.target, timeout=timeout)
+        _before_the_sdk_http_modules()
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
             OTLPSpanExporter as HttpSpanExporter,
         )
@@ -68,6 +70,7 @@ def otlp_metric_exporter(
             )
 
             return OTLPMetricExporter(endpoint=endpoint.target, timeout=timeout)
+        _before_the_sdk_http_modules()
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
             OTLPMetricExporter as HttpMetricExporter,
         )
@@ -83,6 +86,21 @@ def otlp_metric_exporter(
         )
 
     return build_otlp_exporter(endpoint, "metric", build)
+
+
+_TRANSPORTS = "opentelemetry.exporter.http.transport"  # opentelemetry-exporter-http-transport
+
+
+def _before_the_sdk_http_modules() -> None:
+    """An SDK before 1.45 (no opentelemetry-exporter-http-transport) imports requests with
+    its OTLP/HTTP modules: load it first, without charset_normalizer (`_requests`). From 1.45
+    requests is imported only if the SDK's own transport is made."""
+    try:
+        takes_a_transport = importlib.util.find_spec(_TRANSPORTS) is not None
+    except ModuleNotFoundError:  # no opentelemetry.exporter.http either
+        takes_a_transport = False
+    if not takes_a_transport:
+        load_requests()
 
 
 def stdlib_transport(
