@@ -20,9 +20,12 @@ from typing import Literal
 # the parent process has not changed it"). So a test that sends SIGINT to a child, or that
 # needs it ignored, sets the disposition in the child itself, through this small exec: it
 # holds whatever way pytest was started. Not `preexec_fn`, which is unsafe in a process with
-# threads (the receivers and servers of a test run on threads).
+# threads (the receivers and servers of a test run on threads). SIGHUP is set to its default
+# there too, as a terminal's child has it: under `nohup` it is ignored, and the tests that
+# send it (test_signals.py) would see the child ignore it, as the bridge is meant to.
 _EXEC_WITH = (
     "import os, signal, sys; signal.signal(signal.SIGINT, signal.{}); "
+    "signal.signal(signal.SIGHUP, signal.SIG_DFL); "
     "os.execvp(sys.argv[1], sys.argv[1:])"
 )
 
