@@ -48,7 +48,6 @@ from ._sdk_logs import note_answer, note_failure
 __all__ = ["Route", "StdlibTransport", "route"]
 
 _MAX_BODY = 1 << 20  # bytes of an answer kept: a collector's error text, not a payload
-_MAX_ROUTES = 16  # URLs whose route is kept (an exporter sends to one)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -169,18 +168,24 @@ class StdlibResult(BaseHTTPResult):
 
 
 class StdlibTransport(BaseHTTPTransport):
-    """http.client for the SDK's OTLP/HTTP client (see the module). One connection, kept
-    alive between exports; the SDK calls it from its export thread, the lock keeps a flush
-    from another thread from sharing the connection mid-request."""
+    """http.client for the SDK's OTLP/HTTP client (see the module), made for the one URL its
+    exporter sends to and the route `route` found for it. One connection, kept alive between
+    exports; the SDK calls it from its export thread, the lock keeps a flush from another
+    thread from sharing the connection mid-request."""
 
-    def __init__(self, verify: bool | str = True, cert: str | tuple[str, str] | None = None):
+    def __init__(
+        self,
+        url: str,
+        way: Route,
+        verify: bool | str = True,
+        cert: str | tuple[str, str] | None = None,
+    ) -> None:
+        self._url, self._way = url, way
         self._verify = ca_file(verify)
         self._cert = cert
         self._context: ssl.SSLContext | None = None
-        self._routes: dict[str, Route | None] = {}
         self._lock = threading.Lock()
         self._connection: http.client.HTTPConnection | None = None
-        self._connected_to: Route | None = None
 
     def request(
         self,
@@ -219,8 +224,10 @@ class StdlibTransport(BaseHTTPTransport):
         timeout: float | None,
         data: bytes | None,
     ) -> StdlibResult:
-        way = self._route(url)
-        connection = self._connection_for(way, timeout)
+        if url != self._url:  # the SDK's client sends to its exporter's endpoint only
+            raise ValueError(f"this transport sends to {self._url}, not to {url}")
+        way = self._way
+        connection = self._connection_for(timeout)
         if way.proxy is not None and not way.tls:
             headers.update(way.proxy_headers)
         connection.request(method, way.target, body=data, headers=headers)
@@ -240,31 +247,20 @@ class StdlibTransport(BaseHTTPTransport):
             answer_headers=_Headers(response.headers),
         )
 
-    def _route(self, url: str) -> Route:
-        if url not in self._routes:
-            if len(self._routes) >= _MAX_ROUTES:
-                self._routes.clear()
-            self._routes[url] = route(url)
-        way = self._routes[url]
-        if way is None:  # the bridge checked the endpoint's route before choosing this one
-            raise ValueError(f"cannot send to {url}: its scheme or proxy is not supported")
-        return way
-
-    def _connection_for(self, way: Route, timeout: float | None) -> http.client.HTTPConnection:
-        """The kept connection when it goes the same way and its peer has not closed it
-        (an idle socket that reads as ready is at its end, as urllib3 checks), else a new
-        one."""
+    def _connection_for(self, timeout: float | None) -> http.client.HTTPConnection:
+        """The kept connection when its peer has not closed it (an idle socket that reads as
+        ready is at its end, as urllib3 checks), else a new one."""
         seconds = max(timeout, 0.001) if timeout is not None else None
         kept = self._connection
         if (
             kept is not None
-            and self._connected_to == way
             and kept.sock is not None
             and not select.select([kept.sock], [], [], 0)[0]
         ):
             kept.sock.settimeout(seconds)
             return kept
         self._drop()
+        way = self._way
         host, port = way.proxy or (way.host, way.port)
         connection: http.client.HTTPConnection
         if way.tls:
@@ -275,7 +271,7 @@ class StdlibTransport(BaseHTTPTransport):
                 connection.set_tunnel(way.host, way.port, headers=way.proxy_headers)
         else:
             connection = http.client.HTTPConnection(host, port, timeout=seconds)
-        self._connection, self._connected_to = connection, way
+        self._connection = connection
         return connection
 
     def _tls_context(self) -> ssl.SSLContext:
@@ -298,7 +294,7 @@ class StdlibTransport(BaseHTTPTransport):
         return self._context
 
     def _drop(self) -> None:
-        connection, self._connection, self._connected_to = self._connection, None, None
+        connection, self._connection = self._connection, None
         if connection is not None:
             with contextlib.suppress(OSError):
                 connection.close()

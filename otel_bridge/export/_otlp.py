@@ -9,10 +9,11 @@ command that sends nothing over OTLP never loads them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import inspect
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import _env as env
 from ._common import OtlpEndpoint, otlp_endpoint
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
 
 __all__ = ["otlp_metric_exporter", "otlp_span_exporter", "probe_otlp", "stdlib_transport"]
+
+_Exporter = TypeVar("_Exporter")
 
 
 def otlp_span_exporter(
@@ -45,13 +48,7 @@ def otlp_span_exporter(
             OTLPSpanExporter as HttpSpanExporter,
         )
 
-        transport = stdlib_transport(HttpSpanExporter, endpoint, environ, "traces")
-        if transport is not None:
-            return HttpSpanExporter(endpoint=endpoint.target, timeout=timeout, _transport=transport)
-        load_requests()  # before requests is first imported: without charset_normalizer
-        return HttpSpanExporter(
-            endpoint=endpoint.target, session=http_session(environ, "traces"), timeout=timeout
-        )
+        return _http_exporter(HttpSpanExporter, endpoint, environ, "traces", timeout)
 
     return build_otlp_exporter(endpoint, "trace", build)
 
@@ -75,15 +72,7 @@ def otlp_metric_exporter(
             OTLPMetricExporter as HttpMetricExporter,
         )
 
-        transport = stdlib_transport(HttpMetricExporter, endpoint, environ, "metrics")
-        if transport is not None:
-            return HttpMetricExporter(
-                endpoint=endpoint.target, timeout=timeout, _transport=transport
-            )
-        load_requests()  # before requests is first imported: without charset_normalizer
-        return HttpMetricExporter(
-            endpoint=endpoint.target, session=http_session(environ, "metrics"), timeout=timeout
-        )
+        return _http_exporter(HttpMetricExporter, endpoint, environ, "metrics", timeout)
 
     return build_otlp_exporter(endpoint, "metric", build)
 
@@ -91,20 +80,47 @@ def otlp_metric_exporter(
 _TRANSPORTS = "opentelemetry.exporter.http.transport"  # opentelemetry-exporter-http-transport
 
 
-def _before_the_sdk_http_modules() -> None:
-    """An SDK before 1.45 (no opentelemetry-exporter-http-transport) imports requests with
-    its OTLP/HTTP modules: load it first, without charset_normalizer (`_requests`). From 1.45
-    requests is imported only if the SDK's own transport is made."""
+@functools.cache
+def _has_transports() -> bool:
+    """Whether opentelemetry-exporter-http-transport (SDK 1.45 and later) is installed."""
     try:
-        takes_a_transport = importlib.util.find_spec(_TRANSPORTS) is not None
+        return importlib.util.find_spec(_TRANSPORTS) is not None
     except ModuleNotFoundError:  # no opentelemetry.exporter.http either
-        takes_a_transport = False
-    if not takes_a_transport:
+        return False
+
+
+def _before_the_sdk_http_modules() -> None:
+    """An SDK before 1.45 imports requests with its OTLP/HTTP modules: load it first, without
+    charset_normalizer (`_requests`). From 1.45 requests is imported only if the SDK's own
+    transport is made (`_http_exporter`)."""
+    if not _has_transports():
         load_requests()
 
 
+def _http_exporter(
+    exporter_class: Callable[..., _Exporter],
+    endpoint: OtlpEndpoint,
+    environ: Mapping[str, str],
+    signal: str,
+    timeout: float | None,
+) -> _Exporter:
+    """The SDK's OTLP/HTTP exporter of `signal`, on the standard library's transport where it
+    can be (`stdlib_transport`), else on the SDK's requests session, which notes each answer
+    (`http_session`)."""
+    transport = stdlib_transport(exporter_class, endpoint, environ, signal)
+    if transport is not None:
+        return exporter_class(endpoint=endpoint.target, timeout=timeout, _transport=transport)
+    load_requests()  # before requests is first imported: without charset_normalizer
+    return exporter_class(
+        endpoint=endpoint.target, session=http_session(environ, signal), timeout=timeout
+    )
+
+
 def stdlib_transport(
-    exporter_class: type, endpoint: OtlpEndpoint, environ: Mapping[str, str], signal: str
+    exporter_class: Callable[..., object],
+    endpoint: OtlpEndpoint,
+    environ: Mapping[str, str],
+    signal: str,
 ) -> Any | None:
     """The standard library's transport for an OTLP/HTTP exporter of `signal` (why:
     `_http_transport`), with the TLS files the SDK would read, in its order (the signal's
@@ -115,13 +131,12 @@ def stdlib_transport(
         f"{env.OTEL_PYTHON_HTTP_PREFIX}{signal.upper()}_CREDENTIAL_PROVIDER"
     ):
         return None
-    if "_transport" not in inspect.signature(exporter_class).parameters:
+    if not _has_transports() or "_transport" not in inspect.signature(exporter_class).parameters:
         return None
-    try:
-        from ._http_transport import StdlibTransport, route
-    except ImportError:  # no opentelemetry-exporter-http-transport (SDK 1.44)
-        return None
-    if route(endpoint.target) is None:
+    from ._http_transport import StdlibTransport, route
+
+    way = route(endpoint.target)
+    if way is None:
         return None
 
     def setting(general: str, name: str) -> str | None:
@@ -130,7 +145,8 @@ def stdlib_transport(
     verify = setting(env.OTEL_EXPORTER_OTLP_CERTIFICATE, "CERTIFICATE") or True
     key = setting(env.OTEL_EXPORTER_OTLP_CLIENT_KEY, "CLIENT_KEY")
     certificate = setting(env.OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, "CLIENT_CERTIFICATE")
-    return StdlibTransport(verify, (certificate, key) if certificate and key else certificate)
+    cert = (certificate, key) if certificate and key else certificate
+    return StdlibTransport(endpoint.target, way, verify, cert)
 
 
 def probe_otlp(
