@@ -54,13 +54,19 @@ def size(member: str, root: Path) -> int:
 GENERATED = {"_scm_version"}
 
 
+def root_modules(root: Path = REPO) -> list[str]:
+    """The package's root modules, `__init__`, `__main__` and the generated ones apart."""
+    found = {p.stem for p in (root / PACKAGE).glob("*.py")}
+    return sorted(found - {"__init__", "__main__"} - GENERATED)
+
+
 def unplaced(layers: list[tuple[str, list[str]]], root: Path) -> list[str]:
-    """Packages and root modules of the tree that no layer names (`__init__`, `__main__` and
-    the generated ones apart): each must have its place."""
+    """Packages and root modules of the tree that no layer names: each must have its
+    place."""
     placed = {member for _, members in layers for member in members}
     base = root / PACKAGE
     found = {p.name for p in base.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    found |= {p.stem for p in base.glob("*.py")} - {"__init__", "__main__"} - GENERATED
+    found |= set(root_modules(root))
     return sorted(found - placed)
 
 

@@ -87,20 +87,3 @@ def test_an_allowed_table_is_a_table_and_needs_the_allowance() -> None:
         )
         assert code <= MAX_TABLE_CODE_LINES, (name, code)
         assert len(path.read_text().splitlines()) > MAX_MODULE_LINES, name
-
-
-#: Modules at the package root: the root is for what every layer shares (names, ids,
-#: exceptions, the version); the pipeline's steps have homes of their own (decode/,
-#: checkpoint/, feed/, export/...), so that the tree shows the pipeline.
-MAX_ROOT_MODULES = 10
-#: Written by the build (pyproject.toml's [tool.setuptools_scm]), not code of the tree.
-GENERATED = {"_scm_version.py"}
-
-
-def test_the_package_root_holds_at_most_ten_modules() -> None:
-    root = sorted(
-        path.name
-        for path in PACKAGE.glob("*.py")
-        if path.name not in {"__init__.py", "__main__.py"} | GENERATED
-    )
-    assert len(root) <= MAX_ROOT_MODULES, root

@@ -62,3 +62,14 @@ def test_a_module_added_changes_the_picture(tmp_path: Path) -> None:
     before = gen_layers.picture(root)
     (root / "otel_bridge" / "decode" / "_more.py").write_text('"""More."""\n')
     assert gen_layers.picture(root) != before
+
+
+#: Modules at the package root: the root is for what every layer shares (names, ids,
+#: exceptions, the version); the pipeline's steps have homes of their own (decode/,
+#: checkpoint/, feed/, export/...), so that the tree shows the pipeline.
+MAX_ROOT_MODULES = 10
+
+
+def test_the_package_root_holds_at_most_ten_modules() -> None:
+    root = gen_layers.root_modules()
+    assert len(root) <= MAX_ROOT_MODULES, root
