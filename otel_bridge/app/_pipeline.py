@@ -65,7 +65,9 @@ class PipelineConfig:
         block_when_full: wait for room in a full queue (replay) instead of dropping (run).
         export_linger_seconds: how long an exporter waits for more spans before sending a
             batch that is not full: a live source (run) gives a few spans at a time, and each
-            export call costs about a millisecond of CPU; 0 sends at once.
+            export call costs about a millisecond of CPU; 0 sends at once; None sends full
+            batches only, and the rest at the end (replay: the same spans always make the
+            same batches).
         metrics: the metric readers to build (see `MetricsOptions`); None builds none (the
             caller may pass its own recorder instead, as `LiveBridge` does).
         collector_check: "skip"; "fail": raise `CollectorUnreachable` before anything is built
@@ -83,7 +85,7 @@ class PipelineConfig:
     console_format: str | None = None
     queue_spans: int = DEFAULT_QUEUE_SPANS
     block_when_full: bool = False
-    export_linger_seconds: float = 0.0
+    export_linger_seconds: float | None = 0.0
     metrics: MetricsOptions | None = None
     collector_check: str = "skip"
     resource: ResourceOptions = field(default_factory=ResourceOptions)
@@ -97,8 +99,9 @@ class PipelineConfig:
             raise ValueError(f"console_format must be one of {', '.join(CONSOLE_FORMATS)}")
         if self.queue_spans < 1:
             raise ValueError("queue_spans must be positive")
-        if not 0 <= self.export_linger_seconds <= 10:
-            raise ValueError("export_linger_seconds must be between 0 and 10")
+        linger = self.export_linger_seconds
+        if linger is not None and not 0 <= linger <= 10:
+            raise ValueError("export_linger_seconds must be None or between 0 and 10")
         if self.collector_check not in COLLECTOR_CHECKS:
             raise ValueError(f"collector_check must be one of {', '.join(COLLECTOR_CHECKS)}")
 

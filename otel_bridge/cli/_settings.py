@@ -49,8 +49,10 @@ __all__ = [
 #: CPU, whatever it carries): a few times fewer calls at an agent's pace, at a cost in live
 #: latency well inside the 100 ms bench/README.md holds it to.
 _RUN_LINGER_SECONDS = 0.05
-#: replay: how long an exporter waits for a full batch (the queue is filled far faster than that).
-_REPLAY_LINGER_SECONDS = 0.05
+#: replay: an exporter waits for a full batch, however long (the queue is filled far faster
+#: than a live source fills it): the traces file of one replay is then the same, line for
+#: line, whenever it is made, rather than cut where a slower log kept the exporter waiting.
+_REPLAY_LINGER_SECONDS = None
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,7 @@ def pipeline_config(
     collector_check: str,
     block_when_full: bool = False,
     queue_spans: int = DEFAULT_QUEUE_SPANS,
-    export_linger_seconds: float = 0.0,
+    export_linger_seconds: float | None = 0.0,
 ) -> PipelineConfig:
     """The options replay and run share, from their flags; the rest is the command's.
 

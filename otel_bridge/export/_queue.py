@@ -82,7 +82,10 @@ class ExportWorker:
             exporter could not take even alone (`_poison`), dropped from its queue.
         linger_seconds: how long to wait for more spans before exporting a batch that is not
             full (like the SDK's BatchSpanProcessor schedule delay, but short: `run` uses
-            50 ms, well inside what live latency may take).
+            50 ms, well inside what live latency may take). None: only full batches go (or
+            the queue's fill, when it holds fewer), and what is left at the stop: `replay`,
+            whose batches then depend on its spans alone, not on how fast they came, so that
+            one corpus replayed twice gives the same file, line for line.
     """
 
     def __init__(
@@ -96,7 +99,7 @@ class ExportWorker:
         on_result: ResultCallback,
         block_seconds: float = 60.0,
         label: str | None = None,
-        linger_seconds: float = 0.0,
+        linger_seconds: float | None = 0.0,
         on_rejected: Callable[[str, Sequence[int]], None] | None = None,
     ) -> None:
         if capacity < 1 or max_batch < 1:
@@ -184,7 +187,7 @@ class ExportWorker:
             # each call of a caller that hands over a few spans at a time).
             if (
                 was_empty
-                or not self._linger
+                or self._linger == 0
                 or len(self._queue) >= self._max_batch
                 or self._stopping
             ):
@@ -263,11 +266,14 @@ class ExportWorker:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._queue or self._stopping)
-                if self._linger and not self._stopping and len(self._queue) < self._max_batch:
+                if self._linger != 0 and not self._stopping and len(self._queue) < self._max_batch:
                     # A live source hands over a few spans at a time: gather them for a moment
                     # so that one export call carries many (each costs about a millisecond).
+                    # A full queue goes too: a blocked put waits for room.
                     self._cond.wait_for(
-                        lambda: self._stopping or len(self._queue) >= self._max_batch,
+                        lambda: (
+                            self._stopping or len(self._queue) >= self._max_batch or self._full()
+                        ),
                         self._linger,
                     )
                 if not self._queue or self._past_deadline():

@@ -65,7 +65,7 @@ class SpanSink:
             when none is given: scrubbing is always on).
         sampler: decides per trace what is exported (all, by default).
         linger_seconds: how long a worker waits for more spans before exporting a batch that
-            is not full (0: at once).
+            is not full (0: at once; None: until it is full, or the sink closes).
     """
 
     def __init__(
@@ -81,7 +81,7 @@ class SpanSink:
         block_seconds: float = 60.0,
         scrubber: Scrubber | None = None,
         sampler: TraceSampler | None = None,
-        linger_seconds: float = 0.0,
+        linger_seconds: float | None = 0.0,
     ) -> None:
         if max_batch < 1 or queue_spans < 1:
             raise ValueError("max_batch and queue_spans must be positive")

@@ -175,3 +175,54 @@ def test_a_lingering_worker_sends_a_full_batch_at_once_and_wakes_for_a_first_spa
     assert worker.wait_idle(10)
     assert quick.batches == [["span 9"]]
     assert worker.stop(5) == 0
+
+
+def test_without_a_linger_only_full_batches_go_and_the_rest_at_the_stop() -> None:
+    # replay's queue (linger None): a pause of the source, however long, cuts no batch, so a
+    # replay's batches (the traces file's lines) are the same whatever its pace.
+    exporter = Batches()
+    worker = ExportWorker(
+        exporter,
+        capacity=100,
+        max_batch=4,
+        block_when_full=True,
+        retry=FAST,
+        on_result=lambda *_: None,
+        linger_seconds=None,
+    )
+    spans = items(7)
+    worker.put(spans[:3])
+    time.sleep(0.3)  # six times run's linger: a lingering worker would have sent these
+    assert exporter.batches == []
+    worker.put(spans[3:6])  # 6 queued: a full batch goes, 2 wait
+    deadline = time.monotonic() + 10
+    while not exporter.batches and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    assert exporter.batches == [["span 1", "span 2", "span 3", "span 4"]]
+    worker.put(spans[6:])
+    assert worker.stop(5) == 0
+    assert exporter.batches[1:] == [["span 5", "span 6", "span 7"]]
+
+
+def test_without_a_linger_a_full_queue_smaller_than_a_batch_goes() -> None:
+    # A queue that holds fewer spans than a batch (a small --max-queue) is sent once full:
+    # waiting for a batch it cannot hold would leave the blocked caller waiting for room.
+    exporter = Batches()
+    worker = ExportWorker(
+        exporter,
+        capacity=3,
+        max_batch=10,
+        block_when_full=True,
+        block_seconds=1,  # then the put would drop the oldest spans to make room
+        retry=FAST,
+        on_result=lambda name, seqs, ok: dropped.extend(seqs if ok is None else []),
+        linger_seconds=None,
+    )
+    dropped: list[int] = []
+    worker.put(items(7))  # waits for room twice
+    assert worker.stop(5) == 0
+    assert dropped == []
+    assert exporter.batches == [
+        [f"span {n}" for n in group] for group in ([1, 2, 3], [4, 5, 6], [7])
+    ]
