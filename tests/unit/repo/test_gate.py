@@ -136,3 +136,39 @@ def test_help_lists_every_threshold_with_its_value() -> None:
     for figure in gate.FIGURES:
         assert f"{figure.key}" in done.stdout
         assert f"{config.thresholds[figure.key]:g} {figure.unit}" in done.stdout
+
+
+#: run in a process the gate would start: counts the modules compiled from source on import
+_COMPILED = (
+    "import importlib._bootstrap_external as external\n"
+    "compiled = []\n"
+    "to_code = external.SourceLoader.source_to_code\n"
+    "def counted(self, data, path, *args, **kwargs):\n"
+    "    compiled.append(str(path))\n"
+    "    return to_code(self, data, path, *args, **kwargs)\n"
+    "external.SourceLoader.source_to_code = counted\n"
+    "import json, pathlib, otel_bridge.cli, otel_bridge.app._replay, otel_bridge.export\n"
+    "print('\\n'.join(compiled))\n"
+)
+
+
+def test_the_processes_measured_compile_no_module_where_bytecode_may_not_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With PYTHONPYCACHEPREFIX set, Python looks for every module's bytecode under it, its
+    # own modules' and the dependencies' included: compiling the checkout alone left those
+    # compiled again at each start (0.3 s of a replay) where it may not write them.
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "unused"))  # _compile sets it
+    gate._compile(REPO, tmp_path / "bytecode")
+    env = {**gate.bridge_env(REPO), "PYTHONPYCACHEPREFIX": str(tmp_path / "bytecode")}
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1"
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPILED], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == []
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "empty")  # the test sees compiling: it counts
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPILED], env=env, capture_output=True, text=True, check=True
+    )
+    assert any(path.endswith("json/decoder.py") for path in done.stdout.split())
