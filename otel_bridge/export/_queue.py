@@ -82,10 +82,8 @@ class ExportWorker:
             exporter could not take even alone (`_poison`), dropped from its queue.
         linger_seconds: how long to wait for more spans before exporting a batch that is not
             full (like the SDK's BatchSpanProcessor schedule delay, but short: `run` uses
-            50 ms, well inside what live latency may take). None: only full batches go (or
-            the queue's fill, when it holds fewer), and what is left at the stop: `replay`,
-            whose batches then depend on its spans alone, not on how fast they came, so that
-            one corpus replayed twice gives the same file, line for line.
+            50 ms, well inside what live latency may take). None: full batches only (or a
+            full queue), the rest at the stop: replay's batches then depend on its spans alone.
     """
 
     def __init__(
@@ -195,6 +193,10 @@ class ExportWorker:
         if dropped:
             self._on_result(self.name, dropped, None)
 
+    def _batch_ready(self) -> bool:
+        """Time to send: stopping, a full batch, a full queue (a put waits). With the lock."""
+        return self._stopping or len(self._queue) >= self._max_batch or self._full()
+
     def _full(self) -> bool:
         """No room for one more span. Call with the lock held."""
         return len(self._queue) + self._in_flight >= self._capacity
@@ -266,16 +268,10 @@ class ExportWorker:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._queue or self._stopping)
-                if self._linger != 0 and not self._stopping and len(self._queue) < self._max_batch:
+                if self._linger != 0 and not self._batch_ready():
                     # A live source hands over a few spans at a time: gather them for a moment
                     # so that one export call carries many (each costs about a millisecond).
-                    # A full queue goes too: a blocked put waits for room.
-                    self._cond.wait_for(
-                        lambda: (
-                            self._stopping or len(self._queue) >= self._max_batch or self._full()
-                        ),
-                        self._linger,
-                    )
+                    self._cond.wait_for(self._batch_ready, self._linger)
                 if not self._queue or self._past_deadline():
                     return
                 batch = [
