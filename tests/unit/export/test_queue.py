@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -136,41 +137,45 @@ class Batches(SpanExporter):
         return None
 
 
+def batching(exporter: Batches, linger: float | None, **options: Any) -> ExportWorker:
+    """A worker of batches of 4 over a queue of 100 that waits for room (replay's), or as
+    `options` say."""
+    settings: dict[str, Any] = {
+        "capacity": 100,
+        "max_batch": 4,
+        "block_when_full": True,
+        "retry": FAST,
+        "on_result": lambda *_: None,
+        **options,
+    }
+    return ExportWorker(exporter, linger_seconds=linger, **settings)
+
+
+def first_batch(exporter: Batches) -> list[str]:
+    """The first batch `exporter` got, once it came (within 10 s)."""
+    deadline = time.monotonic() + 10
+    while not exporter.batches and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return exporter.batches[0] if exporter.batches else []
+
+
 def test_a_lingering_worker_sends_a_full_batch_at_once_and_wakes_for_a_first_span() -> None:
     # Puts of a few spans do not wake a lingering worker (it would only wait again); a put
     # that fills a batch does, and so does the first span after the queue ran dry.
     exporter = Batches()
-    worker = ExportWorker(
-        exporter,
-        capacity=100,
-        max_batch=4,
-        block_when_full=True,
-        retry=FAST,
-        on_result=lambda *_: None,
-        linger_seconds=30,  # far longer than the waits below: only a full batch goes
-    )
+    worker = batching(exporter, 30)  # far longer than the waits below: only a full batch goes
     spans = items(9)
     worker.put(spans[:1])
     worker.put(spans[1:3])
     worker.put(spans[3:5])  # 5 queued: a full batch of 4 goes, 1 lingers
-    deadline = time.monotonic() + 10
-    while not exporter.batches and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert exporter.batches == [["span 1", "span 2", "span 3", "span 4"]]
+    assert first_batch(exporter) == ["span 1", "span 2", "span 3", "span 4"]
+    assert len(exporter.batches) == 1
     worker.put(spans[5:8])  # 4 queued again
     assert worker.wait_idle(10)
     assert exporter.batches[1] == ["span 5", "span 6", "span 7", "span 8"]
     assert worker.stop(5) == 0
     quick = Batches()
-    worker = ExportWorker(
-        quick,
-        capacity=100,
-        max_batch=4,
-        block_when_full=True,
-        retry=FAST,
-        on_result=lambda *_: None,
-        linger_seconds=0.05,
-    )
+    worker = batching(quick, 0.05)
     worker.put(spans[8:])  # one span into an empty queue: delivered after the linger
     assert worker.wait_idle(10)
     assert quick.batches == [["span 9"]]
@@ -181,25 +186,15 @@ def test_without_a_linger_only_full_batches_go_and_the_rest_at_the_stop() -> Non
     # replay's queue (linger None): a pause of the source, however long, cuts no batch, so a
     # replay's batches (the traces file's lines) are the same whatever its pace.
     exporter = Batches()
-    worker = ExportWorker(
-        exporter,
-        capacity=100,
-        max_batch=4,
-        block_when_full=True,
-        retry=FAST,
-        on_result=lambda *_: None,
-        linger_seconds=None,
-    )
+    worker = batching(exporter, None)
     spans = items(7)
     worker.put(spans[:3])
     time.sleep(0.3)  # six times run's linger: a lingering worker would have sent these
     assert exporter.batches == []
     worker.put(spans[3:6])  # 6 queued: a full batch goes, 2 wait
-    deadline = time.monotonic() + 10
-    while not exporter.batches and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert first_batch(exporter) == ["span 1", "span 2", "span 3", "span 4"]
     time.sleep(0.1)
-    assert exporter.batches == [["span 1", "span 2", "span 3", "span 4"]]
+    assert len(exporter.batches) == 1
     worker.put(spans[6:])
     assert worker.stop(5) == 0
     assert exporter.batches[1:] == [["span 5", "span 6", "span 7"]]
@@ -209,17 +204,15 @@ def test_without_a_linger_a_full_queue_smaller_than_a_batch_goes() -> None:
     # A queue that holds fewer spans than a batch (a small --max-queue) is sent once full:
     # waiting for a batch it cannot hold would leave the blocked caller waiting for room.
     exporter = Batches()
-    worker = ExportWorker(
+    dropped: list[int] = []
+    worker = batching(
         exporter,
+        None,
         capacity=3,
         max_batch=10,
-        block_when_full=True,
         block_seconds=1,  # then the put would drop the oldest spans to make room
-        retry=FAST,
         on_result=lambda name, seqs, ok: dropped.extend(seqs if ok is None else []),
-        linger_seconds=None,
     )
-    dropped: list[int] = []
     worker.put(items(7))  # waits for room twice
     assert worker.stop(5) == 0
     assert dropped == []
