@@ -183,12 +183,7 @@ class ExportWorker:
             # Wake the worker when it waits for spans, or lingers and now has a full batch:
             # woken for less, a lingering worker would only wait again (a thread switch for
             # each call of a caller that hands over a few spans at a time).
-            if (
-                was_empty
-                or self._linger == 0
-                or len(self._queue) >= self._max_batch
-                or self._stopping
-            ):
+            if was_empty or self._linger == 0 or self._batch_ready():
                 self._cond.notify_all()
         if dropped:
             self._on_result(self.name, dropped, None)
